@@ -1,0 +1,75 @@
+// This file holds the request-scoped values stages hand to each other through
+// the context, and their typed accessors. It is the contract between stages:
+// a stage reads what an earlier one provided, never imports it.
+
+package filters
+
+import "context"
+
+// RequestInfo is what a request asks for, resolved from its method, path and
+// query as k8s.io/apiserver's RequestInfoFactory does.
+type RequestInfo struct {
+	// IsResourceRequest is false for discovery, health and other paths.
+	IsResourceRequest bool
+	// Path is the URL path.
+	Path string
+	// Verb is get, list, watch, create, update, patch, delete, deletecollection,
+	// or, for non-resource requests, the lower-cased HTTP method.
+	Verb string
+	// APIPrefix is "api" or "apis".
+	APIPrefix  string
+	APIGroup   string
+	APIVersion string
+	Namespace  string
+	// Resource is the plural resource name, e.g. "environments".
+	Resource string
+	// Subresource is e.g. "status" or "scale", or "".
+	Subresource string
+	// Name is the object's name, or, for list and watch with a fieldSelector
+	// that requires metadata.name=X, X.
+	Name string
+	// Parts are the path segments after the namespace, if any.
+	Parts []string
+	// FieldSelector and LabelSelector are the raw query values for list, watch
+	// and deletecollection.
+	FieldSelector string
+	LabelSelector string
+}
+
+// User is an authenticated identity.
+type User struct {
+	Name   string
+	UID    string
+	Groups []string
+	Extra  map[string][]string
+}
+
+type contextKey int
+
+const (
+	requestInfoKey contextKey = iota
+	userKey
+	warningsKey
+)
+
+// WithRequestInfo returns a copy of ctx carrying info.
+func WithRequestInfo(ctx context.Context, info *RequestInfo) context.Context {
+	return context.WithValue(ctx, requestInfoKey, info)
+}
+
+// RequestInfoFrom returns the request info in ctx, if any.
+func RequestInfoFrom(ctx context.Context) (*RequestInfo, bool) {
+	info, ok := ctx.Value(requestInfoKey).(*RequestInfo)
+	return info, ok && info != nil
+}
+
+// WithUser returns a copy of ctx carrying u.
+func WithUser(ctx context.Context, u *User) context.Context {
+	return context.WithValue(ctx, userKey, u)
+}
+
+// UserFrom returns the user in ctx, if any.
+func UserFrom(ctx context.Context) (*User, bool) {
+	u, ok := ctx.Value(userKey).(*User)
+	return u, ok && u != nil
+}

@@ -1,0 +1,3 @@
+module github.com/annexapi/annex
+
+go 1.25.0
