@@ -169,16 +169,21 @@ func NewConflict(gr GroupResource, name, detail string) *Status {
 		&StatusDetails{Name: name, Group: gr.Group, Kind: gr.Resource})
 }
 
-// NewInvalid: 422 `Kind.group "name" is invalid: field: detail, ...` with one
-// cause per field error. Each cause's Message is the whole "field: detail"
-// text, as FieldError.Error() gives in k8s.
+// NewInvalid: 422 `Kind.group "name" is invalid: field: detail` (several:
+// `[field: detail, field: detail]`) with one cause per field error. A cause's
+// Message is the detail without the field ("Invalid value: 0: must be ..."),
+// as FieldError.ErrorBody() gives in k8s.
 func NewInvalid(gk GroupKind, name string, causes []StatusCause) *Status {
 	msgs := make([]string, 0, len(causes))
 	seen := make(map[string]bool, len(causes))
 	for _, c := range causes {
-		if !seen[c.Message] {
-			seen[c.Message] = true
-			msgs = append(msgs, c.Message)
+		m := c.Message
+		if c.Field != "" {
+			m = c.Field + ": " + m
+		}
+		if !seen[m] {
+			seen[m] = true
+			msgs = append(msgs, m)
 		}
 	}
 	var msg string
