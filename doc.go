@@ -1,0 +1,23 @@
+// Package annex builds Kubernetes aggregated (extension) API servers: the
+// servers a kube-apiserver proxies an API group to after an APIService
+// registration. Declare resources, call the Builder, run the Server: the group
+// is served with discovery, watch, Status errors, health, metrics and the rest,
+// indistinguishable on the wire from a k8s.io/apiserver server, without
+// importing k8s.io/* or generating code.
+//
+// # Stages
+//
+// A request walks a fixed order of stages (TLS, request info and limits,
+// authentication, authorization, the resource handlers). The order lives in one
+// place, stages.go, as data: each Stage names what it needs from the request
+// context and what it provides, and Build rejects an order in which a stage
+// would read something no earlier stage provides. A wrong chain is an error at
+// build time, never a 500 at request time.
+//
+// # Composition
+//
+// The Builder is sugar over the public packages (meta, filters, authn, authz,
+// storage, rest, healthz, certs, metrics): anything it does, a program can do by
+// hand with them. Stage packages never import each other; they meet through the
+// request context (package filters), and a test enforces that rule.
+package annex
