@@ -1,0 +1,356 @@
+// This file holds the helpers every backend uses to edit metadata inside an
+// object's JSON bytes (resourceVersion, uid, creationTimestamp) without decoding
+// and re-encoding the rest of the object.
+
+package storage
+
+import (
+	"bytes"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"strconv"
+)
+
+// PrepareCreate returns data ready to be stored by a Create at revision rev,
+// and the metadata parsed from it. It fails with ErrResourceVersionSetOnCreate
+// when metadata.resourceVersion is set to anything but "" or null, and with
+// ErrInvalidObject when data is not a JSON object or metadata is not an object.
+//
+// The result is data in compact form with metadata.resourceVersion set to rev,
+// metadata.uid set to uid and metadata.creationTimestamp set to now when they
+// are empty, null or absent. Members keep their order; members that were absent
+// are appended to metadata, which is itself appended to the object when absent.
+// Callers pass [NewUID] and the time in RFC 3339, UTC, second precision.
+func PrepareCreate(data []byte, rev uint64, uid, now string) ([]byte, Meta, error) {
+	out, err := editMeta(data, rev, uid, now, true)
+	if err != nil {
+		return nil, Meta{}, err
+	}
+	m, err := DecodeMeta(out)
+	return out, m, err
+}
+
+// PrepareUpdate is PrepareCreate for the result of an UpdateFunc: it only sets
+// metadata.resourceVersion (whatever it was) and returns the metadata.
+func PrepareUpdate(data []byte, rev uint64) ([]byte, Meta, error) {
+	out, err := editMeta(data, rev, "", "", false)
+	if err != nil {
+		return nil, Meta{}, err
+	}
+	m, err := DecodeMeta(out)
+	return out, m, err
+}
+
+// SetResourceVersion returns data in compact form with
+// metadata.resourceVersion set to rev, as PrepareUpdate does, without parsing
+// the metadata. It fails with ErrInvalidObject as PrepareCreate does.
+func SetResourceVersion(data []byte, rev uint64) ([]byte, error) {
+	return editMeta(data, rev, "", "", false)
+}
+
+// DecodeMeta parses the metadata of an object's JSON as ParseMeta does, but
+// decodes only the metadata member. It is meant for bytes this package
+// produced (which are valid JSON): it does not validate the rest of data, and
+// it matches the member name "metadata" exactly (ParseMeta, like
+// encoding/json, also accepts other cases). It fails with ErrInvalidObject.
+func DecodeMeta(data []byte) (Meta, error) {
+	var m Meta
+	found := -1
+	var vs, ve int
+	err := forEachMember(data, firstNonSpace(data), func(ks, ke, s, e int) error {
+		if keyEquals(data[ks:ke], "metadata") {
+			found, vs, ve = ks, s, e
+		}
+		return nil
+	})
+	if err != nil {
+		return Meta{}, err
+	}
+	if found < 0 {
+		return m, nil
+	}
+	if err := json.Unmarshal(data[vs:ve], &m); err != nil {
+		return Meta{}, &Error{Err: ErrInvalidObject, Msg: "metadata: " + err.Error()}
+	}
+	return m, nil
+}
+
+// NewUID returns a random (version 4) UUID in its canonical text form.
+func NewUID() string {
+	var u [16]byte
+	_, _ = rand.Read(u[:]) // crypto/rand.Read never fails (Go 1.24+).
+	u[6] = u[6]&0x0f | 0x40
+	u[8] = u[8]&0x3f | 0x80
+	var b [36]byte
+	hex.Encode(b[0:8], u[0:4])
+	b[8] = '-'
+	hex.Encode(b[9:13], u[4:6])
+	b[13] = '-'
+	hex.Encode(b[14:18], u[6:8])
+	b[18] = '-'
+	hex.Encode(b[19:23], u[8:10])
+	b[23] = '-'
+	hex.Encode(b[24:], u[10:])
+	return string(b[:])
+}
+
+// jsonEdit replaces data[start:end] with repl (an insertion when start == end).
+type jsonEdit struct {
+	start, end int
+	repl       []byte
+}
+
+func invalidObject(msg string) error { return &Error{Err: ErrInvalidObject, Msg: msg} }
+
+// editMeta compacts data and sets the metadata fields; create also fills
+// uid and creationTimestamp and refuses a set resourceVersion. Every metadata
+// member is edited (JSON allows duplicates; decoders keep the last).
+func editMeta(data []byte, rev uint64, uid, now string, create bool) ([]byte, error) {
+	var buf bytes.Buffer
+	buf.Grow(len(data) + 96)
+	if err := json.Compact(&buf, data); err != nil {
+		return nil, invalidObject(err.Error())
+	}
+	b := buf.Bytes()
+	if len(b) == 0 || b[0] != '{' {
+		return nil, invalidObject("not a JSON object")
+	}
+	rvValue := strconv.AppendUint([]byte{'"'}, rev, 10)
+	rvValue = append(rvValue, '"')
+
+	var edits []jsonEdit
+	foundMeta := false
+	err := forEachMember(b, 0, func(ks, ke, vs, ve int) error {
+		if !keyEquals(b[ks:ke], "metadata") {
+			return nil
+		}
+		foundMeta = true
+		switch b[vs] {
+		case 'n': // null: replace with a fresh metadata object
+			edits = append(edits, jsonEdit{vs, ve, newMetaObject(rvValue, uid, now, create)})
+			return nil
+		case '{':
+		default:
+			return invalidObject("metadata is not an object")
+		}
+		var hasRV, hasUID, hasTS bool
+		empty := b[vs+1] == '}'
+		err := forEachMember(b, vs, func(ks, ke, s, e int) error {
+			v := b[s:e]
+			unset := string(v) == `""` || string(v) == "null"
+			switch {
+			case keyEquals(b[ks:ke], "resourceVersion"):
+				hasRV = true
+				if create && !unset {
+					return &Error{Err: ErrResourceVersionSetOnCreate}
+				}
+				edits = append(edits, jsonEdit{s, e, rvValue})
+			case create && keyEquals(b[ks:ke], "uid"):
+				hasUID = true
+				if unset {
+					edits = append(edits, jsonEdit{s, e, strconv.AppendQuote(nil, uid)})
+				}
+			case create && keyEquals(b[ks:ke], "creationTimestamp"):
+				hasTS = true
+				if unset {
+					edits = append(edits, jsonEdit{s, e, strconv.AppendQuote(nil, now)})
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		var add []byte
+		member := func(name string, value []byte) {
+			if !empty || len(add) > 0 {
+				add = append(add, ',')
+			}
+			add = append(add, '"')
+			add = append(add, name...)
+			add = append(add, '"', ':')
+			add = append(add, value...)
+		}
+		if create && !hasUID {
+			member("uid", strconv.AppendQuote(nil, uid))
+		}
+		if !hasRV {
+			member("resourceVersion", rvValue)
+		}
+		if create && !hasTS {
+			member("creationTimestamp", strconv.AppendQuote(nil, now))
+		}
+		if len(add) > 0 {
+			edits = append(edits, jsonEdit{ve - 1, ve - 1, add})
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if !foundMeta {
+		add := []byte(`"metadata":`)
+		if b[1] != '}' {
+			add = append([]byte{','}, add...)
+		}
+		add = append(add, newMetaObject(rvValue, uid, now, create)...)
+		edits = append(edits, jsonEdit{len(b) - 1, len(b) - 1, add})
+	}
+	// Edits were collected in document order and never overlap.
+	n := len(b)
+	for _, e := range edits {
+		n += len(e.repl) - (e.end - e.start)
+	}
+	out := make([]byte, 0, n)
+	pos := 0
+	for _, e := range edits {
+		out = append(out, b[pos:e.start]...)
+		out = append(out, e.repl...)
+		pos = e.end
+	}
+	return append(out, b[pos:]...), nil
+}
+
+func newMetaObject(rvValue []byte, uid, now string, create bool) []byte {
+	m := []byte{'{'}
+	if create {
+		m = append(m, `"uid":`...)
+		m = strconv.AppendQuote(m, uid)
+		m = append(m, ',')
+	}
+	m = append(m, `"resourceVersion":`...)
+	m = append(m, rvValue...)
+	if create {
+		m = append(m, `,"creationTimestamp":`...)
+		m = strconv.AppendQuote(m, now)
+	}
+	return append(m, '}')
+}
+
+// keyEquals reports whether the quoted JSON string key decodes to name.
+func keyEquals(key []byte, name string) bool {
+	raw := key[1 : len(key)-1]
+	if bytes.IndexByte(raw, '\\') < 0 {
+		return string(raw) == name
+	}
+	var s string
+	return json.Unmarshal(key, &s) == nil && s == name
+}
+
+// forEachMember calls f with the spans of each member's key (quotes included)
+// and value of the JSON object starting at b[start]. b must be valid JSON
+// from start on; a malformed object fails with ErrInvalidObject, never a panic.
+func forEachMember(b []byte, start int, f func(ks, ke, vs, ve int) error) error {
+	bad := invalidObject("malformed JSON object")
+	if start >= len(b) || b[start] != '{' {
+		return invalidObject("not a JSON object")
+	}
+	i := skipSpace(b, start+1)
+	if i < len(b) && b[i] == '}' {
+		return nil
+	}
+	for {
+		if i >= len(b) || b[i] != '"' {
+			return bad
+		}
+		ks := i
+		ke := skipString(b, i)
+		if ke < 0 {
+			return bad
+		}
+		i = skipSpace(b, ke)
+		if i >= len(b) || b[i] != ':' {
+			return bad
+		}
+		vs := skipSpace(b, i+1)
+		ve := skipValue(b, vs)
+		if ve < 0 {
+			return bad
+		}
+		if err := f(ks, ke, vs, ve); err != nil {
+			return err
+		}
+		i = skipSpace(b, ve)
+		if i >= len(b) {
+			return bad
+		}
+		switch b[i] {
+		case ',':
+			i = skipSpace(b, i+1)
+		case '}':
+			return nil
+		default:
+			return bad
+		}
+	}
+}
+
+func firstNonSpace(b []byte) int { return skipSpace(b, 0) }
+
+func skipSpace(b []byte, i int) int {
+	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
+		i++
+	}
+	return i
+}
+
+// skipString returns the index just past the string starting at b[i], or -1.
+func skipString(b []byte, i int) int {
+	for i++; i < len(b); i++ {
+		switch b[i] {
+		case '\\':
+			i++
+		case '"':
+			return i + 1
+		}
+	}
+	return -1
+}
+
+// skipValue returns the index just past the value starting at b[i], or -1.
+func skipValue(b []byte, i int) int {
+	if i >= len(b) {
+		return -1
+	}
+	switch b[i] {
+	case '"':
+		return skipString(b, i)
+	case '{', '[':
+		depth := 0
+		for ; i < len(b); i++ {
+			switch b[i] {
+			case '"':
+				i = skipString(b, i)
+				if i < 0 {
+					return -1
+				}
+				i--
+			case '{', '[':
+				depth++
+			case '}', ']':
+				depth--
+				if depth == 0 {
+					return i + 1
+				}
+			}
+		}
+		return -1
+	default:
+		j := i
+		for j < len(b) {
+			switch b[j] {
+			case ',', '}', ']', ' ', '\t', '\n', '\r':
+				if j == i {
+					return -1
+				}
+				return j
+			}
+			j++
+		}
+		if j == i {
+			return -1
+		}
+		return j
+	}
+}
