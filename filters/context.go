@@ -4,7 +4,10 @@
 
 package filters
 
-import "context"
+import (
+	"context"
+	"time"
+)
 
 // RequestInfo is what a request asks for, resolved from its method, path and
 // query as k8s.io/apiserver's RequestInfoFactory does.
@@ -50,6 +53,8 @@ const (
 	requestInfoKey contextKey = iota
 	userKey
 	warningsKey
+	auditIDKey
+	receivedTimestampKey
 )
 
 // WithRequestInfo returns a copy of ctx carrying info.
@@ -72,4 +77,28 @@ func WithUser(ctx context.Context, u *User) context.Context {
 func UserFrom(ctx context.Context) (*User, bool) {
 	u, ok := ctx.Value(userKey).(*User)
 	return u, ok && u != nil
+}
+
+// ContextWithAuditID returns a copy of ctx carrying the request's audit ID.
+func ContextWithAuditID(ctx context.Context, id string) context.Context {
+	return context.WithValue(ctx, auditIDKey, id)
+}
+
+// AuditIDFrom returns the audit ID in ctx (set by WithAuditID), or "".
+func AuditIDFrom(ctx context.Context) string {
+	id, _ := ctx.Value(auditIDKey).(string)
+	return id
+}
+
+// ContextWithReceivedTimestamp returns a copy of ctx carrying the time the
+// request was received.
+func ContextWithReceivedTimestamp(ctx context.Context, t time.Time) context.Context {
+	return context.WithValue(ctx, receivedTimestampKey, t)
+}
+
+// ReceivedTimestampFrom returns the time the request was received (set by
+// WithRequestReceivedTimestamp), if any.
+func ReceivedTimestampFrom(ctx context.Context) (time.Time, bool) {
+	t, ok := ctx.Value(receivedTimestampKey).(time.Time)
+	return t, ok
 }
