@@ -1,0 +1,179 @@
+// This file holds NewHandler and the dispatch of a request to a resource verb
+// or a discovery document.
+
+package rest
+
+import (
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/annexapi/annex/filters"
+	"github.com/annexapi/annex/meta"
+)
+
+// handler serves the declared resources and discovery. It is immutable after
+// NewHandler, so it is safe for concurrent use.
+type handler struct {
+	resources  map[resourceKey]*resourceHandler
+	discovery  *discoveryDocs
+	minTimeout time.Duration
+	shutdown   <-chan struct{}
+}
+
+type resourceKey struct{ group, version, plural string }
+
+// resourceHandler serves one resource; the byte strings are precomputed
+// pieces of its responses.
+type resourceHandler struct {
+	Resource
+	gr         meta.GroupResource
+	gk         meta.GroupKind
+	apiVersion string
+	// listHead is `{"kind":"<ListKind>","apiVersion":"<g/v>","metadata":{`.
+	listHead string
+	// bookmarkHead is the start of a BOOKMARK event up to the resourceVersion.
+	bookmarkHead string
+	// fieldNames are the selectable field names, built-ins first.
+	fieldNames []string
+	h          *handler
+}
+
+var _ http.Handler = (*handler)(nil)
+
+// NewHandler returns the handler of cfg's resources and of discovery. It
+// checks the whole Config and returns every problem at once, joined; each is a
+// *ConfigError.
+func NewHandler(cfg Config) (http.Handler, error) {
+	if err := validateResources(cfg.Resources); err != nil {
+		return nil, err
+	}
+	h := &handler{resources: map[resourceKey]*resourceHandler{}, minTimeout: cfg.MinRequestTimeout}
+	if h.minTimeout <= 0 {
+		h.minTimeout = defaultMinRequestTimeout
+	}
+	if cfg.Shutdown != nil {
+		h.shutdown = cfg.Shutdown.Done()
+	}
+	var rs []*resourceHandler
+	for _, r := range cfg.Resources {
+		r = r.complete()
+		gv := r.Group + "/" + r.Version
+		rh := &resourceHandler{
+			Resource:     r,
+			gr:           meta.GroupResource{Group: r.Group, Resource: r.Plural},
+			gk:           meta.GroupKind{Group: r.Group, Kind: r.Kind},
+			apiVersion:   gv,
+			listHead:     `{"kind":` + strconv.Quote(r.ListKind) + `,"apiVersion":` + strconv.Quote(gv) + `,"metadata":{`,
+			bookmarkHead: `{"type":"BOOKMARK","object":{"kind":` + strconv.Quote(r.Kind) + `,"apiVersion":` + strconv.Quote(gv) + `,"metadata":{"resourceVersion":"`,
+			fieldNames:   append([]string{"metadata.name", "metadata.namespace"}, r.Strategy.SelectableFields...),
+			h:            h,
+		}
+		h.resources[resourceKey{r.Group, r.Version, r.Plural}] = rh
+		rs = append(rs, rh)
+	}
+	d, err := buildDiscovery(rs)
+	if err != nil {
+		return nil, err
+	}
+	h.discovery = d
+	return h, nil
+}
+
+// ServeHTTP serves discovery paths by path and everything else by the
+// RequestInfo in the context.
+func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if h.discovery.serve(w, r) {
+		return
+	}
+	info, ok := filters.RequestInfoFrom(r.Context())
+	if !ok {
+		filters.WriteStatus(w, meta.NewInternalError(errNoRequestInfo))
+		return
+	}
+	if !info.IsResourceRequest || info.APIPrefix != "apis" {
+		filters.WriteStatus(w, errNotFoundPath())
+		return
+	}
+	rh := h.resources[resourceKey{info.APIGroup, info.APIVersion, info.Resource}]
+	if rh == nil || info.Subresource != "" {
+		filters.WriteStatus(w, errNotFoundPath())
+		return
+	}
+	rh.serve(w, r, info)
+}
+
+// errNoRequestInfo is the 500 of a handler mounted without the resolver.
+const errNoRequestInfo = constError("no RequestInfo found in the context")
+
+type constError string
+
+func (e constError) Error() string { return string(e) }
+
+// serve dispatches one resource request by verb, after the checks of routes
+// k8s.io/apiserver would not have installed.
+func (rh *resourceHandler) serve(w http.ResponseWriter, r *http.Request, info *filters.RequestInfo) {
+	// The name in the URL, not the one the resolver took from a field selector.
+	urlName := ""
+	if len(info.Parts) >= 2 {
+		urlName = info.Parts[1]
+	}
+	if rh.Namespaced {
+		// Named requests and writes exist only under namespaces/<ns>/.
+		if info.Namespace == "" && (urlName != "" || info.Verb == "create" || info.Verb == "deletecollection") {
+			filters.WriteStatus(w, errNotFoundPath())
+			return
+		}
+	} else if info.Namespace != "" {
+		filters.WriteStatus(w, errNotFoundPath())
+		return
+	}
+	stream := info.Verb == "watch"
+	if !negotiateJSON(r.Header.Get("Accept"), stream) {
+		filters.WriteStatus(w, errNotAcceptable())
+		return
+	}
+	if urlName != "" {
+		if msgs := meta.ValidatePathSegmentName(urlName, false); len(msgs) > 0 {
+			filters.WriteStatus(w, meta.NewBadRequest("Name parameter invalid: "+strconv.Quote(urlName)+": "+strings.Join(msgs, ";")))
+			return
+		}
+	}
+	switch info.Verb {
+	case "get":
+		rh.get(w, r, info.Namespace, urlName)
+	case "list":
+		rh.list(w, r, info.Namespace)
+	case "watch":
+		rh.watch(w, r, info.Namespace, urlName)
+	case "create":
+		rh.create(w, r, info.Namespace)
+	case "update":
+		rh.update(w, r, info.Namespace, urlName)
+	case "delete":
+		rh.delete(w, r, info.Namespace, urlName)
+	case "deletecollection":
+		rh.deleteCollection(w, r, info.Namespace)
+	default:
+		filters.WriteStatus(w, meta.NewMethodNotSupported(rh.gr, info.Verb))
+	}
+}
+
+// fail writes the Status for err.
+func (rh *resourceHandler) fail(w http.ResponseWriter, err error, ec ErrorContext) {
+	ec.Resource = rh.gr
+	filters.WriteStatus(w, StatusForError(err, ec))
+}
+
+// writeObject writes a stored object's bytes as the response, followed by a
+// newline as k8s's JSON encoder writes.
+func writeObject(w http.ResponseWriter, code int, data []byte) {
+	h := w.Header()
+	h.Set("Content-Type", mediaJSON)
+	h.Set("Content-Length", strconv.Itoa(len(data)+1))
+	w.WriteHeader(code)
+	_, _ = w.Write(data)
+	_, _ = io.WriteString(w, "\n")
+}

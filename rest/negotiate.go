@@ -1,0 +1,173 @@
+// This file holds content negotiation: which response format an Accept header
+// asks for, and which request body types are readable.
+
+package rest
+
+import (
+	"mime"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/annexapi/annex/meta"
+)
+
+const (
+	mediaJSON = "application/json"
+	// discoveryV2Params are the parameters of the aggregated discovery media
+	// type, in the order k8s.io/apiserver writes them in Content-Type.
+	discoveryV2ContentType = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"
+)
+
+// acceptClause is one media range of an Accept header.
+type acceptClause struct {
+	typ, sub string
+	params   map[string]string
+	q        float64
+	order    int
+}
+
+// parseAccept splits an Accept header into clauses ordered by q-value, then
+// specificity, then position, as goautoneg (used by k8s.io/apiserver) does.
+// Clauses with q=0 are dropped.
+func parseAccept(header string) []acceptClause {
+	var out []acceptClause
+	for i, part := range strings.Split(header, ",") {
+		part = strings.TrimSpace(part)
+		if part == "" {
+			continue
+		}
+		mt, params, err := mime.ParseMediaType(part)
+		if err != nil {
+			// mime rejects some forms k8s tolerates (e.g. a bare "*"); keep
+			// the type and drop the parameters.
+			mt = strings.ToLower(strings.TrimSpace(strings.SplitN(part, ";", 2)[0]))
+			params = nil
+		}
+		typ, sub, ok := strings.Cut(mt, "/")
+		if !ok {
+			if mt != "*" {
+				continue
+			}
+			typ, sub = "*", "*"
+		}
+		c := acceptClause{typ: typ, sub: sub, params: params, q: 1, order: i}
+		if qs, ok := params["q"]; ok {
+			if q, err := strconv.ParseFloat(qs, 64); err == nil {
+				c.q = q
+			}
+			delete(params, "q")
+		}
+		if c.q <= 0 {
+			continue
+		}
+		out = append(out, c)
+	}
+	specificity := func(c acceptClause) int {
+		switch {
+		case c.typ == "*":
+			return 0
+		case c.sub == "*":
+			return 1
+		default:
+			return 2 + len(c.params)
+		}
+	}
+	sort.SliceStable(out, func(i, j int) bool {
+		if out[i].q != out[j].q {
+			return out[i].q > out[j].q
+		}
+		return specificity(out[i]) > specificity(out[j])
+	})
+	return out
+}
+
+// matchesJSON reports whether the clause's type/subtype covers application/json.
+func (c acceptClause) matchesJSON() bool {
+	return (c.typ == "*" && c.sub == "*") || (c.typ == "application" && (c.sub == "*" || c.sub == "json"))
+}
+
+// plain reports whether the clause asks for no transformation: no as/g/v,
+// and only the stream, sv, export and pretty parameters k8s understands.
+func (c acceptClause) plain(stream bool) bool {
+	for k, v := range c.params {
+		switch k {
+		case "as", "g", "v":
+			return false
+		case "stream":
+			if v != "" && (!stream || v != "watch") {
+				return false
+			}
+		case "sv":
+			if v != "" && v != "v1" {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// negotiateJSON reports whether an Accept header admits a plain JSON
+// response. An empty header does.
+func negotiateJSON(accept string, stream bool) bool {
+	if strings.TrimSpace(accept) == "" {
+		return true
+	}
+	for _, c := range parseAccept(accept) {
+		if c.matchesJSON() && c.plain(stream) {
+			return true
+		}
+	}
+	return false
+}
+
+// discoveryFormat is the document /apis answers with.
+type discoveryFormat int
+
+const (
+	discoveryNone discoveryFormat = iota
+	discoveryLegacy
+	discoveryV2
+)
+
+// negotiateDiscovery picks legacy or aggregated v2 discovery for /apis.
+func negotiateDiscovery(accept string) discoveryFormat {
+	if strings.TrimSpace(accept) == "" {
+		return discoveryLegacy
+	}
+	for _, c := range parseAccept(accept) {
+		if !c.matchesJSON() {
+			continue
+		}
+		if c.params["g"] == "apidiscovery.k8s.io" && c.params["v"] == "v2" && c.params["as"] == "APIGroupDiscoveryList" {
+			return discoveryV2
+		}
+		if c.plain(false) {
+			return discoveryLegacy
+		}
+	}
+	return discoveryNone
+}
+
+// errNotAcceptable is the 406 answer to an Accept header with nothing we produce.
+func errNotAcceptable() *meta.Status {
+	return meta.NewNotAcceptable([]string{mediaJSON})
+}
+
+// readableBody reports whether a request body of this Content-Type can be
+// decoded; an empty Content-Type means JSON, as in k8s.io/apiserver.
+func readableBody(contentType string) bool {
+	if strings.TrimSpace(contentType) == "" {
+		return true
+	}
+	mt, _, err := mime.ParseMediaType(contentType)
+	if err != nil {
+		return false
+	}
+	return mt == mediaJSON
+}
+
+// errUnsupportedBody is the 415 answer to an unreadable body type.
+func errUnsupportedBody() *meta.Status {
+	return meta.NewUnsupportedMediaType([]string{mediaJSON})
+}

@@ -1,0 +1,481 @@
+// This file holds the write verbs: create, update, delete and
+// deletecollection, with the generic registry's rules (k8s.io/apiserver
+// pkg/registry/generic/registry/store.go and pkg/registry/rest).
+
+package rest
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/annexapi/annex/filters"
+	"github.com/annexapi/annex/meta"
+	"github.com/annexapi/annex/storage"
+)
+
+// generateNameAttempts is how many names a create with generateName tries
+// before answering 409, as k8s.io/apiserver does.
+const generateNameAttempts = 8
+
+func (rh *resourceHandler) create(w http.ResponseWriter, r *http.Request, namespace string) {
+	ctx := r.Context()
+	dryRun, st := dryRunParam(r.URL.Query(), "CreateOptions")
+	if st != nil {
+		filters.WriteStatus(w, st)
+		return
+	}
+	body, st := readBody(r)
+	if st != nil {
+		filters.WriteStatus(w, st)
+		return
+	}
+	obj, st := rh.decodeObject(body)
+	if st != nil {
+		filters.WriteStatus(w, st)
+		return
+	}
+	if st := rh.checkAPIVersion(obj); st != nil {
+		filters.WriteStatus(w, st)
+		return
+	}
+	md := metadata(obj)
+	// BeforeCreate: the object's namespace must be the request's.
+	if st := rh.ensureNamespace(md, namespace); st != nil {
+		filters.WriteStatus(w, st)
+		return
+	}
+	generated := false
+	if str(md, "name") == "" && str(md, "generateName") != "" {
+		md["name"] = meta.GenerateName(str(md, "generateName"), nil)
+		generated = true
+	}
+	// Server-owned fields: storage sets uid and creationTimestamp when absent.
+	for _, k := range []string{"uid", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds", "selfLink", "managedFields"} {
+		delete(md, k)
+	}
+	md["generation"] = 1
+	if f := rh.Strategy.PrepareForCreate; f != nil {
+		f(ctx, obj)
+	}
+	if st := rh.validateCreate(ctx, obj); st != nil {
+		filters.WriteStatus(w, st)
+		return
+	}
+	if dryRun {
+		rh.dryRunCreate(w, r, obj)
+		return
+	}
+	for attempt := 1; ; attempt++ {
+		data, err := json.Marshal(obj)
+		if err != nil {
+			rh.fail(w, err, ErrorContext{Verb: "create"})
+			return
+		}
+		name := str(md, "name")
+		created, err := rh.Storage.Create(ctx, rh.key(str(md, "namespace"), name), data)
+		if err == nil {
+			writeObject(w, http.StatusCreated, created.Data)
+			return
+		}
+		if generated && errors.Is(err, storage.ErrAlreadyExists) {
+			if attempt < generateNameAttempts {
+				md["name"] = meta.GenerateName(str(md, "generateName"), nil)
+				continue
+			}
+			filters.WriteStatus(w, meta.NewGenerateNameConflict(rh.gr, name, 1))
+			return
+		}
+		rh.fail(w, err, ErrorContext{Name: name, Verb: "create"})
+		return
+	}
+}
+
+// dryRunCreate answers what a create would have stored: 409 when the name is
+// taken, else the object with uid and creationTimestamp filled in and no
+// resourceVersion, as k8s.io/apiserver's dry-run storage does.
+func (rh *resourceHandler) dryRunCreate(w http.ResponseWriter, r *http.Request, obj Object) {
+	md := metadata(obj)
+	name := str(md, "name")
+	_, err := rh.Storage.Get(r.Context(), rh.key(str(md, "namespace"), name), storage.GetOptions{})
+	switch {
+	case err == nil:
+		filters.WriteStatus(w, meta.NewAlreadyExists(rh.gr, name))
+		return
+	case !errors.Is(err, storage.ErrNotFound):
+		rh.fail(w, err, ErrorContext{Name: name, Verb: "create"})
+		return
+	}
+	md["uid"] = storage.NewUID()
+	md["creationTimestamp"] = time.Now().UTC().Format(time.RFC3339)
+	data, err := json.Marshal(obj)
+	if err != nil {
+		rh.fail(w, err, ErrorContext{Verb: "create"})
+		return
+	}
+	writeObject(w, http.StatusCreated, data)
+}
+
+// checkAPIVersion answers 400 when the body's apiVersion is another one.
+func (rh *resourceHandler) checkAPIVersion(obj Object) *meta.Status {
+	av, _ := obj["apiVersion"].(string)
+	if av != "" && av != rh.apiVersion {
+		return meta.NewBadRequest(fmt.Sprintf("the API version in the data (%s) does not match the expected API version (%s)", av, rh.apiVersion))
+	}
+	return nil
+}
+
+// ensureNamespace fills an empty namespace from the request, clears it for a
+// cluster-scoped resource, and rejects a different one
+// (EnsureObjectNamespaceMatchesRequestNamespace).
+func (rh *resourceHandler) ensureNamespace(md Object, namespace string) *meta.Status {
+	ns := str(md, "namespace")
+	switch {
+	case !rh.Namespaced:
+		delete(md, "namespace")
+	case ns == "":
+		md["namespace"] = namespace
+	case ns != namespace:
+		return meta.NewBadRequest("the namespace of the provided object does not match the namespace sent on the request")
+	}
+	return nil
+}
+
+// typeMetaCauses checks kind and fills apiVersion and kind when empty; a
+// different kind is a cause, as the CRD validator's ValidateTypeMeta gives.
+func (rh *resourceHandler) typeMetaCauses(obj Object) []meta.StatusCause {
+	if kind, _ := obj["kind"].(string); kind != "" && kind != rh.Kind {
+		return []meta.StatusCause{fieldInvalid("kind", kind, "must be "+rh.Kind)}
+	}
+	obj["kind"] = rh.Kind
+	obj["apiVersion"] = rh.apiVersion
+	return nil
+}
+
+func (rh *resourceHandler) validateCreate(ctx context.Context, obj Object) *meta.Status {
+	md := metadata(obj)
+	causes := rh.typeMetaCauses(obj)
+	if len(causes) == 0 {
+		causes = validateObjectMeta(md, rh.Namespaced)
+		if f := rh.Strategy.ValidateCreate; f != nil {
+			causes = append(causes, f(ctx, obj)...)
+		}
+	}
+	if len(causes) > 0 {
+		return meta.NewInvalid(rh.gk, str(md, "name"), causes)
+	}
+	return nil
+}
+
+func (rh *resourceHandler) update(w http.ResponseWriter, r *http.Request, namespace, name string) {
+	ctx := r.Context()
+	dryRun, st := dryRunParam(r.URL.Query(), "UpdateOptions")
+	if st != nil {
+		filters.WriteStatus(w, st)
+		return
+	}
+	body, st := readBody(r)
+	if st != nil {
+		filters.WriteStatus(w, st)
+		return
+	}
+	first, st := rh.decodeObject(body)
+	if st != nil {
+		filters.WriteStatus(w, st)
+		return
+	}
+	// checkName of the update handler.
+	md := metadata(first)
+	if objName := str(md, "name"); objName != name {
+		filters.WriteStatus(w, meta.NewBadRequest(fmt.Sprintf("the name of the object (%s) does not match the name on the URL (%s)", objName, name)))
+		return
+	}
+	if objNS := str(md, "namespace"); namespace != "" && objNS != "" && objNS != namespace {
+		filters.WriteStatus(w, meta.NewBadRequest(fmt.Sprintf("the namespace of the object (%s) does not match the namespace on the request (%s)", objNS, namespace)))
+		return
+	}
+	if st := rh.checkAPIVersion(first); st != nil {
+		filters.WriteStatus(w, st)
+		return
+	}
+	newRV := str(md, "resourceVersion")
+	if newRV != "" {
+		if _, err := strconv.ParseUint(newRV, 10, 64); err != nil {
+			filters.WriteStatus(w, meta.NewBadRequest(fmt.Sprintf("invalid resource version: %v", err)))
+			return
+		}
+	}
+	created := false
+	tryUpdate := func(cur storage.Object) ([]byte, error) {
+		created = false
+		// Hooks edit the object, and tryUpdate may run again: start afresh.
+		obj, st := rh.decodeObject(body)
+		if st != nil {
+			return nil, st
+		}
+		md := metadata(obj)
+		if st := rh.ensureNamespace(md, namespace); st != nil {
+			return nil, st
+		}
+		if cur.Data == nil {
+			created = true
+			return rh.createOnUpdate(ctx, obj)
+		}
+		old, st := rh.decodeObject(cur.Data)
+		if st != nil {
+			return nil, meta.NewInternalError(errors.New(st.Message))
+		}
+		curRV := strconv.FormatUint(cur.ResourceVersion, 10)
+		switch {
+		case newRV == "" && !rh.Strategy.AllowUnconditionalUpdate:
+			return nil, meta.NewInvalid(rh.gk, name, []meta.StatusCause{
+				fieldInvalid("metadata.resourceVersion", uint64(0), "must be specified for an update")})
+		case newRV != "" && newRV != curRV:
+			return nil, meta.NewConflict(rh.gr, name, meta.OptimisticLockErrorMsg)
+		}
+		oldMD := metadata(old)
+		md["resourceVersion"] = curRV
+		for _, k := range []string{"uid", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds", "generation"} {
+			if v, ok := oldMD[k]; ok {
+				md[k] = v
+			} else {
+				delete(md, k)
+			}
+		}
+		delete(md, "selfLink")
+		if f := rh.Strategy.PrepareForUpdate; f != nil {
+			f(ctx, obj, old)
+		}
+		causes := rh.typeMetaCauses(obj)
+		if len(causes) == 0 {
+			if specChanged(obj, old) {
+				md["generation"] = generation(oldMD) + 1
+			}
+			causes = validateObjectMeta(md, rh.Namespaced)
+			if f := rh.Strategy.ValidateUpdate; f != nil {
+				causes = append(causes, f(ctx, obj, old)...)
+			}
+		}
+		if len(causes) > 0 {
+			return nil, meta.NewInvalid(rh.gk, name, causes)
+		}
+		return json.Marshal(obj)
+	}
+	key := rh.key(namespace, name)
+	ec := ErrorContext{Name: name, Verb: "update"}
+	if dryRun {
+		cur, err := rh.Storage.Get(ctx, key, storage.GetOptions{})
+		if err != nil && !(errors.Is(err, storage.ErrNotFound) && rh.Strategy.AllowCreateOnUpdate) {
+			rh.fail(w, err, ec)
+			return
+		}
+		data, err := tryUpdate(cur)
+		if err != nil {
+			rh.fail(w, err, ec)
+			return
+		}
+		code := http.StatusOK
+		if created {
+			code = http.StatusCreated
+		}
+		writeObject(w, code, data)
+		return
+	}
+	res, err := rh.Storage.Update(ctx, key, storage.UpdateOptions{IgnoreNotFound: rh.Strategy.AllowCreateOnUpdate}, tryUpdate)
+	if err != nil {
+		rh.fail(w, err, ec)
+		return
+	}
+	code := http.StatusOK
+	if created {
+		code = http.StatusCreated
+	}
+	writeObject(w, code, res.Data)
+}
+
+// createOnUpdate builds the object a PUT creates when the strategy allows it:
+// create's rules, with uid and creationTimestamp set here because an update
+// does not set them in storage.
+func (rh *resourceHandler) createOnUpdate(ctx context.Context, obj Object) ([]byte, error) {
+	md := metadata(obj)
+	for _, k := range []string{"resourceVersion", "deletionTimestamp", "deletionGracePeriodSeconds", "selfLink", "managedFields"} {
+		delete(md, k)
+	}
+	md["uid"] = storage.NewUID()
+	md["creationTimestamp"] = time.Now().UTC().Format(time.RFC3339)
+	md["generation"] = 1
+	if f := rh.Strategy.PrepareForCreate; f != nil {
+		f(ctx, obj)
+	}
+	if st := rh.validateCreate(ctx, obj); st != nil {
+		return nil, st
+	}
+	return json.Marshal(obj)
+}
+
+// deleteOptions are the parsed DeleteOptions of a delete.
+type deleteOptions struct {
+	uid, resourceVersion *string
+	dryRun               bool
+}
+
+// parseDeleteOptions reads DeleteOptions from the body, or, without one,
+// from the query.
+func (rh *resourceHandler) parseDeleteOptions(r *http.Request) (deleteOptions, *meta.Status) {
+	var opts deleteOptions
+	var raw struct {
+		Kind              string   `json:"kind"`
+		APIVersion        string   `json:"apiVersion"`
+		DryRun            []string `json:"dryRun"`
+		PropagationPolicy *string  `json:"propagationPolicy"`
+		OrphanDependents  *bool    `json:"orphanDependents"`
+		Preconditions     *struct {
+			UID             *string `json:"uid"`
+			ResourceVersion *string `json:"resourceVersion"`
+		} `json:"preconditions"`
+	}
+	q := r.URL.Query()
+	body, st := readBody(r)
+	if st != nil {
+		return opts, st
+	}
+	if len(body) > 0 {
+		if err := json.Unmarshal(body, &raw); err != nil {
+			return opts, meta.NewBadRequest(err.Error())
+		}
+		switch raw.APIVersion {
+		case "", "v1", "meta.k8s.io/v1", rh.apiVersion:
+		default:
+			return opts, meta.NewBadRequest(fmt.Sprintf("the API version in the data (%s) does not match the expected API version (v1)", raw.APIVersion))
+		}
+		if raw.Preconditions != nil {
+			opts.uid, opts.resourceVersion = raw.Preconditions.UID, raw.Preconditions.ResourceVersion
+		}
+	} else {
+		raw.DryRun = q["dryRun"]
+		if v, ok := q["propagationPolicy"]; ok && len(v) > 0 {
+			raw.PropagationPolicy = &v[0]
+		}
+		if v, ok := q["orphanDependents"]; ok {
+			b := queryBool(v)
+			raw.OrphanDependents = &b
+		}
+	}
+	var causes []meta.StatusCause
+	for _, s := range raw.DryRun {
+		if s != "All" {
+			causes = append(causes, fieldNotSupported("dryRun", raw.DryRun, []string{"All"}))
+			break
+		}
+	}
+	if p := raw.PropagationPolicy; p != nil {
+		switch *p {
+		case "Orphan", "Background", "Foreground":
+		default:
+			causes = append(causes, fieldNotSupported("propagationPolicy", *p, []string{"Foreground", "Background", "Orphan", "nil"}))
+		}
+		if raw.OrphanDependents != nil {
+			causes = append(causes, fieldInvalid("propagationPolicy", *p, "orphanDependents and deletionPropagation cannot be both set"))
+		}
+	}
+	if len(causes) > 0 {
+		return opts, meta.NewInvalid(meta.GroupKind{Group: "meta.k8s.io", Kind: "DeleteOptions"}, "", causes)
+	}
+	opts.dryRun = len(raw.DryRun) > 0
+	return opts, nil
+}
+
+// preconditions returns the check BeforeDelete makes, with its messages;
+// the Conflict names the Kind, as k8s does there.
+func (rh *resourceHandler) preconditions(opts deleteOptions) storage.ValidateFunc {
+	if opts.uid == nil && opts.resourceVersion == nil {
+		return nil
+	}
+	gr := meta.GroupResource{Group: rh.Group, Resource: rh.Kind}
+	return func(cur storage.Object) error {
+		if opts.uid != nil && *opts.uid != cur.Meta.UID {
+			return meta.NewConflict(gr, cur.Meta.Name, fmt.Sprintf(
+				"the UID in the precondition (%s) does not match the UID in record (%s). The object might have been deleted and then recreated",
+				*opts.uid, cur.Meta.UID))
+		}
+		rv := strconv.FormatUint(cur.ResourceVersion, 10)
+		if opts.resourceVersion != nil && *opts.resourceVersion != rv {
+			return meta.NewConflict(gr, cur.Meta.Name, fmt.Sprintf(
+				"the ResourceVersion in the precondition (%s) does not match the ResourceVersion in record (%s). The object might have been modified",
+				*opts.resourceVersion, rv))
+		}
+		return nil
+	}
+}
+
+// delete removes the object and answers 200 with its last state, as for a
+// CRD (ReturnDeletedObject).
+func (rh *resourceHandler) delete(w http.ResponseWriter, r *http.Request, namespace, name string) {
+	opts, st := rh.parseDeleteOptions(r)
+	if st != nil {
+		filters.WriteStatus(w, st)
+		return
+	}
+	obj, err := rh.deleteOne(r.Context(), rh.key(namespace, name), opts)
+	if err != nil {
+		rh.fail(w, err, ErrorContext{Name: name, Verb: "delete"})
+		return
+	}
+	writeObject(w, http.StatusOK, obj.Data)
+}
+
+func (rh *resourceHandler) deleteOne(ctx context.Context, key string, opts deleteOptions) (storage.Object, error) {
+	validate := rh.preconditions(opts)
+	if opts.dryRun {
+		cur, err := rh.Storage.Get(ctx, key, storage.GetOptions{})
+		if err != nil {
+			return cur, err
+		}
+		if validate != nil {
+			if err := validate(cur); err != nil {
+				return cur, err
+			}
+		}
+		return cur, nil
+	}
+	return rh.Storage.Delete(ctx, key, storage.DeleteOptions{Validate: validate})
+}
+
+// deleteCollection lists the selected objects and deletes them one by one
+// (not atomic, as in k8s); objects already gone are skipped, the first other
+// error stops it. It answers the list of deleted objects.
+func (rh *resourceHandler) deleteCollection(w http.ResponseWriter, r *http.Request, namespace string) {
+	ctx := r.Context()
+	p, st := rh.parseListParams(r.URL.Query(), false)
+	if st != nil {
+		filters.WriteStatus(w, st)
+		return
+	}
+	opts, st := rh.parseDeleteOptions(r)
+	if st != nil {
+		filters.WriteStatus(w, st)
+		return
+	}
+	res, err := rh.Storage.List(ctx, storage.ResourcePrefix(rh.Group, rh.Plural, namespace), rh.storageListOptions(p))
+	if err != nil {
+		rh.fail(w, err, ErrorContext{Verb: "list", ResourceVersion: p.resourceVersion, Continue: p.continueToken})
+		return
+	}
+	deleted := make([]storage.Object, 0, len(res.Items))
+	for _, item := range res.Items {
+		obj, err := rh.deleteOne(ctx, item.Key, opts)
+		if errors.Is(err, storage.ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			rh.fail(w, err, ErrorContext{Name: item.Meta.Name, Verb: "delete"})
+			return
+		}
+		deleted = append(deleted, obj)
+	}
+	rh.writeList(w, deleted, res.ResourceVersion, "", nil)
+}
