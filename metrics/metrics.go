@@ -1,0 +1,156 @@
+// This file holds the request metrics and the filter that records them.
+
+package metrics
+
+import (
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/annexapi/annex/filters"
+)
+
+// Config configures the request metrics. The zero value records nothing.
+type Config struct {
+	// Registerer receives the collectors; nil disables recording.
+	Registerer prometheus.Registerer
+	// Known reports whether a resource is served; nil treats every resource as
+	// served (only safe when something earlier rejects unknown paths).
+	Known func(group, version, resource string) bool
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+}
+
+// Metrics are the request metrics of one server.
+type Metrics struct {
+	requests   *prometheus.CounterVec
+	durations  *prometheus.HistogramVec
+	rejections *prometheus.CounterVec
+	known      func(group, version, resource string) bool
+	now        func() time.Time
+}
+
+// durationBuckets are kube-apiserver's buckets for apiserver_request_duration_seconds.
+var durationBuckets = []float64{0.005, 0.025, 0.05, 0.1, 0.2, 0.4, 0.6, 0.8, 1, 1.25, 1.5, 2, 3, 4, 5, 6, 8, 10, 15, 20, 30, 45, 60}
+
+// New creates the collectors and registers them with cfg.Registerer. It fails
+// when registration fails (for example, a second server on one registry).
+func New(cfg Config) (*Metrics, error) {
+	m := &Metrics{known: cfg.Known, now: cfg.Now}
+	if m.now == nil {
+		m.now = time.Now
+	}
+	if cfg.Registerer == nil {
+		return m, nil
+	}
+	labels := []string{"verb", "dry_run", "group", "version", "resource", "subresource", "scope", "component"}
+	m.requests = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "apiserver_request_total",
+		Help: "Counter of apiserver requests broken out for each verb, dry run value, group, version, resource, scope, component, and HTTP response code.",
+	}, append(labels, "code"))
+	m.durations = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "apiserver_request_duration_seconds",
+		Help:    "Response latency distribution in seconds for each verb, dry run value, group, version, resource, subresource, scope and component.",
+		Buckets: durationBuckets,
+	}, labels)
+	m.rejections = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "annex_request_rejections_total",
+		Help: "Requests turned away, by the stage that turned them away.",
+	}, []string{"stage"})
+	for _, c := range []prometheus.Collector{m.requests, m.durations, m.rejections} {
+		if err := cfg.Registerer.Register(c); err != nil {
+			return nil, err
+		}
+	}
+	return m, nil
+}
+
+// ObserveRejection counts a request turned away by stage.
+func (m *Metrics) ObserveRejection(stage string) {
+	if m.rejections != nil {
+		m.rejections.WithLabelValues(stage).Inc()
+	}
+}
+
+// Filter returns the filter that records every request. It reads the
+// RequestInfo from the context, so it must run after the request-info stage.
+func (m *Metrics) Filter() func(http.Handler) http.Handler {
+	return func(next http.Handler) http.Handler {
+		if m.requests == nil {
+			return next
+		}
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			start := m.now()
+			rw := filters.WrapResponseWriter(w)
+			next.ServeHTTP(rw, r)
+			info, ok := filters.RequestInfoFrom(r.Context())
+			if !ok {
+				info = &filters.RequestInfo{Path: r.URL.Path, Verb: strings.ToLower(r.Method)}
+			}
+			code := rw.Status()
+			if code == 0 {
+				code = http.StatusOK
+			}
+			l := m.labels(r, info)
+			m.durations.WithLabelValues(l[:]...).Observe(m.now().Sub(start).Seconds())
+			m.requests.WithLabelValues(append(l[:], strconv.Itoa(code))...).Inc()
+		})
+	}
+}
+
+// labels computes the label values, in the order New declares them, with
+// kube-apiserver's CleanVerb and CleanScope rules.
+func (m *Metrics) labels(r *http.Request, info *filters.RequestInfo) [8]string {
+	group, version, resource, subresource := info.APIGroup, info.APIVersion, info.Resource, info.Subresource
+	if info.IsResourceRequest && m.known != nil && !m.known(group, version, resource) {
+		group, version, resource, subresource = "", "", "other", ""
+	}
+	dryRun := ""
+	if r.URL.Query().Get("dryRun") == "All" {
+		dryRun = "All"
+	}
+	return [8]string{Verb(r, info), dryRun, group, version, resource, subresource, Scope(info), "apiserver"}
+}
+
+// Verb is the metrics verb of a request, as kube-apiserver's CleanVerb: LIST,
+// WATCH, APPLY for apply patches, the kube verb in upper case for other
+// resource requests, and the HTTP method otherwise.
+func Verb(r *http.Request, info *filters.RequestInfo) string {
+	if !info.IsResourceRequest {
+		return strings.ToUpper(r.Method)
+	}
+	switch info.Verb {
+	case "get":
+		return "GET"
+	case "create":
+		return "POST"
+	case "update":
+		return "PUT"
+	case "patch":
+		if strings.HasPrefix(r.Header.Get("Content-Type"), "application/apply-patch") {
+			return "APPLY"
+		}
+		return "PATCH"
+	case "":
+		return "other"
+	default:
+		return strings.ToUpper(info.Verb)
+	}
+}
+
+// Scope is kube-apiserver's CleanScope: "resource" for a named object or a
+// create, "namespace", "cluster", or "" for non-resource requests.
+func Scope(info *filters.RequestInfo) string {
+	switch {
+	case info.Name != "" || info.Verb == "create":
+		return "resource"
+	case info.Namespace != "":
+		return "namespace"
+	case info.IsResourceRequest:
+		return "cluster"
+	}
+	return ""
+}
