@@ -1,0 +1,67 @@
+// This file holds the Options of Open and their defaults.
+
+package bbolt
+
+import (
+	"time"
+
+	"go.uber.org/zap"
+)
+
+// Options configure a Store. The zero value is the default configuration.
+type Options struct {
+	// CompactionInterval is how often the compactor run by Start compacts the
+	// history. Zero means 5 minutes (kube-apiserver's
+	// --etcd-compaction-interval); a negative value disables periodic
+	// compaction (Compact still works on demand).
+	CompactionInterval time.Duration
+	// HistoryRetention is how much history (in time) the periodic compactor
+	// keeps: each compaction drops the revisions committed before about
+	// now-HistoryRetention. Zero means 5 minutes.
+	HistoryRetention time.Duration
+	// ProgressInterval is how often a watcher that asked for ProgressNotify
+	// receives a bookmark. Zero means 1 minute.
+	ProgressInterval time.Duration
+	// Clock returns the current time, for creationTimestamp and the
+	// compaction schedule. Nil means time.Now.
+	Clock func() time.Time
+	// UnsafeNoSync turns off fsync after each commit. A crash of the machine
+	// (not only of the process) may then lose or corrupt acknowledged writes.
+	// False (fsync on) is the only safe setting; use true for tests and bulk
+	// loads only.
+	UnsafeNoSync bool
+	// MaxBatchSize caps how many writes share one transaction. Zero means 1000.
+	MaxBatchSize int
+	// LockTimeout is how long Open waits for the file lock held by another
+	// process. Zero means 10 seconds.
+	LockTimeout time.Duration
+	// Logger receives the store's few log lines (open, failed periodic
+	// compactions). Nil means no logging.
+	Logger *zap.Logger
+}
+
+// withDefaults returns o with every zero field replaced by its default.
+func (o Options) withDefaults() Options {
+	if o.CompactionInterval == 0 {
+		o.CompactionInterval = 5 * time.Minute
+	}
+	if o.HistoryRetention <= 0 {
+		o.HistoryRetention = 5 * time.Minute
+	}
+	if o.ProgressInterval <= 0 {
+		o.ProgressInterval = time.Minute
+	}
+	if o.Clock == nil {
+		o.Clock = time.Now
+	}
+	if o.MaxBatchSize <= 0 {
+		o.MaxBatchSize = 1000
+	}
+	if o.LockTimeout <= 0 {
+		o.LockTimeout = 10 * time.Second
+	}
+	if o.Logger == nil {
+		o.Logger = zap.NewNop()
+	}
+	return o
+}

@@ -1,0 +1,410 @@
+// This file holds the Store: opening and closing the file, and the write
+// methods (Create, Update, Delete) that hand their writes to the commit loop.
+
+package bbolt
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+	"go.uber.org/zap"
+
+	"github.com/annexapi/annex/storage"
+)
+
+// Store is a storage.Interface kept in one bbolt file. It serves every
+// resource: keys are full paths. Every method is safe for concurrent use.
+type Store struct {
+	db   *bolt.DB
+	opts Options
+	log  *zap.Logger
+
+	// queue hands writes to the commit loop; unbuffered, so that a write is
+	// either taken by the loop or refused after Close.
+	queue chan *writeOp
+	// quit is closed by Close.
+	quit chan struct{}
+	// loopDone is closed when the commit loop has returned.
+	loopDone chan struct{}
+	// committed is the last committed revision; owned by the commit loop.
+	committed uint64
+	// commitHook, when set (tests), runs in the commit loop before each
+	// transaction with the size of its batch.
+	commitHook func(n int)
+	// commits counts committed transactions of the commit loop.
+	commits atomic.Int64
+
+	hub hub
+
+	// closeMu guards closed and the registration of watchers in watchers.
+	closeMu  sync.Mutex
+	closed   bool
+	watchers sync.WaitGroup
+
+	// compactMu serialises compactions and guards samples.
+	compactMu sync.Mutex
+	samples   []revSample
+}
+
+var (
+	_ storage.Interface         = (*Store)(nil)
+	_ storage.RevisionReader    = (*Store)(nil)
+	_ storage.Compactor         = (*Store)(nil)
+	_ storage.ProgressRequester = (*Store)(nil)
+	_ storage.Counter           = (*Store)(nil)
+	_ storage.ReadinessChecker  = (*Store)(nil)
+)
+
+// Open opens (creating it if needed) the store file at path and starts its
+// commit loop. The caller must Close the Store. Periodic compaction runs only
+// while Start runs.
+func Open(path string, opts Options) (*Store, error) {
+	opts = opts.withDefaults()
+	db, err := bolt.Open(path, 0o600, &bolt.Options{
+		Timeout:      opts.LockTimeout,
+		NoSync:       opts.UnsafeNoSync,
+		FreelistType: bolt.FreelistMapType,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("bbolt: open %s: %w", path, err)
+	}
+	var rev uint64
+	err = db.Update(func(tx *bolt.Tx) error {
+		for _, name := range []string{bucketObjects, bucketEvents, bucketMeta} {
+			if _, err := tx.CreateBucketIfNotExists([]byte(name)); err != nil {
+				return err
+			}
+		}
+		rev = getUint64(tx.Bucket([]byte(bucketMeta)).Get([]byte(keyRevision)))
+		return nil
+	})
+	if err != nil {
+		_ = db.Close()
+		return nil, fmt.Errorf("bbolt: initialise %s: %w", path, err)
+	}
+	s := &Store{
+		db:        db,
+		opts:      opts,
+		log:       opts.Logger,
+		queue:     make(chan *writeOp),
+		quit:      make(chan struct{}),
+		loopDone:  make(chan struct{}),
+		committed: rev,
+	}
+	s.hub.init(rev)
+	if opts.UnsafeNoSync {
+		s.log.Warn("bbolt store opened with UnsafeNoSync: a machine crash can lose acknowledged writes", zap.String("path", path))
+	}
+	go s.commitLoop()
+	return s, nil
+}
+
+// Close stops the commit loop, ends every watch with an ErrClosed error event,
+// and closes the file. Writes waiting to be committed fail with ErrClosed.
+// Close is idempotent.
+func (s *Store) Close() error {
+	s.closeMu.Lock()
+	if s.closed {
+		s.closeMu.Unlock()
+		return nil
+	}
+	s.closed = true
+	close(s.quit)
+	s.closeMu.Unlock()
+	<-s.loopDone
+	s.watchers.Wait()
+	return s.db.Close()
+}
+
+func (s *Store) isClosed() bool {
+	select {
+	case <-s.quit:
+		return true
+	default:
+		return false
+	}
+}
+
+func errClosed() error { return &storage.Error{Err: storage.ErrClosed} }
+
+func (s *Store) now() string { return s.opts.Clock().UTC().Truncate(time.Second).Format(time.RFC3339) }
+
+// submit hands op to the commit loop and waits for its result.
+func (s *Store) submit(ctx context.Context, op *writeOp) writeResult {
+	op.res = make(chan writeResult, 1)
+	select {
+	case s.queue <- op:
+	case <-ctx.Done():
+		return writeResult{err: ctx.Err()}
+	case <-s.quit:
+		return writeResult{err: errClosed()}
+	}
+	// Once taken, the loop always answers; the write may commit, so wait
+	// for it rather than for ctx.
+	return <-op.res
+}
+
+// Create implements storage.Interface.
+func (s *Store) Create(ctx context.Context, key string, data []byte) (storage.Object, error) {
+	if err := storage.ValidateKey(key); err != nil {
+		return storage.Object{}, err
+	}
+	if s.isClosed() {
+		return storage.Object{}, errClosed()
+	}
+	// The revision is not known yet: stamp 0, the loop sets the real one.
+	prepared, meta, err := storage.PrepareCreate(data, 0, storage.NewUID(), s.now())
+	if err != nil {
+		return storage.Object{}, withKey(err, key)
+	}
+	r := s.submit(ctx, &writeOp{kind: opCreate, key: key, data: prepared, meta: meta})
+	return r.obj, r.err
+}
+
+// readCurrent returns the current state of key; exists is false when the key
+// is missing.
+func (s *Store) readCurrent(key string) (obj storage.Object, exists bool, err error) {
+	err = s.db.View(func(tx *bolt.Tx) error {
+		v := tx.Bucket([]byte(bucketObjects)).Get([]byte(key))
+		if v == nil {
+			return nil
+		}
+		exists = true
+		obj, err = objectFromValue(key, v)
+		return err
+	})
+	return obj, exists, err
+}
+
+// stateFromConflict turns the current record returned by a failed write into
+// the state to retry with.
+func stateFromConflict(key string, cur []byte) (storage.Object, bool, error) {
+	if cur == nil {
+		return storage.Object{}, false, nil
+	}
+	o, err := objectFromValue(key, cur)
+	return o, err == nil, err
+}
+
+// checkPreconditions returns ErrConflict, with Kubernetes' message, when pre
+// does not hold on obj.
+func checkPreconditions(key string, pre storage.Preconditions, obj storage.Object) error {
+	if pre.UID != "" && pre.UID != obj.Meta.UID {
+		return &storage.Error{Err: storage.ErrConflict, Key: key,
+			Msg: fmt.Sprintf("Precondition failed: UID in precondition: %v, UID in object meta: %v", pre.UID, obj.Meta.UID)}
+	}
+	if pre.ResourceVersion != "" {
+		var have string
+		if obj.ResourceVersion != 0 {
+			have = storage.FormatResourceVersion(obj.ResourceVersion)
+		}
+		if pre.ResourceVersion != have {
+			return &storage.Error{Err: storage.ErrConflict, Key: key,
+				Msg: fmt.Sprintf("Precondition failed: ResourceVersion in precondition: %v, ResourceVersion in object meta: %v", pre.ResourceVersion, have)}
+		}
+	}
+	return nil
+}
+
+func notFound(key string) error { return &storage.Error{Err: storage.ErrNotFound, Key: key} }
+
+func withKey(err error, key string) error {
+	if se, ok := err.(*storage.Error); ok && se.Key == "" {
+		c := *se
+		c.Key = key
+		return &c
+	}
+	return err
+}
+
+// Update implements storage.Interface (GuaranteedUpdate). tryUpdate runs
+// outside any transaction; the write commits only if the key's mod revision
+// is still the one tryUpdate saw, otherwise the loop retries with the state
+// the commit loop found.
+func (s *Store) Update(ctx context.Context, key string, opts storage.UpdateOptions, tryUpdate storage.UpdateFunc) (storage.Object, error) {
+	if err := storage.ValidateKey(key); err != nil {
+		return storage.Object{}, err
+	}
+	if s.isClosed() {
+		return storage.Object{}, errClosed()
+	}
+	var (
+		cur      storage.Object
+		exists   bool
+		stale    bool // cur came from opts.Cached and was not verified
+		err      error
+		fresh    = func() error { cur, exists, err = s.readCurrent(key); stale = false; return err }
+		retrying bool
+	)
+	if opts.Cached != nil {
+		cur, exists, stale = *opts.Cached, true, true
+	} else if err := fresh(); err != nil {
+		return storage.Object{}, err
+	}
+	for {
+		if retrying {
+			if err := ctx.Err(); err != nil {
+				return storage.Object{}, err
+			}
+		}
+		retrying = true
+		if !exists && !opts.IgnoreNotFound {
+			return storage.Object{}, notFound(key)
+		}
+		state := cur
+		if !exists {
+			state = storage.Object{}
+		}
+		if err := checkPreconditions(key, opts.Preconditions, state); err != nil {
+			if stale {
+				if err := fresh(); err != nil {
+					return storage.Object{}, err
+				}
+				continue
+			}
+			return storage.Object{}, err
+		}
+		newData, uerr := tryUpdate(state)
+		if uerr != nil {
+			if stale {
+				prevRev := cur.ResourceVersion
+				if err := fresh(); err != nil {
+					return storage.Object{}, err
+				}
+				if exists && cur.ResourceVersion == prevRev {
+					return storage.Object{}, uerr
+				}
+				continue
+			}
+			return storage.Object{}, uerr
+		}
+		prepared, meta, err := storage.PrepareUpdate(newData, cur.ResourceVersion)
+		if err != nil {
+			return storage.Object{}, withKey(err, key)
+		}
+		if exists && bytes.Equal(prepared, cur.Data) {
+			if stale {
+				// Verify the no-op against the real state.
+				prevRev := cur.ResourceVersion
+				if err := fresh(); err != nil {
+					return storage.Object{}, err
+				}
+				if exists && cur.ResourceVersion == prevRev && bytes.Equal(prepared, cur.Data) {
+					return cur, nil
+				}
+				continue
+			}
+			return cur, nil
+		}
+		var expect uint64
+		if exists {
+			expect = cur.ResourceVersion
+		}
+		r := s.submit(ctx, &writeOp{kind: opPut, key: key, data: prepared, meta: meta, expect: expect})
+		if !r.conflict {
+			return r.obj, r.err
+		}
+		cur, exists, err = stateFromConflict(key, r.current)
+		stale = false
+		if err != nil {
+			return storage.Object{}, err
+		}
+	}
+}
+
+// Delete implements storage.Interface.
+func (s *Store) Delete(ctx context.Context, key string, opts storage.DeleteOptions) (storage.Object, error) {
+	if err := storage.ValidateKey(key); err != nil {
+		return storage.Object{}, err
+	}
+	if s.isClosed() {
+		return storage.Object{}, errClosed()
+	}
+	var (
+		cur    storage.Object
+		exists bool
+		stale  bool
+		err    error
+		fresh  = func() error { cur, exists, err = s.readCurrent(key); stale = false; return err }
+	)
+	if opts.Cached != nil {
+		cur, exists, stale = *opts.Cached, true, true
+	} else if err := fresh(); err != nil {
+		return storage.Object{}, err
+	}
+	for first := true; ; first = false {
+		if !first {
+			if err := ctx.Err(); err != nil {
+				return storage.Object{}, err
+			}
+		}
+		if !exists {
+			return storage.Object{}, notFound(key)
+		}
+		if err := checkPreconditions(key, opts.Preconditions, cur); err != nil {
+			if stale {
+				if err := fresh(); err != nil {
+					return storage.Object{}, err
+				}
+				continue
+			}
+			return storage.Object{}, err
+		}
+		if opts.Validate != nil {
+			if verr := opts.Validate(cur); verr != nil {
+				if stale {
+					prevRev := cur.ResourceVersion
+					if err := fresh(); err != nil {
+						return storage.Object{}, err
+					}
+					if exists && cur.ResourceVersion == prevRev {
+						return storage.Object{}, verr
+					}
+					continue
+				}
+				return storage.Object{}, verr
+			}
+		}
+		r := s.submit(ctx, &writeOp{kind: opDelete, key: key, expect: cur.ResourceVersion})
+		if !r.conflict {
+			return r.obj, r.err
+		}
+		cur, exists, err = stateFromConflict(key, r.current)
+		stale = false
+		if err != nil {
+			return storage.Object{}, err
+		}
+	}
+}
+
+// CurrentRevision implements storage.RevisionReader: the revision of the
+// last committed and published write.
+func (s *Store) CurrentRevision(ctx context.Context) (uint64, error) {
+	if s.isClosed() {
+		return 0, errClosed()
+	}
+	rev, _, _ := s.hub.state()
+	return rev, nil
+}
+
+// RequestProgress implements storage.ProgressRequester.
+func (s *Store) RequestProgress(ctx context.Context) error {
+	if s.isClosed() {
+		return errClosed()
+	}
+	s.hub.requestProgress()
+	return nil
+}
+
+// Ready implements storage.ReadinessChecker: nil until Close.
+func (s *Store) Ready(ctx context.Context) error {
+	if s.isClosed() {
+		return errClosed()
+	}
+	return nil
+}
