@@ -1,0 +1,110 @@
+// This file holds the cases of the optional capability interfaces:
+// RevisionReader, Counter, Compactor and ReadinessChecker.
+
+package storagetest
+
+import (
+	"github.com/annexapi/annex/storage"
+)
+
+func capabilityCases() []testCase {
+	return []testCase{
+		{name: "revision_advances_by_one_per_write", needs: needRevision, run: func(e *env) {
+			rr := e.s.(storage.RevisionReader)
+			rev := func() uint64 {
+				r, err := rr.CurrentRevision(e.ctx)
+				if err != nil {
+					e.t.Fatalf("CurrentRevision: %v", err)
+				}
+				return r
+			}
+			start := rev()
+			step := func(what string, want uint64) {
+				e.t.Helper()
+				if got := rev(); got != want {
+					e.t.Errorf("after %s: CurrentRevision = %d, want %d", what, got, want)
+				}
+			}
+			c := e.create(key("ns", "a"), obj("ns", "a", "1"))
+			if c.ResourceVersion != start+1 {
+				e.t.Errorf("first write committed at %d, CurrentRevision before it was %d", c.ResourceVersion, start)
+			}
+			step("a create", start+1)
+			_, err := e.s.Create(e.ctx, key("ns", "a"), obj("ns", "a", "1"))
+			storageError(e.t, err, storage.ErrAlreadyExists)
+			step("a failed create", start+1)
+			e.update(key("ns", "a"), "2")
+			step("an update", start+2)
+			if _, err := e.s.Update(e.ctx, key("ns", "a"), storage.UpdateOptions{}, func(cur storage.Object) ([]byte, error) { return cur.Data, nil }); err != nil {
+				e.t.Fatal(err)
+			}
+			step("a no-op update", start+2)
+			_, err = e.s.Update(e.ctx, key("ns", "a"), storage.UpdateOptions{Preconditions: storage.Preconditions{ResourceVersion: rvs(c.ResourceVersion)}},
+				func(cur storage.Object) ([]byte, error) { return withValue(e.t, cur.Data, "3"), nil })
+			storageError(e.t, err, storage.ErrConflict)
+			step("a failed update", start+2)
+			e.delete(key("ns", "a"))
+			step("a delete", start+3)
+			_, err = e.s.Delete(e.ctx, key("ns", "a"), storage.DeleteOptions{})
+			storageError(e.t, err, storage.ErrNotFound)
+			step("a failed delete", start+3)
+			if r := e.list(prefix("ns"), storage.ListOptions{}); r.ResourceVersion != start+3 {
+				e.t.Errorf("latest list read at %d, CurrentRevision is %d", r.ResourceVersion, start+3)
+			}
+		}},
+		{name: "count", needs: needCount, run: func(e *env) {
+			cn := e.s.(storage.Counter)
+			count := func(p string, want int64) {
+				e.t.Helper()
+				n, err := cn.Count(e.ctx, p)
+				if err != nil {
+					e.t.Fatalf("Count(%q): %v", p, err)
+				}
+				if n != want {
+					e.t.Errorf("Count(%q) = %d, want %d", p, n, want)
+				}
+			}
+			count(prefix("ns"), 0)
+			for _, n := range []string{"a", "b", "c"} {
+				e.create(key("ns", n), obj("ns", n, "1"))
+			}
+			e.create(key("nsx", "a"), obj("nsx", "a", "1"))
+			e.create(key("", "ns"), obj("", "ns", "1"))
+			count(prefix("ns"), 3)
+			count(prefix("nsx"), 1)
+			count(prefix(""), 5)
+			e.update(key("ns", "a"), "2")
+			e.delete(key("ns", "b"))
+			count(prefix("ns"), 2)
+			count(prefix(""), 4)
+		}},
+		{name: "compaction_keeps_latest_state", needs: needCompact, run: func(e *env) {
+			h := e.history("ns")
+			e.create(key("ns", "d"), obj("ns", "d", "1"))
+			cur := e.current()
+			e.compact(cur)
+			e.compact(cur)  // again: nothing to do
+			e.compact(h[1]) // below the compacted revision: nothing to do
+			for _, o := range e.stateAt(prefix("ns"), cur) {
+				for _, rv := range []string{"", "0"} {
+					if got := e.get(o.Key, rv); got.ResourceVersion != o.ResourceVersion {
+						e.t.Errorf("after compaction Get(%q, rv %q) = %s, want %s", o.Key, rv, describe(got), describe(o))
+					}
+				}
+			}
+			r := e.list(prefix("ns"), storage.ListOptions{})
+			sameObjects(e.t, "latest list after compaction", r.Items, e.stateAt(prefix("ns"), cur))
+			r = e.list(prefix("ns"), storage.ListOptions{ResourceVersion: "0"})
+			sameObjects(e.t, "rv 0 list after compaction", r.Items, e.stateAt(prefix("ns"), cur))
+			// Writes go on, one revision after the other.
+			if u := e.update(key("ns", "a"), "3"); u.ResourceVersion != cur+1 {
+				e.t.Errorf("first write after compaction at %d, want %d", u.ResourceVersion, cur+1)
+			}
+		}},
+		{name: "ready", needs: needReady, run: func(e *env) {
+			if err := e.s.(storage.ReadinessChecker).Ready(e.ctx); err != nil {
+				e.t.Errorf("a fresh store is not ready: %v", err)
+			}
+		}},
+	}
+}
