@@ -119,7 +119,7 @@ type discoveryVersion struct {
 }
 
 type discoveryObjectMeta struct {
-	Name              string `json:"name"`
+	Name              string  `json:"name"`
 	CreationTimestamp *string `json:"creationTimestamp"`
 }
 
