@@ -91,6 +91,10 @@ type Request struct {
 	CommonName string
 	// Organization is the subject O: the groups of a client certificate.
 	Organization []string
+	// ExtraSubjectNames are further subject attributes, such as the user UID
+	// (OID 0.9.2342.19200300.100.1.1) that Kubernetes reads from client
+	// certificates.
+	ExtraSubjectNames []pkix.AttributeTypeAndValue
 	// DNSNames and IPAddresses are the subject alternative names of a
 	// serving certificate.
 	DNSNames    []string
@@ -211,7 +215,7 @@ func (ca *CA) Issue(req Request) (*KeyPair, error) {
 	}
 	tmpl := &x509.Certificate{
 		SerialNumber: serial,
-		Subject:      pkix.Name{CommonName: req.CommonName, Organization: req.Organization},
+		Subject:      pkix.Name{CommonName: req.CommonName, Organization: req.Organization, ExtraNames: req.ExtraSubjectNames},
 		NotBefore:    notBefore,
 		NotAfter:     now.Add(validity),
 		KeyUsage:     x509.KeyUsageDigitalSignature,
