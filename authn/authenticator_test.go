@@ -91,7 +91,7 @@ type result = struct {
 }
 
 func r(u *filters.User, ok bool, err error) result { return result{u, ok, err} }
-func res(rs ...result) []result                   { return rs }
+func res(rs ...result) []result                    { return rs }
 
 func TestWithAuthenticatedGroup(t *testing.T) {
 	t.Parallel()
