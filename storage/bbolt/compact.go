@@ -149,4 +149,3 @@ func (s *Store) compactedRevision() (uint64, error) {
 	})
 	return c, err
 }
-

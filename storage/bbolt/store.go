@@ -38,6 +38,8 @@ type Store struct {
 	commitHook func(n int)
 	// commits counts committed transactions of the commit loop.
 	commits atomic.Int64
+	// waiting counts writers inside submit, queued or being committed (tests).
+	waiting atomic.Int64
 
 	hub hub
 
@@ -137,6 +139,8 @@ func (s *Store) now() string { return s.opts.Clock().UTC().Truncate(time.Second)
 // submit hands op to the commit loop and waits for its result.
 func (s *Store) submit(ctx context.Context, op *writeOp) writeResult {
 	op.res = make(chan writeResult, 1)
+	s.waiting.Add(1)
+	defer s.waiting.Add(-1)
 	select {
 	case s.queue <- op:
 	case <-ctx.Done():
