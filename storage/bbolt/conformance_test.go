@@ -31,3 +31,7 @@ func openStore(t *testing.T) storage.Interface {
 func TestConformance(t *testing.T) {
 	storagetest.Run(t, openStore, storagetest.Capabilities{})
 }
+
+func TestProperty(t *testing.T) {
+	storagetest.RunProperty(t, openStore, storagetest.Capabilities{})
+}

@@ -173,4 +173,3 @@ func getCases() []testCase {
 		}},
 	}
 }
-

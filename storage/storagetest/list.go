@@ -216,4 +216,3 @@ func listCases() []testCase {
 func labelIs(k, v string) storage.Predicate {
 	return storage.PredicateFunc(func(o *storage.Object) bool { return o.Meta.Labels[k] == v })
 }
-
