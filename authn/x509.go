@@ -9,9 +9,11 @@ import (
 	"crypto/sha256"
 	"crypto/x509"
 	"encoding/asn1"
+	"encoding/binary"
 	"encoding/hex"
 	"fmt"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/annexapi/annex/filters"
@@ -55,16 +57,44 @@ type X509Config struct {
 	CA CAProvider
 	// Now returns the time certificates are verified at; nil means time.Now.
 	Now func() time.Time
+	// CacheSize bounds how many verified certificate chains are remembered,
+	// so a client that sends many requests pays for one signature
+	// verification, not one per request. Zero means DefaultX509CacheSize; a
+	// negative value disables the cache.
+	CacheSize int
 }
+
+// DefaultX509CacheSize is the default X509Config.CacheSize.
+const DefaultX509CacheSize = 1024
 
 // X509 authenticates requests by their verified TLS client certificate: the
 // user is the subject CN, the groups are the subject O values, the UID is the
 // subject UID attribute if present, and the extra CredentialIDKey is
 // "X509SHA256=<hex SHA-256 of the certificate>".
+//
+// A verified chain is remembered (keyed by the CA pool and the SHA-256 of the
+// certificates the peer sent) until the first certificate of the chain
+// expires, so later requests skip the signature checks; a new pool from the
+// CAProvider starts afresh.
 type X509 struct {
-	ca  CAProvider
-	now func() time.Time
+	ca        CAProvider
+	now       func() time.Time
+	cacheSize int
+
+	// cacheMu guards cache.
+	cacheMu sync.RWMutex
+	cache   map[verifiedKey]verifiedWindow
 }
+
+// verifiedKey names a verification: the pool (kept alive by the key, so its
+// address cannot be reused by another pool) and the peer's certificates.
+type verifiedKey struct {
+	pool *x509.CertPool
+	sum  [sha256.Size]byte
+}
+
+// verifiedWindow is when the verified chain is valid.
+type verifiedWindow struct{ notBefore, notAfter time.Time }
 
 var _ Authenticator = (*X509)(nil)
 
@@ -77,7 +107,15 @@ func NewX509(cfg X509Config) (*X509, error) {
 	if now == nil {
 		now = time.Now
 	}
-	return &X509{ca: cfg.CA, now: now}, nil
+	size := cfg.CacheSize
+	if size == 0 {
+		size = DefaultX509CacheSize
+	}
+	a := &X509{ca: cfg.CA, now: now, cacheSize: size}
+	if size > 0 {
+		a.cache = make(map[verifiedKey]verifiedWindow)
+	}
+	return a, nil
 }
 
 // Authenticate verifies the peer's leaf certificate against the current CA
@@ -94,19 +132,8 @@ func (a *X509) Authenticate(r *http.Request) (*filters.User, bool, error) {
 		return nil, false, nil
 	}
 	peer := r.TLS.PeerCertificates
-	opts := x509.VerifyOptions{
-		Roots:       pool,
-		CurrentTime: a.now(),
-		KeyUsages:   []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
-	}
-	if len(peer) > 1 {
-		opts.Intermediates = x509.NewCertPool()
-		for _, c := range peer[1:] {
-			opts.Intermediates.AddCert(c)
-		}
-	}
 	leaf := peer[0]
-	if _, err := leaf.Verify(opts); err != nil {
+	if err := a.verify(pool, peer); err != nil {
 		return nil, false, &CertificateError{ID: certificateID(leaf), Err: err}
 	}
 	if leaf.Subject.CommonName == "" {
@@ -123,6 +150,61 @@ func (a *X509) Authenticate(r *http.Request) (*filters.User, bool, error) {
 		Groups: leaf.Subject.Organization,
 		Extra:  map[string][]string{CredentialIDKey: {"X509SHA256=" + hex.EncodeToString(sum[:])}},
 	}, true, nil
+}
+
+// verify checks peer[0] against pool with peer[1:] as intermediates and
+// ClientAuth as the key usage, consulting and filling the cache.
+func (a *X509) verify(pool *x509.CertPool, peer []*x509.Certificate) error {
+	now := a.now()
+	var key verifiedKey
+	if a.cache != nil {
+		h := sha256.New()
+		for _, c := range peer {
+			_ = binary.Write(h, binary.BigEndian, uint32(len(c.Raw)))
+			h.Write(c.Raw)
+		}
+		key = verifiedKey{pool: pool}
+		h.Sum(key.sum[:0])
+		a.cacheMu.RLock()
+		w, ok := a.cache[key]
+		a.cacheMu.RUnlock()
+		if ok && !now.Before(w.notBefore) && !now.After(w.notAfter) {
+			return nil
+		}
+	}
+	opts := x509.VerifyOptions{
+		Roots:       pool,
+		CurrentTime: now,
+		KeyUsages:   []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
+	}
+	if len(peer) > 1 {
+		opts.Intermediates = x509.NewCertPool()
+		for _, c := range peer[1:] {
+			opts.Intermediates.AddCert(c)
+		}
+	}
+	chains, err := peer[0].Verify(opts)
+	if err != nil {
+		return err
+	}
+	if a.cache != nil {
+		w := verifiedWindow{notBefore: chains[0][0].NotBefore, notAfter: chains[0][0].NotAfter}
+		for _, c := range chains[0][1:] {
+			if c.NotBefore.After(w.notBefore) {
+				w.notBefore = c.NotBefore
+			}
+			if c.NotAfter.Before(w.notAfter) {
+				w.notAfter = c.NotAfter
+			}
+		}
+		a.cacheMu.Lock()
+		if len(a.cache) >= a.cacheSize {
+			clear(a.cache) // crude but bounded; a full cache is refilled by active clients
+		}
+		a.cache[key] = w
+		a.cacheMu.Unlock()
+	}
+	return nil
 }
 
 // subjectUID returns the subject's UID attribute: "" when absent, an error
