@@ -74,6 +74,9 @@ func WithAuthorization(cfg FilterConfig) (func(http.Handler) http.Handler, error
 
 // sanitizer keeps messages from looking like HTML; quotes are fine.
 func sanitize(s string) string {
+	if !strings.ContainsAny(s, "&<>") {
+		return s
+	}
 	return strings.NewReplacer(`&`, "&amp;", `<`, "&lt;", `>`, "&gt;").Replace(s)
 }
 
