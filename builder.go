@@ -1,0 +1,229 @@
+// This file holds the Builder: the declaration of a server (resources,
+// storage, TLS, identity, observability) and Build, which checks all of it at
+// once and assembles the stage chain.
+
+package annex
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/zap"
+
+	"github.com/annexapi/annex/authn"
+	"github.com/annexapi/annex/authz"
+	"github.com/annexapi/annex/healthz"
+	"github.com/annexapi/annex/rest"
+	"github.com/annexapi/annex/storage"
+)
+
+// Builder declares a server. The zero value plus at least one resource is a
+// working standalone server: self-signed TLS, a bbolt store, an admin
+// kubeconfig, all in DataDir. Every field's doc says what its zero value means.
+type Builder struct {
+	// Name names the server in logs and in the kubeconfig it writes. Zero
+	// means "annex".
+	Name string
+	// Resources are the served resources. A resource with a nil Storage is
+	// kept in the default store.
+	Resources []rest.Resource
+	// Storage is the default store. Nil means a bbolt file,
+	// <DataDir>/storage.db, opened by Build and closed when Run returns.
+	Storage storage.Interface
+
+	// DataDir keeps what a standalone server generates: certificates, the
+	// kubeconfig and the default store. Zero means ".annex".
+	DataDir string
+	// BindAddress is the address to listen on. Zero means all interfaces
+	// (0.0.0.0), as kube-apiserver.
+	BindAddress string
+	// SecurePort is the port to listen on. Zero means 8443.
+	SecurePort int
+	// Listener, when set, is used instead of BindAddress and SecurePort
+	// (tests pass one on port 0).
+	Listener net.Listener
+
+	// CertFile and KeyFile are the serving certificate and key, reloaded when
+	// they change. Zero means a self-signed CA and serving certificate
+	// generated in <DataDir>/certs, valid for localhost and ServingHosts.
+	CertFile string
+	KeyFile  string
+	// ServingHosts are extra names and IPs of the generated serving
+	// certificate (e.g. "metrics.kube-system.svc").
+	ServingHosts []string
+	// ClientCAFile is the CA bundle client certificates are verified
+	// against, reloaded when it changes. Zero means standalone mode: a client
+	// CA generated in <DataDir>/certs, an admin client certificate (user
+	// "admin", group system:masters) and <DataDir>/kubeconfig.
+	ClientCAFile string
+
+	// Authenticator decides who sent a request. Nil means x509 client
+	// certificates against the client CA, and anonymous access to the health
+	// paths only.
+	Authenticator authn.Authenticator
+	// Authorizer decides what a user may do. Nil means: the health paths for
+	// everyone, everything for the group system:masters, nothing else.
+	Authorizer authz.Authorizer
+
+	// Logger receives the server's logs. Nil means no logging.
+	Logger *zap.Logger
+	// Registerer receives the server's metrics, served on /metrics when it is
+	// also a prometheus.Gatherer. Nil means no metrics.
+	Registerer prometheus.Registerer
+
+	// RequestTimeout bounds non-long-running requests and graceful shutdown.
+	// Zero means 60s.
+	RequestTimeout time.Duration
+	// MinRequestTimeout is the base of a watch's duration when the client
+	// gives no timeoutSeconds. Zero means 1800s.
+	MinRequestTimeout time.Duration
+	// MaxRequestBodyBytes limits request bodies. Zero means 3 MiB.
+	MaxRequestBodyBytes int64
+	// ShutdownDelay is how long the server keeps serving, with /readyz
+	// failing, after Run's context ends, so load balancers stop sending
+	// requests first. Zero means none.
+	ShutdownDelay time.Duration
+
+	// ReadyChecks are added to /readyz (and /healthz).
+	ReadyChecks []healthz.Check
+	// Stages are user stages inserted into the chain, each after the named
+	// built-in stage.
+	Stages []InsertedStage
+	// Version is served on /version. Zero fields are filled from the build.
+	Version VersionInfo
+}
+
+// InsertedStage is a user stage and where it goes.
+type InsertedStage struct {
+	// After names the stage it follows ("" puts it first).
+	After string
+	Stage Stage
+}
+
+// The names of the built-in stages, in order.
+const (
+	StagePanicRecovery  = "panic-recovery"
+	StageAuditID        = "audit-id"
+	StageRequestInfo    = "request-info"
+	StageMetrics        = "metrics"
+	StageLogging        = "logging"
+	StageHeaders        = "headers"
+	StageDeadline       = "deadline"
+	StageTimeout        = "timeout"
+	StageBodyLimit      = "body-limit"
+	StageWarnings       = "warnings"
+	StageAuthentication = "authentication"
+	StageAuthorization  = "authorization"
+)
+
+func (b *Builder) withDefaults() Builder {
+	c := *b
+	if c.Name == "" {
+		c.Name = "annex"
+	}
+	if c.DataDir == "" {
+		c.DataDir = ".annex"
+	}
+	if c.SecurePort == 0 {
+		c.SecurePort = 8443
+	}
+	if c.RequestTimeout <= 0 {
+		c.RequestTimeout = 60 * time.Second
+	}
+	if c.Logger == nil {
+		c.Logger = zap.NewNop()
+	}
+	return c
+}
+
+// Build checks the declaration, returning every problem at once, and
+// assembles the server: it opens the default store, prepares TLS material,
+// writes the standalone kubeconfig and binds the listening socket (so the
+// address is known and a busy port fails here). Nothing is served until Run.
+func (b *Builder) Build() (*Server, error) {
+	c := b.withDefaults()
+	var errs []error
+	if len(c.Resources) == 0 {
+		errs = append(errs, errors.New("no resources declared"))
+	}
+	if (c.CertFile == "") != (c.KeyFile == "") {
+		errs = append(errs, errors.New("CertFile and KeyFile must be given together"))
+	}
+	if c.SecurePort < 0 || c.SecurePort > 65535 {
+		errs = append(errs, fmt.Errorf("SecurePort %d is out of range", c.SecurePort))
+	}
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+
+	s := &Server{name: c.Name, log: c.Logger, requestTimeout: c.RequestTimeout, shutdownDelay: c.ShutdownDelay}
+	ok := false
+	defer func() {
+		if !ok {
+			s.closeAll()
+		}
+	}()
+
+	if err := os.MkdirAll(c.DataDir, 0o700); err != nil {
+		return nil, fmt.Errorf("data directory: %w", err)
+	}
+	if c.Storage == nil {
+		st, err := openDefaultStore(filepath.Join(c.DataDir, "storage.db"), c.Logger)
+		if err != nil {
+			return nil, err
+		}
+		c.Storage = st
+		s.closers = append(s.closers, st.Close)
+		s.runners = append(s.runners, st.Start)
+	}
+	resources := make([]rest.Resource, len(c.Resources))
+	for i, r := range c.Resources {
+		if r.Storage == nil {
+			r.Storage = c.Storage
+		}
+		resources[i] = r
+	}
+
+	tlsCfg, err := s.setupTLS(&c)
+	if err != nil {
+		return nil, err
+	}
+
+	ln := c.Listener
+	if ln == nil {
+		ln, err = net.Listen("tcp", net.JoinHostPort(c.BindAddress, strconv.Itoa(c.SecurePort)))
+		if err != nil {
+			return nil, fmt.Errorf("listen: %w", err)
+		}
+	}
+	s.listener = ln
+	s.closers = append(s.closers, func() error { _ = ln.Close(); return nil })
+
+	if s.standalone != nil {
+		if err := s.writeKubeconfig(&c); err != nil {
+			return nil, err
+		}
+	}
+
+	handler, err := s.buildHandler(&c, resources)
+	if err != nil {
+		return nil, err
+	}
+	s.httpServer = &http.Server{
+		Handler:           handler,
+		TLSConfig:         tlsCfg,
+		MaxHeaderBytes:    1 << 20,
+		IdleTimeout:       90 * time.Second,
+		ReadHeaderTimeout: 32 * time.Second,
+		ErrorLog:          zap.NewStdLog(c.Logger.Named("http")),
+	}
+	ok = true
+	return s, nil
+}

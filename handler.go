@@ -1,0 +1,303 @@
+// This file assembles the handler: the built-in stages in their fixed order,
+// the user's stages, and the mux behind them.
+
+package annex
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"runtime"
+	"runtime/debug"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"go.uber.org/zap"
+
+	"github.com/annexapi/annex/authn"
+	"github.com/annexapi/annex/authz"
+	"github.com/annexapi/annex/filters"
+	"github.com/annexapi/annex/healthz"
+	"github.com/annexapi/annex/metrics"
+	"github.com/annexapi/annex/rest"
+	"github.com/annexapi/annex/storage"
+)
+
+// healthPaths are open to everyone: anonymous authentication and the
+// always-allow authorizer both cover them.
+func healthPaths() []string { return []string{"/healthz", "/livez", "/readyz"} }
+
+func (s *Server) buildHandler(c *Builder, resources []rest.Resource) (http.Handler, error) {
+	var errs []error
+	s.watchCtx, s.cancelWatch = context.WithCancel(context.Background())
+	s.closers = append(s.closers, func() error { s.cancelWatch(); return nil })
+
+	apiHandler, err := rest.NewHandler(rest.Config{Resources: resources, MinRequestTimeout: c.MinRequestTimeout, Shutdown: s.watchCtx})
+	if err != nil {
+		errs = append(errs, err)
+	}
+	mux, err := s.buildMux(c, resources, apiHandler)
+	if err != nil {
+		errs = append(errs, err)
+	}
+
+	authenticator := c.Authenticator
+	if authenticator == nil {
+		var ca authn.CAProvider
+		if s.clientCA != nil {
+			ca = s.clientCA
+		}
+		authenticator, err = authn.New(authn.Config{ClientCA: ca, Anonymous: &authn.AnonymousConfig{Paths: healthPaths()}})
+		if err != nil {
+			errs = append(errs, err)
+		}
+	}
+	authnFilter, err := authn.WithAuthentication(authn.FilterConfig{Authenticator: authenticator})
+	if err != nil {
+		errs = append(errs, err)
+	}
+	authorizer := c.Authorizer
+	if authorizer == nil {
+		authorizer, err = authz.New(authz.Config{AlwaysAllowPaths: healthPaths()})
+		if err != nil {
+			errs = append(errs, err)
+		}
+	}
+	authzFilter, err := authz.WithAuthorization(authz.FilterConfig{Authorizer: authorizer})
+	if err != nil {
+		errs = append(errs, err)
+	}
+	m, err := metrics.New(metrics.Config{Registerer: c.Registerer, Known: knownResources(resources)})
+	if err != nil {
+		errs = append(errs, err)
+	}
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+
+	stages := []Stage{
+		{Name: StagePanicRecovery, Filter: filters.WithPanicRecovery(filters.PanicRecoveryConfig{
+			OnPanic: func(r *http.Request, v any, stack []byte) {
+				s.log.Error("handler panic", zap.String("path", r.URL.Path), zap.Any("panic", v), zap.ByteString("stack", stack))
+			}})},
+		{Name: StageAuditID, Provides: []Provision{ProvidesAuditID}, Filter: filters.WithAuditID(filters.AuditIDConfig{})},
+		{Name: StageRequestInfo, Provides: []Provision{ProvidesRequestInfo}, Filter: chainOf(
+			filters.WithRequestReceivedTimestamp(filters.RequestReceivedTimestampConfig{}),
+			filters.WithRequestInfoResolver(filters.RequestInfoResolver{}))},
+		{Name: StageMetrics, Needs: []Provision{ProvidesRequestInfo}, Filter: m.Filter()},
+		{Name: StageLogging, Needs: []Provision{ProvidesRequestInfo, ProvidesAuditID}, Filter: s.requestLogging},
+		{Name: StageHeaders, Filter: filters.WithCacheControl(filters.CacheControlConfig{})},
+		{Name: StageDeadline, Needs: []Provision{ProvidesRequestInfo}, Provides: []Provision{ProvidesDeadline},
+			Filter: filters.WithRequestDeadline(filters.RequestDeadlineConfig{MaxTimeout: c.RequestTimeout})},
+		{Name: StageTimeout, Needs: []Provision{ProvidesDeadline}, Filter: filters.WithRequestTimeout(filters.RequestTimeoutConfig{})},
+		{Name: StageBodyLimit, Filter: filters.WithMaxRequestBody(filters.MaxRequestBodyConfig{MaxBytes: c.MaxRequestBodyBytes})},
+		{Name: StageWarnings, Provides: []Provision{ProvidesWarnings}, Filter: filters.WithWarningRecorder(filters.WarningRecorderConfig{})},
+		{Name: StageAuthentication, Provides: []Provision{ProvidesUser}, Filter: authnFilter},
+		{Name: StageAuthorization, Needs: []Provision{ProvidesUser, ProvidesRequestInfo}, Provides: []Provision{ProvidesAuthorized}, Filter: authzFilter},
+	}
+	for _, ins := range c.Stages {
+		stages, err = insertStage(stages, ins.After, ins.Stage)
+		if err != nil {
+			errs = append(errs, err)
+		}
+	}
+	errs = append(errs, checkOrder(stages)...)
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	return trackRejections(stages, mux, func(r *http.Request, stage string, code int) {
+		m.ObserveRejection(stage)
+		s.log.Debug("request rejected", zap.String("stage", stage), zap.Int("code", code), zap.String("path", r.URL.Path))
+	}), nil
+}
+
+// chainOf composes filters so that the first runs first.
+func chainOf(fs ...func(http.Handler) http.Handler) func(http.Handler) http.Handler {
+	return func(next http.Handler) http.Handler {
+		for i := len(fs) - 1; i >= 0; i-- {
+			next = fs[i](next)
+		}
+		return next
+	}
+}
+
+func knownResources(resources []rest.Resource) func(group, version, resource string) bool {
+	known := map[[3]string]bool{}
+	for _, r := range resources {
+		known[[3]string{r.Group, r.Version, r.Plural}] = true
+	}
+	return func(g, v, r string) bool { return known[[3]string{g, v, r}] }
+}
+
+// buildMux routes the health, metrics and version paths, and everything else
+// to the API handler (which answers discovery and 404s).
+func (s *Server) buildMux(c *Builder, resources []rest.Resource, api http.Handler) (http.Handler, error) {
+	s.shutdownFlag = healthz.NewFlag("shutdown", "server is shutting down")
+	var storageChecks []healthz.Check
+	seen := map[storage.Interface]bool{}
+	for _, r := range resources {
+		if rc, ok := r.Storage.(healthz.ReadinessChecker); ok && !seen[r.Storage] {
+			seen[r.Storage] = true
+			name := "storage"
+			if len(seen) > 1 {
+				name = "storage-" + r.Plural
+			}
+			storageChecks = append(storageChecks, healthz.ReadyCheck(name, rc))
+		}
+	}
+	onFailure := func(_ *http.Request, check string, err error) {
+		s.log.Warn("health check failed", zap.String("check", check), zap.Error(err))
+	}
+	mk := func(endpoint string, checks ...Check) (*healthz.Handler, error) {
+		h, err := healthz.New(endpoint, checks...)
+		if h != nil {
+			h.OnFailure = onFailure
+		}
+		return h, err
+	}
+	live, err1 := mk("livez", healthz.PingCheck())
+	health, err2 := mk("healthz", append([]healthz.Check{healthz.PingCheck()}, append(storageChecks, c.ReadyChecks...)...)...)
+	ready, err3 := mk("readyz", append(append([]healthz.Check{healthz.PingCheck()}, storageChecks...), append(c.ReadyChecks, s.shutdownFlag)...)...)
+	if err := errors.Join(err1, err2, err3); err != nil {
+		return nil, err
+	}
+
+	r := chi.NewRouter()
+	for _, h := range []struct {
+		path string
+		h    http.Handler
+	}{{"/livez", live}, {"/healthz", health}, {"/readyz", ready}} {
+		r.Handle(h.path, h.h)
+		r.Handle(h.path+"/*", h.h)
+	}
+	version := c.Version.complete()
+	r.Get("/version", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(version)
+	})
+	if g, ok := c.Registerer.(prometheus.Gatherer); ok {
+		r.Handle("/metrics", promhttp.HandlerFor(g, promhttp.HandlerOpts{}))
+	}
+	r.NotFound(api.ServeHTTP)
+	r.MethodNotAllowed(api.ServeHTTP)
+	return r, nil
+}
+
+// Check is a health check; see package healthz.
+type Check = healthz.Check
+
+// requestLogging logs one line per request at debug level, and 5xx answers at
+// warn level.
+func (s *Server) requestLogging(next http.Handler) http.Handler {
+	log := s.log.Named("http")
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		rw := filters.WrapResponseWriter(w)
+		next.ServeHTTP(rw, r)
+		code := rw.Status()
+		level := zap.DebugLevel
+		if code >= 500 {
+			level = zap.WarnLevel
+		}
+		if ce := log.Check(level, "request"); ce != nil {
+			fields := []zap.Field{
+				zap.String("method", r.Method), zap.String("path", r.URL.Path), zap.Int("code", code),
+				zap.Duration("latency", time.Since(start)), zap.String("auditID", filters.AuditIDFrom(r.Context())),
+				zap.String("userAgent", r.UserAgent()), zap.String("remote", r.RemoteAddr),
+			}
+			if u, ok := filters.UserFrom(r.Context()); ok {
+				fields = append(fields, zap.String("user", u.Name))
+			}
+			if info, ok := filters.RequestInfoFrom(r.Context()); ok && info.IsResourceRequest {
+				fields = append(fields, zap.String("verb", info.Verb), zap.String("resource", info.Resource))
+			}
+			ce.Write(fields...)
+		}
+	})
+}
+
+// VersionInfo is the /version document, as kube-apiserver's version.Info.
+type VersionInfo struct {
+	Major        string `json:"major"`
+	Minor        string `json:"minor"`
+	GitVersion   string `json:"gitVersion"`
+	GitCommit    string `json:"gitCommit"`
+	GitTreeState string `json:"gitTreeState"`
+	BuildDate    string `json:"buildDate"`
+	GoVersion    string `json:"goVersion"`
+	Compiler     string `json:"compiler"`
+	Platform     string `json:"platform"`
+}
+
+// complete fills zero fields from the build information of the binary.
+func (v VersionInfo) complete() VersionInfo {
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		if v.GitVersion == "" && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+			v.GitVersion = bi.Main.Version
+		}
+		for _, kv := range bi.Settings {
+			switch {
+			case kv.Key == "vcs.revision" && v.GitCommit == "":
+				v.GitCommit = kv.Value
+			case kv.Key == "vcs.time" && v.BuildDate == "":
+				v.BuildDate = kv.Value
+			case kv.Key == "vcs.modified" && v.GitTreeState == "":
+				v.GitTreeState = map[string]string{"true": "dirty", "false": "clean"}[kv.Value]
+			}
+		}
+	}
+	if v.GitVersion == "" {
+		v.GitVersion = "v0.0.0-dev"
+	}
+	if v.Major == "" && v.Minor == "" {
+		if maj, rest, ok := strings.Cut(strings.TrimPrefix(v.GitVersion, "v"), "."); ok {
+			min, _, _ := strings.Cut(rest, ".")
+			v.Major, v.Minor = maj, min
+		}
+	}
+	v.GoVersion = runtime.Version()
+	v.Compiler = runtime.Compiler
+	v.Platform = runtime.GOOS + "/" + runtime.GOARCH
+	return v
+}
+
+// trackRejections wraps stages around h and reports, for each request
+// answered with an error before it reached h, the stage that answered.
+func trackRejections(stages []Stage, h http.Handler, report func(r *http.Request, stage string, code int)) http.Handler {
+	// passed is atomic: the timeout stage runs the inner handlers on another
+	// goroutine, which may still be running when the request is answered.
+	type progress struct{ passed atomic.Int32 }
+	type key struct{}
+	// Each enabled stage's inner handler records that the request got past it.
+	marked := make([]Stage, 0, len(stages))
+	for _, st := range stages {
+		if st.Filter == nil {
+			continue
+		}
+		n := int32(len(marked) + 1)
+		inner := st.Filter
+		st.Filter = func(next http.Handler) http.Handler {
+			return inner(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if p, ok := r.Context().Value(key{}).(*progress); ok {
+					p.passed.Store(n)
+				}
+				next.ServeHTTP(w, r)
+			}))
+		}
+		marked = append(marked, st)
+	}
+	inner := chain(marked, h)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		p := &progress{}
+		rw := filters.WrapResponseWriter(w)
+		inner.ServeHTTP(rw, r.WithContext(context.WithValue(r.Context(), key{}, p)))
+		if passed := int(p.passed.Load()); passed < len(marked) && rw.Status() >= 400 {
+			report(r, marked[passed].Name, rw.Status())
+		}
+	})
+}

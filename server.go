@@ -1,0 +1,229 @@
+// This file holds the Server Build returns: its TLS set-up, the handler it
+// serves (stages around the mux of API, health, metrics and version paths),
+// and Run with its graceful shutdown.
+
+package annex
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/annexapi/annex/certs"
+	"github.com/annexapi/annex/healthz"
+	"github.com/annexapi/annex/storage/bbolt"
+)
+
+// Server is a built server. Run serves it.
+type Server struct {
+	name           string
+	log            *zap.Logger
+	requestTimeout time.Duration
+	shutdownDelay  time.Duration
+
+	listener   net.Listener
+	httpServer *http.Server
+	// shutdownFlag fails /readyz once shutdown starts.
+	shutdownFlag *healthz.Flag
+	// watchCtx ends every open watch when cancelled.
+	watchCtx    context.Context
+	cancelWatch context.CancelFunc
+
+	// clientCA verifies client certificates (nil without x509 authentication).
+	clientCA certs.PoolSource
+	// standalone is the generated material of standalone mode, nil otherwise.
+	standalone *standaloneMaterial
+	kubeconfig string
+
+	// runners are long-running parts started by Run (cert reloaders, store
+	// compaction); closers are called, in reverse, when Run returns.
+	runners []func(ctx context.Context) error
+	closers []func() error
+}
+
+type standaloneMaterial struct {
+	servingCA *certs.CA
+	admin     *certs.KeyPair
+}
+
+// Addr is the address the server listens on.
+func (s *Server) Addr() net.Addr { return s.listener.Addr() }
+
+// URL is the server's https URL, with "localhost" for a wildcard bind address.
+func (s *Server) URL() string {
+	host, port, _ := net.SplitHostPort(s.listener.Addr().String())
+	if ip := net.ParseIP(host); ip == nil || ip.IsUnspecified() {
+		host = "localhost"
+	}
+	return "https://" + net.JoinHostPort(host, port)
+}
+
+// KubeconfigPath is the admin kubeconfig written in standalone mode, or "".
+func (s *Server) KubeconfigPath() string { return s.kubeconfig }
+
+// Handler is the server's full handler chain, for serving it some other way
+// (tests, a custom listener). Run serves it on the built listener.
+func (s *Server) Handler() http.Handler { return s.httpServer.Handler }
+
+func openDefaultStore(path string, log *zap.Logger) (*bbolt.Store, error) {
+	st, err := bbolt.Open(path, bbolt.Options{Logger: log.Named("storage")})
+	if err != nil {
+		return nil, fmt.Errorf("open default store %s: %w", path, err)
+	}
+	return st, nil
+}
+
+// setupTLS prepares the serving certificate and the client CA: from files
+// (reloaded on change) or, in standalone mode, generated into the data dir.
+func (s *Server) setupTLS(c *Builder) (*tls.Config, error) {
+	certDir := filepath.Join(c.DataDir, "certs")
+	reload := certs.ReloadConfig{OnError: func(err error) { s.log.Error("reloading TLS material", zap.Error(err)) }}
+	var serving certs.CertificateSource
+	var servingCA *certs.CA
+	if c.CertFile != "" {
+		sc, err := certs.NewServingCert(c.CertFile, c.KeyFile, reload)
+		if err != nil {
+			return nil, err
+		}
+		s.runners = append(s.runners, sc.Start)
+		serving = sc
+	} else {
+		ca, err := certs.EnsureCA(certs.CAConfig{Dir: certDir, Name: c.Name + "-serving-ca"})
+		if err != nil {
+			return nil, err
+		}
+		if _, err := ca.EnsureServingCert(certs.ServingConfig{Dir: certDir, Hosts: c.ServingHosts}); err != nil {
+			return nil, err
+		}
+		sc, err := certs.NewServingCert(filepath.Join(certDir, "serving.crt"), filepath.Join(certDir, "serving.key"), reload)
+		if err != nil {
+			return nil, err
+		}
+		s.runners = append(s.runners, sc.Start)
+		serving, servingCA = sc, ca
+	}
+
+	var clientCA certs.PoolSource
+	switch {
+	case c.ClientCAFile != "":
+		b, err := certs.NewCABundle(c.ClientCAFile, reload)
+		if err != nil {
+			return nil, err
+		}
+		s.runners = append(s.runners, b.Start)
+		clientCA = b
+	case c.Authenticator == nil:
+		ca, err := certs.EnsureCA(certs.CAConfig{Dir: certDir, Name: c.Name + "-client-ca"})
+		if err != nil {
+			return nil, err
+		}
+		admin, err := ca.EnsureClientCert(certs.ClientConfig{Dir: certDir, Name: "admin", User: "admin", Groups: []string{"system:masters"}})
+		if err != nil {
+			return nil, err
+		}
+		b, err := certs.NewCABundle(ca.CertFile, reload)
+		if err != nil {
+			return nil, err
+		}
+		clientCA = b
+		s.standalone = &standaloneMaterial{servingCA: servingCA, admin: admin}
+	}
+	s.clientCA = clientCA
+	return certs.ServerTLSConfig(certs.ServerTLSOptions{Serving: serving, ClientCA: clientCA})
+}
+
+// writeKubeconfig writes <DataDir>/kubeconfig for the standalone admin.
+func (s *Server) writeKubeconfig(c *Builder) error {
+	m := s.standalone
+	if m.servingCA == nil {
+		// A serving certificate from files: kubectl verifies it against the
+		// system roots, which the kubeconfig cannot name; skip writing one.
+		s.log.Warn("serving certificate from files: no kubeconfig written")
+		return nil
+	}
+	path := filepath.Join(c.DataDir, "kubeconfig")
+	err := certs.WriteKubeconfig(path, certs.Kubeconfig{
+		Server: s.URL(), CAPEM: m.servingCA.CertPEM,
+		ClientCertPEM: m.admin.CertPEM, ClientKeyPEM: m.admin.KeyPEM,
+		ClusterName: c.Name, UserName: c.Name + "-admin",
+	})
+	if err != nil {
+		return err
+	}
+	s.kubeconfig = path
+	return nil
+}
+
+// Run serves until ctx ends, then shuts down gracefully: /readyz fails
+// first, the server keeps serving for ShutdownDelay, open watches end, new
+// connections are refused, and in-flight requests get up to RequestTimeout to
+// finish. The first error of a long-running part (a reloader, the store's
+// compactor, the listener) stops the rest and is returned. A Server runs once.
+func (s *Server) Run(ctx context.Context) error {
+	defer s.closeAll()
+	runCtx, stop := context.WithCancel(context.Background())
+	defer stop()
+
+	var wg sync.WaitGroup
+	errc := make(chan error, len(s.runners)+1)
+	for _, run := range s.runners {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := run(runCtx); err != nil && !errors.Is(err, context.Canceled) {
+				errc <- err
+			}
+		}()
+	}
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		if err := s.httpServer.ServeTLS(s.listener, "", ""); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			errc <- fmt.Errorf("serve: %w", err)
+		}
+	}()
+	s.log.Info("serving", zap.String("url", s.URL()), zap.String("kubeconfig", s.kubeconfig))
+
+	var runErr error
+	select {
+	case <-ctx.Done():
+	case runErr = <-errc:
+	}
+	s.shutdownFlag.Set()
+	if runErr == nil && s.shutdownDelay > 0 {
+		t := time.NewTimer(s.shutdownDelay)
+		select {
+		case <-t.C:
+		case runErr = <-errc:
+			t.Stop()
+		}
+	}
+	s.cancelWatch()
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), s.requestTimeout)
+	defer cancel()
+	if err := s.httpServer.Shutdown(shutdownCtx); err != nil {
+		s.log.Warn("graceful shutdown incomplete", zap.Error(err))
+		_ = s.httpServer.Close()
+	}
+	stop()
+	wg.Wait()
+	s.log.Info("stopped")
+	return runErr
+}
+
+func (s *Server) closeAll() {
+	for i := len(s.closers) - 1; i >= 0; i-- {
+		if err := s.closers[i](); err != nil {
+			s.log.Warn("closing", zap.Error(err))
+		}
+	}
+	s.closers = nil
+}

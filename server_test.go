@@ -1,0 +1,304 @@
+package annex
+
+import (
+	"bufio"
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/json"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/annexapi/annex/certs"
+	"github.com/annexapi/annex/rest"
+)
+
+func widgets() rest.Resource {
+	return rest.Resource{Group: "test.annex.dev", Version: "v1", Plural: "widgets", Kind: "Widget", Namespaced: true}
+}
+
+// testServer is a running server and clients for it.
+type testServer struct {
+	srv     *Server
+	dataDir string
+	admin   *http.Client // the standalone admin (system:masters)
+	anon    *http.Client // no client certificate
+	cancel  context.CancelFunc
+	done    chan struct{} // closed when Run returned
+	runErr  error         // what Run returned, once done is closed
+}
+
+func startServer(t *testing.T, b Builder) *testServer {
+	t.Helper()
+	if b.DataDir == "" {
+		b.DataDir = t.TempDir()
+	}
+	if b.Listener == nil {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		b.Listener = ln
+	}
+	if b.Resources == nil {
+		b.Resources = []rest.Resource{widgets()}
+	}
+	srv, err := b.Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := &testServer{srv: srv, dataDir: b.DataDir, done: make(chan struct{})}
+	ctx, cancel := context.WithCancel(context.Background())
+	ts.cancel = cancel
+	go func() { ts.runErr = srv.Run(ctx); close(ts.done) }()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case <-ts.done:
+		case <-time.After(30 * time.Second):
+			t.Error("Run did not return after cancel")
+		}
+	})
+	certDir := filepath.Join(b.DataDir, "certs")
+	ts.admin = clientWith(t, filepath.Join(certDir, b.nameOrDefault()+"-serving-ca.crt"), filepath.Join(certDir, "admin.crt"), filepath.Join(certDir, "admin.key"))
+	ts.anon = clientWith(t, filepath.Join(certDir, b.nameOrDefault()+"-serving-ca.crt"), "", "")
+	return ts
+}
+
+func (b Builder) nameOrDefault() string {
+	if b.Name == "" {
+		return "annex"
+	}
+	return b.Name
+}
+
+func clientWith(t *testing.T, caFile, certFile, keyFile string) *http.Client {
+	t.Helper()
+	caPEM, err := os.ReadFile(caFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(caPEM)
+	cfg := &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
+	if certFile != "" {
+		pair, err := tls.LoadX509KeyPair(certFile, keyFile)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg.Certificates = []tls.Certificate{pair}
+	}
+	tr := &http.Transport{TLSClientConfig: cfg, ForceAttemptHTTP2: true}
+	t.Cleanup(tr.CloseIdleConnections)
+	return &http.Client{Transport: tr, Timeout: 20 * time.Second}
+}
+
+func do(t *testing.T, c *http.Client, method, url, body string) (int, string) {
+	t.Helper()
+	req, err := http.NewRequest(method, url, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.StatusCode, string(b)
+}
+
+func TestServerServesResourcesBehindAuthentication(t *testing.T) {
+	t.Parallel()
+	reg := prometheus.NewRegistry()
+	ts := startServer(t, Builder{Registerer: reg})
+	u := ts.srv.URL()
+	base := u + "/apis/test.annex.dev/v1/namespaces/default/widgets"
+
+	code, body := do(t, ts.anon, http.MethodGet, base, "")
+	wantUnauthorized := `{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"Unauthorized","reason":"Unauthorized","code":401}`
+	if code != 401 || strings.TrimSpace(body) != wantUnauthorized {
+		t.Fatalf("anonymous list: %d %s", code, body)
+	}
+	if code, body := do(t, ts.anon, http.MethodGet, u+"/readyz?verbose", ""); code != 200 || !strings.Contains(body, "[+]shutdown ok") || !strings.Contains(body, "[+]storage ok") {
+		t.Fatalf("anonymous readyz: %d %s", code, body)
+	}
+
+	code, body = do(t, ts.admin, http.MethodPost, base, `{"apiVersion":"test.annex.dev/v1","kind":"Widget","metadata":{"name":"w1"},"spec":{"size":1}}`)
+	if code != 201 {
+		t.Fatalf("create: %d %s", code, body)
+	}
+	var created struct {
+		Metadata struct{ ResourceVersion, UID, Namespace string }
+	}
+	if err := json.Unmarshal([]byte(body), &created); err != nil || created.Metadata.UID == "" || created.Metadata.Namespace != "default" {
+		t.Fatalf("created object %s (%v)", body, err)
+	}
+	code, body = do(t, ts.admin, http.MethodPost, base, `{"apiVersion":"test.annex.dev/v1","kind":"Widget","metadata":{"name":"w1"}}`)
+	if code != 409 || !strings.Contains(body, `widgets.test.annex.dev \"w1\" already exists`) {
+		t.Fatalf("second create: %d %s", code, body)
+	}
+	if code, body = do(t, ts.admin, http.MethodGet, base+"/w1", ""); code != 200 || !strings.Contains(body, `"resourceVersion":"`+created.Metadata.ResourceVersion+`"`) {
+		t.Fatalf("get: %d %s", code, body)
+	}
+	update := `{"apiVersion":"test.annex.dev/v1","kind":"Widget","metadata":{"name":"w1","resourceVersion":"` + created.Metadata.ResourceVersion + `"},"spec":{"size":2}}`
+	if code, body = do(t, ts.admin, http.MethodPut, base+"/w1", update); code != 200 {
+		t.Fatalf("update: %d %s", code, body)
+	}
+	// The same update again carries a resourceVersion that is now stale.
+	code, body = do(t, ts.admin, http.MethodPut, base+"/w1", update)
+	if code != 409 || !strings.Contains(body, `Operation cannot be fulfilled on widgets.test.annex.dev \"w1\": the object has been modified; please apply your changes to the latest version and try again`) {
+		t.Fatalf("stale update: %d %s", code, body)
+	}
+	if code, body = do(t, ts.admin, http.MethodDelete, base+"/w1", ""); code != 200 {
+		t.Fatalf("delete: %d %s", code, body)
+	}
+	if code, _ = do(t, ts.admin, http.MethodGet, base+"/w1", ""); code != 404 {
+		t.Fatalf("get after delete: %d", code)
+	}
+
+	// A certificate from the client CA without system:masters is
+	// authenticated but not authorized.
+	ca, err := certs.EnsureCA(certs.CAConfig{Dir: filepath.Join(ts.dataDir, "certs"), Name: "annex-client-ca"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	aliceDir := t.TempDir()
+	if _, err := ca.EnsureClientCert(certs.ClientConfig{Dir: aliceDir, Name: "alice", User: "alice", Groups: []string{"dev"}}); err != nil {
+		t.Fatal(err)
+	}
+	alice := clientWith(t, filepath.Join(ts.dataDir, "certs", "annex-serving-ca.crt"), filepath.Join(aliceDir, "alice.crt"), filepath.Join(aliceDir, "alice.key"))
+	code, body = do(t, alice, http.MethodGet, base, "")
+	if code != 403 || !strings.Contains(body, `User \"alice\" cannot list resource \"widgets\" in API group \"test.annex.dev\" in the namespace \"default\"`) {
+		t.Fatalf("alice list: %d %s", code, body)
+	}
+
+	// A certificate from another CA is rejected, never anonymous.
+	other, err := certs.NewCA(certs.CAConfig{Name: "other"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	otherDir := t.TempDir()
+	if _, err := other.EnsureClientCert(certs.ClientConfig{Dir: otherDir, User: "admin", Groups: []string{"system:masters"}}); err != nil {
+		t.Fatal(err)
+	}
+	forged := clientWith(t, filepath.Join(ts.dataDir, "certs", "annex-serving-ca.crt"), filepath.Join(otherDir, "admin.crt"), filepath.Join(otherDir, "admin.key"))
+	if code, body = do(t, forged, http.MethodGet, u+"/readyz", ""); code != 401 {
+		t.Fatalf("foreign certificate on readyz: %d %s", code, body)
+	}
+
+	code, body = do(t, ts.admin, http.MethodGet, u+"/metrics", "")
+	for _, want := range []string{
+		`apiserver_request_total{code="201",component="apiserver",dry_run="",group="test.annex.dev",resource="widgets",scope="resource",subresource="",verb="POST",version="v1"} 1`,
+		`annex_request_rejections_total{stage="authentication"} 2`,
+		`annex_request_rejections_total{stage="authorization"} 1`,
+	} {
+		if code != 200 || !strings.Contains(body, want) {
+			t.Errorf("metrics lack %s", want)
+		}
+	}
+	if code, body = do(t, ts.admin, http.MethodGet, u+"/version", ""); code != 200 || !strings.Contains(body, `"gitVersion"`) {
+		t.Fatalf("version: %d %s", code, body)
+	}
+	if _, err := os.Stat(ts.srv.KubeconfigPath()); err != nil {
+		t.Fatalf("kubeconfig: %v", err)
+	}
+}
+
+func TestGracefulShutdownFailsReadyzFirstAndEndsWatches(t *testing.T) {
+	t.Parallel()
+	ts := startServer(t, Builder{ShutdownDelay: 2 * time.Second})
+	u := ts.srv.URL()
+	req, err := http.NewRequest(http.MethodGet, u+"/apis/test.annex.dev/v1/widgets?watch=1", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := ts.admin.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Fatalf("watch: %d", resp.StatusCode)
+	}
+	watchEnded := make(chan error, 1)
+	go func() {
+		_, err := io.Copy(io.Discard, bufio.NewReader(resp.Body))
+		watchEnded <- err
+	}()
+
+	ts.cancel()
+	deadline := time.Now().Add(2 * time.Second)
+	for {
+		code, body := do(t, ts.anon, http.MethodGet, u+"/readyz", "")
+		if code == 500 && strings.Contains(body, "[-]shutdown failed") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("readyz did not fail during the shutdown delay: %d %s", code, body)
+		}
+	}
+	// Still serving during the delay.
+	if code, _ := do(t, ts.anon, http.MethodGet, u+"/livez", ""); code != 200 {
+		t.Fatalf("livez during shutdown delay: %d", code)
+	}
+	select {
+	case <-ts.done:
+		if ts.runErr != nil {
+			t.Fatalf("Run: %v", ts.runErr)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("Run did not return")
+	}
+	select {
+	case <-watchEnded:
+	case <-time.After(5 * time.Second):
+		t.Fatal("watch stream still open after shutdown")
+	}
+}
+
+func TestBuildReportsEveryProblem(t *testing.T) {
+	t.Parallel()
+	b := Builder{DataDir: t.TempDir(), CertFile: "x.crt", SecurePort: 70000}
+	_, err := b.Build()
+	if err == nil {
+		t.Fatal("want errors")
+	}
+	for _, want := range []string{"no resources declared", "CertFile and KeyFile must be given together", "SecurePort 70000 is out of range"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q lacks %q", err, want)
+		}
+	}
+}
+
+func TestBuildRejectsStageThatReadsTooEarly(t *testing.T) {
+	t.Parallel()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := Builder{DataDir: t.TempDir(), Listener: ln, Resources: []rest.Resource{widgets()},
+		Stages: []InsertedStage{{After: StageRequestInfo, Stage: Stage{Name: "tenant-check", Needs: []Provision{ProvidesUser}, Filter: pass}}}}
+	_, err = b.Build()
+	if err == nil || !strings.Contains(err.Error(), `stage "tenant-check" needs "user", which no earlier stage provides`) {
+		t.Fatalf("Build: %v", err)
+	}
+	if c, err := net.Dial("tcp", ln.Addr().String()); err == nil {
+		c.Close()
+		t.Fatal("a failed Build left the listener open")
+	}
+}
