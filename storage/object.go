@@ -4,6 +4,7 @@
 package storage
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"strconv"
@@ -38,6 +39,10 @@ type Meta struct {
 // ParseMeta parses the metadata of an object's JSON. It fails with
 // ErrInvalidObject when data is not a JSON object or metadata has the wrong shape.
 func ParseMeta(data []byte) (Meta, error) {
+	// json.Unmarshal takes null for a struct; an object must be an object.
+	if t := bytes.TrimLeft(data, " \t\r\n"); len(t) > 0 && t[0] != '{' {
+		return Meta{}, &Error{Err: ErrInvalidObject, Msg: "not a JSON object"}
+	}
 	var doc struct {
 		Metadata Meta `json:"metadata"`
 	}
