@@ -17,6 +17,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"syscall"
@@ -30,26 +31,61 @@ import (
 )
 
 func main() {
-	if err := run(); err != nil {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, os.Args[1:], os.Stdout); err != nil {
 		fmt.Fprintln(os.Stderr, "environments:", err)
 		os.Exit(1)
 	}
 }
 
-func run() error {
-	var (
-		port     = flag.Int("secure-port", 8443, "port to serve HTTPS on")
-		bind     = flag.String("bind-address", "127.0.0.1", "address to listen on")
-		dataDir  = flag.String("data-dir", ".annex/environments", "directory for the store, certificates and kubeconfig")
-		certFile = flag.String("tls-cert-file", "", "serving certificate (PEM); empty generates a self-signed one")
-		keyFile  = flag.String("tls-private-key-file", "", "serving key (PEM)")
-		clientCA = flag.String("client-ca-file", "", "CA bundle for client certificates; empty generates one and an admin kubeconfig")
-		verbose  = flag.Bool("v", false, "log every request")
-	)
-	flag.Parse()
+// options are the command-line flags.
+type options struct {
+	securePort  int
+	bindAddress string
+	dataDir     string
+	certFile    string
+	keyFile     string
+	clientCA    string
+	verbose     bool
+}
 
+func parseFlags(args []string) (options, error) {
+	var o options
+	fs := flag.NewFlagSet("environments", flag.ContinueOnError)
+	fs.IntVar(&o.securePort, "secure-port", 8443, "port to serve HTTPS on")
+	fs.StringVar(&o.bindAddress, "bind-address", "127.0.0.1", "address to listen on")
+	fs.StringVar(&o.dataDir, "data-dir", ".annex/environments", "directory for the store, certificates and kubeconfig")
+	fs.StringVar(&o.certFile, "tls-cert-file", "", "serving certificate (PEM); empty generates a self-signed one")
+	fs.StringVar(&o.keyFile, "tls-private-key-file", "", "serving key (PEM)")
+	fs.StringVar(&o.clientCA, "client-ca-file", "", "CA bundle for client certificates; empty generates one and an admin kubeconfig")
+	fs.BoolVar(&o.verbose, "v", false, "log every request")
+	return o, fs.Parse(args)
+}
+
+// builder declares the server the flags describe.
+func builder(o options, log *zap.Logger) annex.Builder {
+	return annex.Builder{
+		Name:         "environments",
+		Resources:    []rest.Resource{Resource()},
+		DataDir:      o.dataDir,
+		BindAddress:  o.bindAddress,
+		SecurePort:   o.securePort,
+		CertFile:     o.certFile,
+		KeyFile:      o.keyFile,
+		ClientCAFile: o.clientCA,
+		Logger:       log,
+		Registerer:   prometheus.NewRegistry(),
+	}
+}
+
+func run(ctx context.Context, args []string, out io.Writer) error {
+	o, err := parseFlags(args)
+	if err != nil {
+		return err
+	}
 	level := zapcore.InfoLevel
-	if *verbose {
+	if o.verbose {
 		level = zapcore.DebugLevel
 	}
 	logCfg := zap.NewDevelopmentConfig()
@@ -60,26 +96,13 @@ func run() error {
 	}
 	defer func() { _ = log.Sync() }()
 
-	b := annex.Builder{
-		Name:         "environments",
-		Resources:    []rest.Resource{Resource()},
-		DataDir:      *dataDir,
-		BindAddress:  *bind,
-		SecurePort:   *port,
-		CertFile:     *certFile,
-		KeyFile:      *keyFile,
-		ClientCAFile: *clientCA,
-		Logger:       log,
-		Registerer:   prometheus.NewRegistry(),
-	}
+	b := builder(o, log)
 	srv, err := b.Build()
 	if err != nil {
 		return err
 	}
 	if kc := srv.KubeconfigPath(); kc != "" {
-		fmt.Printf("Serving %s on %s\n\n  export KUBECONFIG=%s\n  kubectl get environments -A\n\n", b.Name, srv.URL(), kc)
+		fmt.Fprintf(out, "Serving %s on %s\n\n  export KUBECONFIG=%s\n  kubectl get environments -A\n\n", b.Name, srv.URL(), kc)
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
 	return srv.Run(ctx)
 }

@@ -1,0 +1,244 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"go.uber.org/zap"
+)
+
+// kubectlPath finds kubectl. Without it the test cannot run: it fails when
+// ANNEX_REQUIRE_KUBECTL is set (as .ci/run sets it), and is skipped otherwise.
+func kubectlPath(t *testing.T) string {
+	t.Helper()
+	p, err := exec.LookPath("kubectl")
+	if err != nil {
+		if os.Getenv("ANNEX_REQUIRE_KUBECTL") != "" {
+			t.Fatalf("kubectl is required: %v", err)
+		}
+		t.Skip("kubectl not found; set ANNEX_REQUIRE_KUBECTL=1 to make this a failure")
+	}
+	return p
+}
+
+// startExample runs the example's server on a free port and returns its
+// data directory.
+func startExample(t *testing.T) (dataDir, url string) {
+	t.Helper()
+	dataDir = t.TempDir()
+	o, err := parseFlags([]string{"--data-dir", dataDir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := builder(o, zap.NewNop())
+	b.Listener, err = net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := b.Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- srv.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Run: %v", err)
+		}
+	})
+	return dataDir, srv.URL()
+}
+
+type kubectl struct {
+	t    *testing.T
+	path string
+	env  []string
+	dir  string
+}
+
+func newKubectl(t *testing.T, dataDir string) *kubectl {
+	home := t.TempDir()
+	return &kubectl{t: t, path: kubectlPath(t), dir: t.TempDir(),
+		env: append(os.Environ(), "KUBECONFIG="+filepath.Join(dataDir, "kubeconfig"), "HOME="+home, "KUBECACHEDIR="+filepath.Join(home, "cache"))}
+}
+
+// run runs kubectl and returns its combined output and whether it succeeded.
+func (k *kubectl) run(args ...string) (string, bool) {
+	k.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, k.path, args...)
+	cmd.Env, cmd.Dir = k.env, k.dir
+	out, err := cmd.CombinedOutput()
+	return string(out), err == nil
+}
+
+func (k *kubectl) mustRun(args ...string) string {
+	k.t.Helper()
+	out, ok := k.run(args...)
+	if !ok {
+		k.t.Fatalf("kubectl %s failed:\n%s", strings.Join(args, " "), out)
+	}
+	return out
+}
+
+func (k *kubectl) writeFile(name, content string) string {
+	k.t.Helper()
+	p := filepath.Join(k.dir, name)
+	if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
+		k.t.Fatal(err)
+	}
+	return p
+}
+
+func wantContains(t *testing.T, what, got string, wants ...string) {
+	t.Helper()
+	for _, w := range wants {
+		if !strings.Contains(got, w) {
+			t.Errorf("%s: output lacks %q:\n%s", what, w, got)
+		}
+	}
+}
+
+// TestKubectlSession walks the README's kubectl session against the example.
+func TestKubectlSession(t *testing.T) {
+	t.Parallel()
+	dataDir, url := startExample(t)
+	k := newKubectl(t, dataDir)
+
+	wantContains(t, "api-resources", k.mustRun("api-resources", "--api-group=platform.example.com"),
+		"environments", "env", "platform.example.com/v1alpha1", "true", "Environment")
+
+	manifest, err := os.ReadFile("environment.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := k.writeFile("env.yaml", string(manifest))
+	wantContains(t, "create", k.mustRun("create", "-f", f), "environment.platform.example.com/checkout-staging created")
+	out, ok := k.run("create", "-f", f)
+	if ok {
+		t.Fatalf("second create succeeded:\n%s", out)
+	}
+	wantContains(t, "second create", out,
+		`Error from server (AlreadyExists)`, `environments.platform.example.com "checkout-staging" already exists`)
+
+	wantContains(t, "get", k.mustRun("get", "environments"), "NAME", "checkout-staging")
+	y := k.mustRun("get", "environment", "checkout-staging", "-o", "yaml")
+	wantContains(t, "get -o yaml", y, "apiVersion: platform.example.com/v1alpha1", "kind: Environment",
+		"name: checkout-staging", "namespace: default", "owner: payments-team", "phase: Pending", "resourceVersion:", "uid:")
+	wantContains(t, "label selector", k.mustRun("get", "environments", "-l", "team=payments", "-o", "name"), "environment.platform.example.com/checkout-staging")
+	if out := k.mustRun("get", "environments", "-l", "team=other", "-o", "name"); strings.TrimSpace(out) != "" {
+		t.Errorf("label selector team=other matched:\n%s", out)
+	}
+
+	// An update with a stale resourceVersion is refused with k8s's message.
+	stale := strings.Replace(string(manifest), "  labels:", "  resourceVersion: \"1\"\n  labels:", 1)
+	out, ok = k.run("replace", "-f", k.writeFile("stale.yaml", stale))
+	if ok {
+		t.Fatalf("stale replace succeeded:\n%s", out)
+	}
+	wantContains(t, "stale replace", out, `Error from server (Conflict)`,
+		`Operation cannot be fulfilled on environments.platform.example.com "checkout-staging": the object has been modified; please apply your changes to the latest version and try again`)
+
+	// Validation errors read as kube's.
+	bad := strings.NewReplacer("checkout-staging", "bad", "tier: staging", "tier: qa", "replicas: 3", "replicas: -1").Replace(string(manifest))
+	out, ok = k.run("create", "-f", k.writeFile("bad.yaml", bad))
+	if ok {
+		t.Fatalf("invalid create succeeded:\n%s", out)
+	}
+	wantContains(t, "invalid create", out, `Environment.platform.example.com "bad" is invalid`,
+		`spec.tier: Unsupported value: "qa": supported values: "dev", "prod", "staging"`,
+		`spec.replicas: Invalid value: -1: must be greater than or equal to 0`)
+
+	// A watch sees a change made by another client.
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	w := exec.CommandContext(ctx, k.path, "get", "environments", "-w", "--output-watch-events")
+	w.Env, w.Dir = k.env, k.dir
+	stdout, err := w.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Stderr = os.Stderr
+	if err := w.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { cancel(); _ = w.Wait() }()
+	lines := make(chan string, 16)
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+		close(lines)
+	}()
+	waitLine := func(want ...string) {
+		t.Helper()
+		for {
+			select {
+			case l, ok := <-lines:
+				if !ok {
+					t.Fatalf("watch ended before a line with %q", want)
+				}
+				if all(l, want) {
+					return
+				}
+			case <-ctx.Done():
+				t.Fatalf("no watch line with %q", want)
+			}
+		}
+	}
+	waitLine("ADDED", "checkout-staging")
+	other := strings.ReplaceAll(string(manifest), "checkout-staging", "search-dev")
+	other = strings.Replace(other, "tier: staging", "tier: dev", 1)
+	k.mustRun("create", "-f", k.writeFile("other.yaml", other))
+	waitLine("ADDED", "search-dev")
+	wantContains(t, "delete", k.mustRun("delete", "environment", "search-dev"), `environment.platform.example.com "search-dev" deleted`)
+	waitLine("DELETED", "search-dev")
+
+	wantContains(t, "readyz", k.mustRun("get", "--raw", "/readyz?verbose"), "[+]ping ok", "[+]storage ok", "[+]shutdown ok", "readyz check passed")
+	wantContains(t, "delete", k.mustRun("delete", "-f", f), `environment.platform.example.com "checkout-staging" deleted`)
+	if out, ok := k.run("get", "environment", "checkout-staging"); ok || !strings.Contains(out, `Error from server (NotFound): environments.platform.example.com "checkout-staging" not found`) {
+		t.Errorf("get after delete (ok=%v):\n%s", ok, out)
+	}
+
+	// Without a client certificate: 401 with a Status body.
+	caPEM, err := os.ReadFile(filepath.Join(dataDir, "certs", "environments-serving-ca.crt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(caPEM)
+	c := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}}, Timeout: 10 * time.Second}
+	resp, err := c.Get(url + "/apis/platform.example.com/v1alpha1/environments")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 401 || !strings.Contains(string(body), `"reason":"Unauthorized"`) {
+		t.Errorf("anonymous list: %d %s", resp.StatusCode, body)
+	}
+}
+
+func all(s string, subs []string) bool {
+	for _, sub := range subs {
+		if !strings.Contains(s, sub) {
+			return false
+		}
+	}
+	return true
+}
