@@ -135,10 +135,7 @@ func updateCases() []testCase {
 			c := e.create(key("ns", "a"), obj("ns", "a", "1"))
 			u := e.update(key("ns", "a"), "2")
 			o := mustUpdate(e, key("ns", "a"), storage.UpdateOptions{Cached: &c}, func(cur storage.Object) ([]byte, error) { return cur.Data, nil })
-			switch {
-			case o.ResourceVersion == u.ResourceVersion && value(e.t, o) == "2":
-				// No write: the current state was already the result.
-			default:
+			if o.ResourceVersion != u.ResourceVersion || value(e.t, o) != "2" {
 				e.t.Errorf("Update with a stale cached state returned %s value %q, want the current %s value 2 unchanged",
 					describe(o), value(e.t, o), describe(u))
 			}

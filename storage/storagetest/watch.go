@@ -406,7 +406,8 @@ func watchCases() []testCase {
 		{name: "ordered_without_gaps_under_concurrent_writers", run: func(e *env) {
 			e.create(key("other", "x"), obj("other", "x", "1"))
 			w := e.watchFrom(prefix(""), storage.WatchOptions{})
-			const writers, rounds = 4, 6
+			// Each writer creates, updates then deletes three keys of its own.
+			const writers, rounds = 6, 9
 			var mu sync.Mutex
 			acked := map[uint64]expected{}
 			var wg sync.WaitGroup
@@ -423,7 +424,7 @@ func watchCases() []testCase {
 						case j < 3:
 							typ = storage.EventAdded
 							o, err = e.s.Create(e.ctx, k, obj(ns, name, "1"))
-						case j < 5:
+						case j < 6:
 							typ = storage.EventModified
 							o, err = e.s.Update(e.ctx, k, storage.UpdateOptions{}, func(cur storage.Object) ([]byte, error) {
 								return withValue(e.t, cur.Data, "2"), nil
