@@ -15,9 +15,12 @@ import (
 	"github.com/annexapi/annex/storage"
 )
 
-// fuzzPrefixes are the prefixes the continue targets decode under; the
-// fuzzer picks one by index.
-var fuzzPrefixes = []string{"/g/r/", "/g/r/ns/", "/core/configmaps/"}
+// fuzzPrefix is one of the prefixes the continue targets decode under,
+// picked by the fuzzer.
+func fuzzPrefix(which uint8) string {
+	prefixes := [...]string{"/g/r/", "/g/r/ns/", "/core/configmaps/"}
+	return prefixes[int(which)%len(prefixes)]
+}
 
 // FuzzDecodeContinue feeds arbitrary tokens: decoding never panics, a
 // decoded key always lies under the prefix and cannot climb out of it, the
@@ -37,12 +40,12 @@ func FuzzDecodeContinue(f *testing.F) {
 		token(`{"v":"meta.k8s.io/v1","rv":3e3,"start":"a"}`),
 		token(`{"v":"meta.k8s.io/v1","rv":3,"start":"a","start":"../x"}`),
 	} {
-		for i := range fuzzPrefixes {
-			f.Add(s, uint8(i))
+		for i := range uint8(3) {
+			f.Add(s, i)
 		}
 	}
 	f.Fuzz(func(t *testing.T, tok string, which uint8) {
-		pr := fuzzPrefixes[int(which)%len(fuzzPrefixes)]
+		pr := fuzzPrefix(which)
 		k, rev, err := storage.DecodeContinue(tok, pr)
 		if err != nil {
 			if !errors.Is(err, storage.ErrInvalidContinue) {
@@ -90,7 +93,7 @@ func FuzzContinueRoundTrip(f *testing.F) {
 	f.Add("/", int64(7), uint8(1)) // decodes to the prefix itself, as in k8s.io/apiserver
 	f.Add("ünïcode/名前\x00", int64(1<<62), uint8(1))
 	f.Fuzz(func(t *testing.T, start string, rev int64, which uint8) {
-		pr := fuzzPrefixes[int(which)%len(fuzzPrefixes)]
+		pr := fuzzPrefix(which)
 		if !utf8.ValidString(start) {
 			// JSON replaces invalid UTF-8 with U+FFFD, as in k8s.io/apiserver;
 			// keys come from validated names, which are UTF-8.

@@ -68,13 +68,9 @@ type prop struct {
 	pages int                       // list pages read
 }
 
-var (
-	propNamespaces = []string{"n1", "n2"}
-	propNames      = []string{"a", "b", "c", "d"}
-)
-
+// randKey picks one of 8 keys: namespaces n1, n2 × names a to d.
 func (p *prop) randKey() (ns, name string) {
-	return propNamespaces[p.rng.IntN(len(propNamespaces))], propNames[p.rng.IntN(len(propNames))]
+	return fmt.Sprintf("n%d", 1+p.rng.IntN(2)), string(rune('a' + p.rng.IntN(4)))
 }
 
 func (p *prop) color() string { return []string{"red", "blue"}[p.rng.IntN(2)] }
@@ -87,10 +83,13 @@ type watchSpec struct {
 	pred      func(s mstate) bool
 }
 
-var propWatches = []watchSpec{
-	{name: "all", key: prefix(""), recursive: true},
-	{name: "n1_red", key: prefix("n1"), recursive: true, pred: func(s mstate) bool { return s.color == "red" }},
-	{name: "n2_a", key: key("n2", "a")},
+// propWatches are the watches open through each sequence.
+func propWatches() []watchSpec {
+	return []watchSpec{
+		{name: "all", key: prefix(""), recursive: true},
+		{name: "n1_red", key: prefix("n1"), recursive: true, pred: func(s mstate) bool { return s.color == "red" }},
+		{name: "n2_a", key: key("n2", "a")},
+	}
 }
 
 func (p *prop) run() {
@@ -106,7 +105,8 @@ func (p *prop) run() {
 	}
 	// Collect every watch's events concurrently, so no backend buffer limit
 	// cuts them off; compare at the end.
-	cols := make([]*collector, len(propWatches))
+	watches := propWatches()
+	cols := make([]*collector, len(watches))
 	var wg sync.WaitGroup
 	var watchers []storage.Watcher
 	t.Cleanup(func() {
@@ -115,7 +115,7 @@ func (p *prop) run() {
 		}
 		wg.Wait()
 	})
-	for i, ws := range propWatches {
+	for i, ws := range watches {
 		w, err := p.s.Watch(p.ctx, ws.key, storage.WatchOptions{Recursive: ws.recursive, Predicate: ws.predicate()})
 		if err != nil {
 			t.Fatalf("Watch(%q): %v", ws.key, err)
@@ -131,8 +131,8 @@ func (p *prop) run() {
 	// Fences: a last write that every watch sees.
 	p.fence("n1", "zz")
 	p.fence("n2", "a")
-	counts := make([]int, len(propWatches))
-	for i, ws := range propWatches {
+	counts := make([]int, len(watches))
+	for i, ws := range watches {
 		want := p.expectedEvents(ws)
 		counts[i] = len(want)
 		p.compareEvents(ws.name, cols[i].wait(len(want), p.timeout), want)
