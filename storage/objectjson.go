@@ -354,3 +354,30 @@ func skipValue(b []byte, i int) int {
 		return j
 	}
 }
+
+// ResourceVersionIndex returns where the value of metadata.resourceVersion
+// (quotes included) lies in data, for a backend that learns the revision
+// only at commit: it prepares the object once with PrepareCreate or
+// PrepareUpdate and then splices the digits in at [start, end) instead of
+// editing data again. data must be valid JSON, as those functions return. ok
+// is false when data has no such member or more than one (duplicate members):
+// use SetResourceVersion then.
+func ResourceVersionIndex(data []byte) (start, end int, ok bool) {
+	n := 0
+	_ = forEachMember(data, firstNonSpace(data), func(ks, ke, vs, ve int) error {
+		if !keyEquals(data[ks:ke], "metadata") || data[vs] != '{' {
+			return nil
+		}
+		return forEachMember(data, vs, func(ks, ke, s, e int) error {
+			if keyEquals(data[ks:ke], "resourceVersion") {
+				n++
+				start, end = s, e
+			}
+			return nil
+		})
+	})
+	if n != 1 {
+		return 0, 0, false
+	}
+	return start, end, true
+}

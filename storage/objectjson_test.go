@@ -95,6 +95,26 @@ func TestDecodeMeta(t *testing.T) {
 	}
 }
 
+func TestResourceVersionIndex(t *testing.T) {
+	cases := []struct {
+		name, in, want string
+		ok             bool
+	}{
+		{name: "found", in: `{"spec":{"metadata":{"resourceVersion":"9"}},"metadata":{"name":"a","resourceVersion":"0"}}`, want: `"0"`, ok: true},
+		{name: "absent", in: `{"metadata":{"name":"a"}}`},
+		{name: "no_metadata", in: `{"a":1}`},
+		{name: "duplicate", in: `{"metadata":{"resourceVersion":"1","resourceVersion":"2"}}`},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			s, e, ok := ResourceVersionIndex([]byte(tc.in))
+			if ok != tc.ok || (ok && tc.in[s:e] != tc.want) {
+				t.Fatalf("got %d:%d %v, want %q %v", s, e, ok, tc.want, tc.ok)
+			}
+		})
+	}
+}
+
 func TestNewUID(t *testing.T) {
 	re := regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$`)
 	a, b := NewUID(), NewUID()

@@ -7,6 +7,7 @@ package bbolt
 
 import (
 	"fmt"
+	"strconv"
 
 	bolt "go.etcd.io/bbolt"
 
@@ -28,6 +29,10 @@ type writeOp struct {
 	// data is the object's compact JSON (create, put); the loop sets its
 	// resource version to the revision it assigns.
 	data []byte
+	// rvStart, rvEnd locate metadata.resourceVersion's value in data when
+	// rvOK (see storage.ResourceVersionIndex).
+	rvStart, rvEnd int
+	rvOK           bool
 	// meta is parsed from data; the loop sets its ResourceVersion.
 	meta   storage.Meta
 	expect uint64
@@ -150,11 +155,12 @@ func apply(objs, evs *bolt.Bucket, op *writeOp, rev *uint64) (writeResult, error
 	)
 	if op.kind == opDelete {
 		_, old, _ := decodeValue(cur)
-		if data, err = storage.SetResourceVersion(old, next); err == nil {
+		start, end, ok := storage.ResourceVersionIndex(old)
+		if data, err = withRevision(old, start, end, ok, next); err == nil {
 			meta, err = storage.DecodeMeta(data)
 		}
 	} else {
-		data, err = storage.SetResourceVersion(op.data, next)
+		data, err = withRevision(op.data, op.rvStart, op.rvEnd, op.rvOK, next)
 		meta = op.meta
 		meta.ResourceVersion = storage.FormatResourceVersion(next)
 	}
@@ -180,4 +186,19 @@ func apply(objs, evs *bolt.Bucket, op *writeOp, rev *uint64) (writeResult, error
 	}
 	*rev = next
 	return writeResult{obj: storage.Object{Key: op.key, ResourceVersion: next, Data: data, Meta: meta}}, nil
+}
+
+// withRevision returns data with its resource version set to rev, splicing
+// the digits in at [start, end) when ok, which is the common case and costs
+// one copy.
+func withRevision(data []byte, start, end int, ok bool, rev uint64) ([]byte, error) {
+	if !ok {
+		return storage.SetResourceVersion(data, rev)
+	}
+	out := make([]byte, 0, len(data)-(end-start)+22)
+	out = append(out, data[:start]...)
+	out = append(out, '"')
+	out = strconv.AppendUint(out, rev, 10)
+	out = append(out, '"')
+	return append(out, data[end:]...), nil
 }

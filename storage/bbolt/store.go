@@ -169,7 +169,9 @@ func (s *Store) Create(ctx context.Context, key string, data []byte) (storage.Ob
 	if err != nil {
 		return storage.Object{}, withKey(err, key)
 	}
-	r := s.submit(ctx, &writeOp{kind: opCreate, key: key, data: prepared, meta: meta})
+	op := &writeOp{kind: opCreate, key: key, data: prepared, meta: meta}
+	op.rvStart, op.rvEnd, op.rvOK = storage.ResourceVersionIndex(prepared)
+	r := s.submit(ctx, op)
 	return r.obj, r.err
 }
 
@@ -312,7 +314,9 @@ func (s *Store) Update(ctx context.Context, key string, opts storage.UpdateOptio
 		if exists {
 			expect = cur.ResourceVersion
 		}
-		r := s.submit(ctx, &writeOp{kind: opPut, key: key, data: prepared, meta: meta, expect: expect})
+		op := &writeOp{kind: opPut, key: key, data: prepared, meta: meta, expect: expect}
+		op.rvStart, op.rvEnd, op.rvOK = storage.ResourceVersionIndex(prepared)
+		r := s.submit(ctx, op)
 		if !r.conflict {
 			return r.obj, r.err
 		}
