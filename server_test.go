@@ -94,7 +94,9 @@ func clientWith(t *testing.T, caFile, certFile, keyFile string) *http.Client {
 		if err != nil {
 			t.Fatal(err)
 		}
-		cfg.Certificates = []tls.Certificate{pair}
+		// Present the certificate whatever CAs the server advertises, as a
+		// forger would (Go's client otherwise withholds one from another CA).
+		cfg.GetClientCertificate = func(*tls.CertificateRequestInfo) (*tls.Certificate, error) { return &pair, nil }
 	}
 	tr := &http.Transport{TLSClientConfig: cfg, ForceAttemptHTTP2: true}
 	t.Cleanup(tr.CloseIdleConnections)
