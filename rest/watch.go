@@ -43,6 +43,19 @@ func (rh *resourceHandler) watch(w http.ResponseWriter, r *http.Request, namespa
 	ctx, cancel := context.WithCancel(r.Context())
 	defer cancel()
 	ec := ErrorContext{Name: name, Verb: "watch", ResourceVersion: p.resourceVersion}
+	// A watch from the future would wait silently; k8s answers 504 so that
+	// reflectors relist. Backends that can tell their revision are asked.
+	if rr, ok := rh.Storage.(storage.RevisionReader); ok && p.resourceVersion != "" {
+		want, _ := strconv.ParseUint(p.resourceVersion, 10, 64)
+		cur, err := rr.CurrentRevision(ctx)
+		if err == nil && want > cur {
+			err = &storage.Error{Err: storage.ErrTooLargeResourceVersion, ResourceVersion: cur}
+		}
+		if err != nil {
+			rh.fail(w, err, ec)
+			return
+		}
+	}
 	watcher, err := rh.Storage.Watch(ctx, key, storage.WatchOptions{
 		ResourceVersion: p.resourceVersion,
 		Recursive:       recursive,
