@@ -217,7 +217,7 @@ func TestUpdate(t *testing.T) {
 			code: http.StatusNotFound, message: `environments.platform.example.com "zz" not found`,
 		},
 		{
-			name:   "create_on_update", path: envBase + "/namespaces/ns1/environments/zz",
+			name: "create_on_update", path: envBase + "/namespaces/ns1/environments/zz",
 			mutate: func(c *Config) { c.Resources[0].Strategy.AllowCreateOnUpdate = true },
 			body:   func(string) string { return body("zz", "", "1", "x") },
 			code:   http.StatusCreated,
@@ -274,9 +274,11 @@ func TestDelete(t *testing.T) {
 		{name: "not_found", path: envBase + "/namespaces/ns1/environments/zz", code: http.StatusNotFound,
 			message: `environments.platform.example.com "zz" not found`},
 		{name: "uid_precondition_ok", code: http.StatusOK, gone: true,
-			body: func(uid, _ string) string { return `{"kind":"DeleteOptions","apiVersion":"v1","preconditions":{"uid":"` + uid + `"}}` }},
+			body: func(uid, _ string) string {
+				return `{"kind":"DeleteOptions","apiVersion":"v1","preconditions":{"uid":"` + uid + `"}}`
+			}},
 		{name: "uid_precondition_fails", code: http.StatusConflict,
-			body: func(string, string) string { return `{"preconditions":{"uid":"nope"}}` },
+			body:    func(string, string) string { return `{"preconditions":{"uid":"nope"}}` },
 			message: `Operation cannot be fulfilled on Environment.platform.example.com "a": the UID in the precondition (nope) does not match the UID in record (UID). The object might have been deleted and then recreated`},
 		{name: "rv_precondition_fails", code: http.StatusConflict,
 			body:    func(string, string) string { return `{"preconditions":{"resourceVersion":"100"}}` },
