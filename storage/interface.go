@@ -152,6 +152,13 @@ type WatchOptions struct {
 	// ProgressNotify asks for EventBookmark events that carry the store's revision
 	// when nothing else is sent (periodically, and on RequestProgress).
 	ProgressNotify bool
+	// SendInitialEvents (a watch-list, sendInitialEvents=true) asks for the
+	// state as EventAdded events, then one EventBookmark with InitialEventsEnd
+	// set at the revision of that state, then the changes. The state is the
+	// latest for ResourceVersion "", any for "0", and not older than N for
+	// "N". The watch cache (package watch) implements it; backends ignore
+	// it, so the REST layer sends watch-lists only to a store that has it.
+	SendInitialEvents bool
 }
 
 // Watcher is one watch. Stop may be called any number of times, from any

@@ -79,6 +79,14 @@ type Event struct {
 	Prev *Object
 	// Err is set on EventError; it unwraps to one of the sentinel errors.
 	Err error
+	// Frames, when not nil, memoizes the wire encodings of this event and is
+	// shared by every watcher that receives it (see FrameCache). Backends
+	// without a fan-out leave it nil.
+	Frames *FrameCache
+	// InitialEventsEnd marks the EventBookmark that ends the initial events of
+	// a watch with WatchOptions.SendInitialEvents: the REST layer writes it
+	// with the k8s.io/initial-events-end annotation.
+	InitialEventsEnd bool
 }
 
 // ParsedResourceVersion is a resource version string as a request carries it.

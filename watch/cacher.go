@@ -1,0 +1,475 @@
+// This file holds the Cacher: its state (current objects in a B-tree with an
+// immutable snapshot per event, the ring of recent events), New, Start (the
+// upstream list and watch), and how an upstream event is applied and
+// dispatched.
+
+package watch
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/google/btree"
+	"go.uber.org/zap"
+
+	"github.com/annexapi/annex/storage"
+)
+
+// entry is one current object in the cache.
+type entry struct {
+	obj storage.Object
+	// frames memoizes the object's encodings as an ADDED event (shared with
+	// the event that produced it: for that event, type ADDED means this
+	// object), so initial events of many watchers are encoded once too.
+	frames *storage.FrameCache
+}
+
+func entryLess(a, b *entry) bool { return a.obj.Key < b.obj.Key }
+
+// tree is the ordered set of current objects. The cacher mutates one tree
+// and publishes an immutable clone of it after every event (btree clones are
+// copy-on-write, so a clone costs a few node copies at the next write).
+type tree = btree.BTreeG[*entry]
+
+// event is one change under the prefix, as the cacher keeps it in its ring.
+type event struct {
+	typ  storage.EventType // ADDED, MODIFIED or DELETED, as stored
+	obj  storage.Object    // the new state; for DELETED the last state at the deletion's revision
+	prev *storage.Object   // the state before, for MODIFIED and DELETED
+	// gone is prev at this event's revision: what a watcher whose predicate
+	// the object stops matching receives as DELETED. Computed on first use,
+	// under Cacher.mu.
+	gone   *storage.Object
+	frames *storage.FrameCache
+	snap   *tree // the state after this event
+}
+
+// Cacher is a watch cache in front of a storage.Interface, and a
+// storage.Interface itself. See the package doc.
+type Cacher struct {
+	store  storage.Interface
+	cfg    Config
+	prefix string // Config.Prefix as storage.PrefixRange returns it
+	m      *metrics
+	// fields are the names of cfg.IndexFields, sorted, so a watcher is always
+	// indexed by the same field.
+	fields []string
+
+	mu    sync.RWMutex // guards everything below
+	ready bool
+	tree  *tree  // the current state; written only by the dispatch loop
+	snap  *tree  // immutable clone of tree at rev
+	rev   uint64 // the revision the cache has caught up with
+	revCh chan struct{}
+	// ring holds the last events in revision order: ring[(head+i)%len] for i
+	// in [0, n). Every event after ringStart is in it; base is the state at
+	// ringStart.
+	ring      []*event
+	head, n   int
+	ringStart uint64
+	base      *tree
+	compacted uint64
+	// pendingProgress is a RequestProgress revision not reached yet: every
+	// ProgressNotify watcher gets a bookmark once rev reaches it.
+	pendingProgress uint64
+	reg             registry
+	started         bool
+
+	// queued counts the events queued across all watchers (the dispatch
+	// budget), under each watcher's own lock.
+	queued queueCounter
+	// lastWrite is the highest revision of a write made through the cacher
+	// under its prefix.
+	lastWrite atomic.Uint64
+
+	// visit, when set (tests), is called with every watcher an event visits.
+	visit func(w *watcher)
+}
+
+// Interfaces the Cacher implements. The capability interfaces are always
+// present; each falls back to what the store offers (see their docs).
+var (
+	_ storage.Interface         = (*Cacher)(nil)
+	_ storage.RevisionReader    = (*Cacher)(nil)
+	_ storage.Compactor         = (*Cacher)(nil)
+	_ storage.ProgressRequester = (*Cacher)(nil)
+	_ storage.Counter           = (*Cacher)(nil)
+	_ storage.ReadinessChecker  = (*Cacher)(nil)
+)
+
+// New returns a Cacher for the objects under cfg.Prefix in store. It serves
+// nothing from memory until Start has loaded the initial list.
+func New(store storage.Interface, cfg Config) (*Cacher, error) {
+	if store == nil {
+		return nil, errors.New("watch: nil store")
+	}
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	pr, err := storage.PrefixRange(cfg.Prefix)
+	if err != nil {
+		return nil, err
+	}
+	m, err := newMetrics(cfg.Registerer, cfg.Resource)
+	if err != nil {
+		return nil, fmt.Errorf("watch: metrics: %w", err)
+	}
+	c := &Cacher{store: store, cfg: cfg, prefix: pr, m: m, revCh: make(chan struct{})}
+	for f := range cfg.IndexFields {
+		c.fields = append(c.fields, f)
+	}
+	slices.Sort(c.fields)
+	c.reg.init()
+	c.ring = make([]*event, cfg.RingSize)
+	c.m.capacity.Set(float64(cfg.RingSize))
+	return c, nil
+}
+
+// Start lists the prefix, then watches it and applies every change, until ctx
+// is done; it then ends every watcher and returns nil. When the upstream watch
+// fails (for example ErrExpired after a compaction), Start re-lists. Start
+// may be called once.
+func (c *Cacher) Start(ctx context.Context) error {
+	c.mu.Lock()
+	if c.started {
+		c.mu.Unlock()
+		return errors.New("watch: Start called twice")
+	}
+	c.started = true
+	c.mu.Unlock()
+	defer c.shutdown()
+	for {
+		err := c.listAndWatch(ctx)
+		if ctx.Err() != nil {
+			return nil
+		}
+		c.cfg.Logger.Warn("watch cache lost its upstream watch; re-listing",
+			zap.String("resource", c.cfg.Resource), zap.Error(err))
+		c.setNotReady()
+		t := time.NewTimer(relistBackoff)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil
+		case <-t.C:
+		}
+	}
+}
+
+// Ready reports ErrNotReady until the initial list is loaded (and while the
+// cache re-lists), then whatever the store's own readiness check says.
+func (c *Cacher) Ready(ctx context.Context) error {
+	if !c.isReady() {
+		return ErrNotReady
+	}
+	if rc, ok := c.store.(storage.ReadinessChecker); ok {
+		return rc.Ready(ctx)
+	}
+	return nil
+}
+
+func (c *Cacher) isReady() bool {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return c.ready
+}
+
+// listAndWatch loads the state and applies the upstream watch until it
+// fails or ctx is done.
+func (c *Cacher) listAndWatch(ctx context.Context) error {
+	res, err := c.store.List(ctx, c.prefix, storage.ListOptions{})
+	if err != nil {
+		return fmt.Errorf("list: %w", err)
+	}
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	up, err := c.store.Watch(wctx, c.prefix, storage.WatchOptions{
+		ResourceVersion: storage.FormatResourceVersion(res.ResourceVersion),
+		Recursive:       true,
+		ProgressNotify:  true,
+	})
+	if err != nil {
+		return fmt.Errorf("watch: %w", err)
+	}
+	defer up.Stop()
+	c.replace(res)
+
+	var tick <-chan time.Time
+	if c.cfg.BookmarkInterval > 0 {
+		t := time.NewTicker(c.cfg.BookmarkInterval)
+		defer t.Stop()
+		tick = t.C
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-tick:
+			c.mu.Lock()
+			c.broadcastBookmark(c.rev)
+			c.mu.Unlock()
+		case ev, ok := <-up.ResultChan():
+			if !ok {
+				return errors.New("upstream watch closed")
+			}
+			if ev.Type == storage.EventError {
+				return ev.Err
+			}
+			c.apply(ev)
+		}
+	}
+}
+
+// replace installs a fresh state read at res.ResourceVersion. Watchers
+// registered before (a re-list) are ended: events may be missing between.
+func (c *Cacher) replace(res storage.ListResult) {
+	t := btree.NewG(32, entryLess)
+	for _, o := range res.Items {
+		t.ReplaceOrInsert(&entry{obj: o, frames: &storage.FrameCache{}})
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.endAll(&storage.Error{Err: storage.ErrExpired, Msg: ErrRelisted.Error()}, ErrRelisted)
+	c.tree = t
+	c.snap = t.Clone()
+	c.base = c.snap
+	clear(c.ring)
+	c.head, c.n = 0, 0
+	c.ringStart = res.ResourceVersion
+	c.ready = true
+	c.m.initialized.Inc()
+	c.m.objects.Set(float64(t.Len()))
+	c.advance(res.ResourceVersion)
+	c.notify()
+}
+
+func (c *Cacher) setNotReady() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.ready = false
+	c.notify()
+}
+
+// shutdown ends every watcher when Start returns.
+func (c *Cacher) shutdown() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.ready = false
+	c.endAll(&storage.Error{Err: storage.ErrClosed, Msg: ErrStopped.Error()}, ErrStopped)
+	c.notify()
+}
+
+// advance moves the cache's revision forward and wakes the readers waiting
+// for it. Called with mu held for writing.
+func (c *Cacher) advance(rev uint64) {
+	if rev > c.rev {
+		c.rev = rev
+		c.m.rv.Set(float64(rev))
+		c.notify()
+	}
+	if c.pendingProgress != 0 && c.rev >= c.pendingProgress {
+		c.pendingProgress = 0
+		c.broadcastBookmark(c.rev)
+	}
+}
+
+// notify wakes everyone waiting on revCh. Called with mu held for writing.
+func (c *Cacher) notify() {
+	close(c.revCh)
+	c.revCh = make(chan struct{})
+}
+
+// apply applies one upstream event: to the state, to the ring, and to the
+// watchers it concerns.
+func (c *Cacher) apply(ev storage.Event) {
+	c.m.received.Inc()
+	if ev.Type == storage.EventBookmark {
+		c.mu.Lock()
+		c.advance(ev.Object.ResourceVersion)
+		c.mu.Unlock()
+		return
+	}
+	e := &event{typ: ev.Type, obj: ev.Object, prev: ev.Prev, frames: &storage.FrameCache{}}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if e.obj.ResourceVersion <= c.rev {
+		return // already seen (cannot happen with a gap-free upstream)
+	}
+	probe := &entry{obj: storage.Object{Key: e.obj.Key}}
+	old, had := c.tree.Get(probe)
+	if e.prev == nil && had && e.typ != storage.EventAdded {
+		e.prev = &old.obj
+	}
+	if e.typ == storage.EventDeleted {
+		c.tree.Delete(probe)
+	} else {
+		c.tree.ReplaceOrInsert(&entry{obj: e.obj, frames: e.frames})
+	}
+	e.snap = c.tree.Clone()
+	c.snap = e.snap
+	c.m.objects.Set(float64(c.tree.Len()))
+	c.push(e)
+	c.dispatch(e)
+	c.advance(e.obj.ResourceVersion)
+}
+
+// push appends e to the ring, dropping the oldest event when it is full.
+func (c *Cacher) push(e *event) {
+	size := len(c.ring)
+	if c.n == size {
+		old := c.ring[c.head]
+		c.ringStart, c.base = old.obj.ResourceVersion, old.snap
+		c.ring[c.head] = e
+		c.head = (c.head + 1) % size
+		return
+	}
+	c.ring[(c.head+c.n)%size] = e
+	c.n++
+}
+
+// at returns the i-th oldest event of the ring.
+func (c *Cacher) at(i int) *event { return c.ring[(c.head+i)%len(c.ring)] }
+
+// firstAfter is the ring index of the first event after rev (c.n if none).
+func (c *Cacher) firstAfter(rev uint64) int {
+	lo, hi := 0, c.n
+	for lo < hi {
+		mid := (lo + hi) / 2
+		if c.at(mid).obj.ResourceVersion <= rev {
+			lo = mid + 1
+		} else {
+			hi = mid
+		}
+	}
+	return lo
+}
+
+// snapshotAt returns the state at exactly rev, when the cache has it: rev
+// is not compacted, not before the ring's window, and not after the cache's
+// revision. Called with mu held.
+func (c *Cacher) snapshotAt(rev uint64) (*tree, bool) {
+	if !c.ready || rev <= c.compacted || rev < c.ringStart || rev > c.rev {
+		return nil, false
+	}
+	i := c.firstAfter(rev)
+	if i == 0 {
+		return c.base, true
+	}
+	return c.at(i - 1).snap, true
+}
+
+// dispatch delivers e to every watcher that can match it. Called with mu
+// held for writing, so events and bookmarks reach watchers in order.
+func (c *Cacher) dispatch(e *event) {
+	now := c.cfg.Clock()
+	var cut []*watcher
+	c.candidates(e, func(w *watcher) {
+		if c.visit != nil {
+			c.visit(w)
+		}
+		ev, ok := c.translate(w, e)
+		if !ok {
+			return
+		}
+		if w.deliver(ev, now, false) {
+			cut = append(cut, w)
+		}
+	})
+	for _, w := range cut {
+		c.m.terminated.Inc()
+		c.reg.remove(w)
+	}
+	c.m.watchers.Set(float64(c.reg.count))
+	c.m.dispatched.Inc()
+}
+
+// translate turns e into the event w sees, applying w's key and predicate to
+// the old and new states. Called with mu held for writing.
+func (c *Cacher) translate(w *watcher, e *event) (storage.Event, bool) {
+	if !w.matchesKey(e.obj.Key) {
+		return storage.Event{}, false
+	}
+	switch e.typ {
+	case storage.EventAdded:
+		if w.matches(&e.obj) {
+			return storage.Event{Type: storage.EventAdded, Object: e.obj, Frames: e.frames}, true
+		}
+	case storage.EventDeleted:
+		old := e.prev
+		if old == nil {
+			old = &e.obj
+		}
+		if w.matches(old) {
+			return storage.Event{Type: storage.EventDeleted, Object: e.obj, Prev: e.prev, Frames: e.frames}, true
+		}
+	case storage.EventModified:
+		newM := w.matches(&e.obj)
+		oldM := e.prev != nil && w.matches(e.prev)
+		switch {
+		case newM && oldM:
+			return storage.Event{Type: storage.EventModified, Object: e.obj, Prev: e.prev, Frames: e.frames}, true
+		case newM:
+			return storage.Event{Type: storage.EventAdded, Object: e.obj, Frames: e.frames}, true
+		case oldM:
+			if e.gone == nil {
+				g, err := goneObject(e.prev, e.obj.ResourceVersion)
+				if err != nil {
+					c.cfg.Logger.Error("watch cache: cannot set the resource version of a stored object",
+						zap.String("key", e.obj.Key), zap.Error(err))
+					return storage.Event{}, false
+				}
+				e.gone = &g
+			}
+			return storage.Event{Type: storage.EventDeleted, Object: *e.gone, Prev: e.prev, Frames: e.frames}, true
+		}
+	}
+	return storage.Event{}, false
+}
+
+// goneObject is prev with its resource version set to rev.
+func goneObject(prev *storage.Object, rev uint64) (storage.Object, error) {
+	data, err := storage.SetResourceVersion(prev.Data, rev)
+	if err != nil {
+		return storage.Object{}, err
+	}
+	o := *prev
+	o.Data = data
+	o.ResourceVersion = rev
+	o.Meta.ResourceVersion = storage.FormatResourceVersion(rev)
+	return o, nil
+}
+
+// broadcastBookmark sends a bookmark at rev to every watcher that asked for
+// progress. One FrameCache serves them all. Called with mu held for writing.
+func (c *Cacher) broadcastBookmark(rev uint64) {
+	if rev == 0 {
+		return
+	}
+	ev := storage.Event{Type: storage.EventBookmark, Object: storage.Object{ResourceVersion: rev}, Frames: &storage.FrameCache{}}
+	now := c.cfg.Clock()
+	for w := range c.reg.progress {
+		w.deliver(ev, now, true)
+	}
+}
+
+// endAll ends every registered watcher with an EventError. Called with mu
+// held for writing.
+func (c *Cacher) endAll(serr *storage.Error, why error) {
+	err := fmt.Errorf("%w: %w", why, serr)
+	for w := range c.reg.all {
+		w.terminate(err)
+		c.reg.remove(w)
+	}
+	c.m.watchers.Set(float64(c.reg.count))
+}
+
+// inPrefix reports whether key (a prefix when recursive) lies in the cached
+// prefix.
+func (c *Cacher) inPrefix(key string) bool { return strings.HasPrefix(key, c.prefix) }

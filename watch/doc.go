@@ -1,0 +1,91 @@
+// Package watch is annex's watch cache: a [Cacher] wraps any
+// storage.Interface, keeps the objects of one resource prefix in memory, and
+// serves watches, lists and gets from there, fanning every change out to
+// thousands of watchers while the store sees one watch. A Cacher is a
+// storage.Interface itself, so the REST layer does not change when it is on.
+//
+// # Usage
+//
+//	c, err := watch.New(store, watch.Config{
+//		Prefix:     storage.ResourcePrefix(group, plural, ""),
+//		Registerer: reg,
+//	})
+//	if err != nil { ... }
+//	go c.Start(ctx)   // list, then watch the store, until ctx is done
+//	// c.Ready(ctx) fails until the initial list is in; serve c as the
+//	// resource's storage.Interface.
+//
+// # The model
+//
+// Start lists the prefix once and then holds one upstream watch on it (with
+// ProgressNotify, so an idle prefix still advances). Every upstream event is
+// applied by one goroutine, under the cacher's lock, in revision order:
+//
+//   - to the current state, a B-tree of [storage.Object] (bytes plus parsed
+//     metadata, never decoded again), after which an immutable copy-on-write
+//     clone of the tree is published: readers use clones without a lock;
+//   - to the ring of the last [Config].RingSize events, each with the clone
+//     of the state after it, so a watch can start from any revision in the
+//     ring and an exact list (or the next page of a list) at such a revision
+//     is served from memory with snapshot semantics;
+//   - to the watchers it concerns: each watcher is indexed by its exact key
+//     (a single-object watch), by one value of an indexed field its predicate
+//     requires ([FieldMatcher]; "metadata.name" always, plus
+//     [Config].IndexFields), or else by its prefix, so an event visits only
+//     the watchers of its key, of the prefixes of its key (namespace, whole
+//     resource) and of its field values.
+//
+// Each dispatched event carries one [storage.FrameCache], shared by every
+// watcher that receives it, so the REST layer encodes each frame (per event
+// type and output kind) once however many watchers write it.
+//
+// # Watch semantics
+//
+// A watch from "" (after the cache caught up with the store's current
+// revision) or "0" (at once) first sends the current state as ADDED events
+// in key order, then the changes. A watch from N replays the ring after N;
+// N older than the ring (or compacted through [Cacher.Compact]) gets one
+// EventError with storage.ErrExpired ("too old resource version: N (oldest)"),
+// which the REST layer turns into a 410 ERROR event. N beyond the store's
+// revision fails with storage.ErrTooLargeResourceVersion. A watch-list
+// (WatchOptions.SendInitialEvents) sends the state, then a bookmark with
+// Event.InitialEventsEnd at the state's revision, then the changes.
+// Predicates see both states of a change: old matched and new not →
+// DELETED (the old state at the change's revision), new matched and old not
+// → ADDED, both → MODIFIED. Watchers with ProgressNotify get a bookmark with
+// the cache's revision every [Config].BookmarkInterval and after
+// RequestProgress.
+//
+// # Slow watchers
+//
+// The dispatcher never blocks. It sends to a watcher's small result channel
+// when there is room, and otherwise queues the event for that watcher, where
+// a goroutine that exists only while the queue is non-empty moves it on. A
+// watcher is cut off (storage.EventError carrying [ErrSlowWatcher] and
+// storage.ErrExpired, then its channel closes; counted in
+// apiserver_terminated_watchers_total) when its queue exceeds
+// [Config].WatcherBuffer, when it has been behind for longer than
+// [Config].MaxLag, or when the events queued across all watchers exceed
+// [Config].DispatchBudget. The others never wait for it.
+//
+// # Reads
+//
+// Get and List with "0" answer from memory at once; "" first waits (up to
+// [Config].ConsistentReadWait, asking the store for a progress bookmark) for
+// the cache to reach the store's current revision, and falls back to the
+// store on timeout; "N" waits for N likewise. Exact lists and continue tokens
+// are served from the ring's snapshots; a revision outside the ring or at or
+// before the compacted revision goes to the store, which answers ErrExpired
+// where it must. Keys outside the prefix, and everything while the cache is
+// not ready, go to the store. Writes always go to the store; Update and
+// Delete pass the cached state as Cached to save a read.
+//
+// # Caveats
+//
+//   - Initial events are collected under the cacher's lock: a watch from ""
+//     on a very large prefix delays dispatch by that long.
+//   - A re-list (after the upstream watch failed) ends every watcher with
+//     ErrRelisted (and storage.ErrExpired): the clients re-list.
+//   - The cache honours compaction only when it goes through Cacher.Compact;
+//     the store's own periodic compaction does not shrink the ring.
+package watch

@@ -1,0 +1,459 @@
+// This file holds the reads served from memory (Get, List, Count), the waits
+// that make them consistent, the writes (passed to the store with the cached
+// state), and the capability interfaces.
+
+package watch
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/annexapi/annex/storage"
+)
+
+// waitConsistent waits until the cache has caught up with the store's
+// current revision. It reports false (serve from the store) when the store
+// cannot tell its revision, the cache is not ready, or the wait timed out.
+func (c *Cacher) waitConsistent(ctx context.Context) (bool, error) {
+	rr, ok := c.store.(storage.RevisionReader)
+	if !ok {
+		return false, nil
+	}
+	cur, err := rr.CurrentRevision(ctx)
+	if err != nil {
+		return false, err
+	}
+	ok, err = c.waitFor(ctx, cur, true)
+	success, fallback := "true", "false"
+	if err != nil || !ok {
+		success, fallback = "false", "true"
+	}
+	c.m.consistent.WithLabelValues(success, fallback).Inc()
+	return ok, err
+}
+
+// waitRevision waits until the cache has reached rev, for a read or watch
+// "not older than rev". A rev beyond the store's revision fails with
+// ErrTooLargeResourceVersion; false means serve from the store.
+func (c *Cacher) waitRevision(ctx context.Context, rev uint64) (bool, error) {
+	c.mu.RLock()
+	have, ready := c.rev, c.ready
+	c.mu.RUnlock()
+	if !ready {
+		return false, nil
+	}
+	if rev <= have {
+		return true, nil
+	}
+	rr, ok := c.store.(storage.RevisionReader)
+	if !ok {
+		return false, nil
+	}
+	cur, err := rr.CurrentRevision(ctx)
+	if err != nil {
+		return false, err
+	}
+	if rev > cur {
+		return false, tooLarge(rev, cur)
+	}
+	return c.waitFor(ctx, rev, true)
+}
+
+// waitOwnWrites waits for the cache to reflect every write made through the
+// cacher, so that a "0" read sees the caller's own writes. Such a write is
+// under the prefix, so its event is on its way: no progress request is
+// needed and the wait is the time to apply events already in flight. After
+// the wait the read is served from memory whatever happened ("0" allows any
+// state).
+func (c *Cacher) waitOwnWrites(ctx context.Context) {
+	if lw := c.lastWrite.Load(); lw != 0 {
+		_, _ = c.waitFor(ctx, lw, false)
+	}
+}
+
+// wrote records the revision of a write made through the cacher.
+func (c *Cacher) wrote(o storage.Object, err error) (storage.Object, error) {
+	if err == nil && c.inPrefix(o.Key) {
+		for {
+			lw := c.lastWrite.Load()
+			if o.ResourceVersion <= lw || c.lastWrite.CompareAndSwap(lw, o.ResourceVersion) {
+				break
+			}
+		}
+	}
+	return o, err
+}
+
+// waitFor waits up to Config.ConsistentReadWait for the cache to reach rev,
+// asking the store for a progress bookmark so an idle prefix catches up too.
+func (c *Cacher) waitFor(ctx context.Context, rev uint64, progress bool) (bool, error) {
+	c.mu.RLock()
+	have, ready := c.rev, c.ready
+	c.mu.RUnlock()
+	if !ready {
+		return false, nil
+	}
+	if have >= rev {
+		return true, nil
+	}
+	start := c.cfg.Clock()
+	defer func() { c.m.readWait.Observe(c.cfg.Clock().Sub(start).Seconds()) }()
+	if pr, ok := c.store.(storage.ProgressRequester); ok && progress {
+		if err := pr.RequestProgress(ctx); err != nil {
+			return false, nil
+		}
+	}
+	timer := time.NewTimer(c.cfg.ConsistentReadWait)
+	defer timer.Stop()
+	for {
+		c.mu.RLock()
+		have, ready, ch := c.rev, c.ready, c.revCh
+		c.mu.RUnlock()
+		switch {
+		case !ready:
+			return false, nil
+		case have >= rev:
+			return true, nil
+		}
+		select {
+		case <-ch:
+		case <-timer.C:
+			return false, nil
+		case <-ctx.Done():
+			return false, ctx.Err()
+		}
+	}
+}
+
+// tooLargeNow is the error of a watch-list whose start the cache could not
+// reach in time: the store's revision is its "current".
+func (c *Cacher) tooLargeNow(ctx context.Context) error {
+	c.mu.RLock()
+	have := c.rev
+	c.mu.RUnlock()
+	return &storage.Error{Err: storage.ErrTooLargeResourceVersion, ResourceVersion: have,
+		Msg: fmt.Sprintf("Timeout: Too large resource version: the watch cache is at %d and did not catch up within %v", have, c.cfg.ConsistentReadWait)}
+}
+
+func tooLarge(rv, cur uint64) error {
+	return &storage.Error{Err: storage.ErrTooLargeResourceVersion, ResourceVersion: cur,
+		Msg: fmt.Sprintf("Too large resource version: %d, current: %d", rv, cur)}
+}
+
+func invalidRV(msg string) error {
+	return &storage.Error{Err: storage.ErrInvalidResourceVersion, Msg: msg}
+}
+
+// current returns the latest snapshot and its revision.
+func (c *Cacher) current() (*tree, uint64) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return c.snap, c.rev
+}
+
+// Get implements storage.Interface from memory: "" after a consistent wait,
+// "0" at once, "N" once the cache has reached N. The store serves it when
+// the key is outside the prefix, the cache is not ready, or a wait times out.
+func (c *Cacher) Get(ctx context.Context, key string, opts storage.GetOptions) (storage.Object, error) {
+	if err := storage.ValidateKey(key); err != nil {
+		return storage.Object{}, err
+	}
+	rv, err := storage.ParseResourceVersion(opts.ResourceVersion)
+	if err != nil {
+		return storage.Object{}, err
+	}
+	if !c.inPrefix(key) || !c.isReady() {
+		return c.store.Get(ctx, key, opts)
+	}
+	var ok bool
+	switch {
+	case rv.Unset:
+		ok, err = c.waitConsistent(ctx)
+	case rv.Revision == 0:
+		c.waitOwnWrites(ctx)
+		ok = true
+	default:
+		ok, err = c.waitRevision(ctx, rv.Revision)
+	}
+	if err != nil {
+		return storage.Object{}, err
+	}
+	if !ok {
+		return c.store.Get(ctx, key, opts)
+	}
+	snap, _ := c.current()
+	if snap == nil {
+		return c.store.Get(ctx, key, opts)
+	}
+	en, found := snap.Get(&entry{obj: storage.Object{Key: key}})
+	if !found {
+		return storage.Object{}, &storage.Error{Err: storage.ErrNotFound, Key: key}
+	}
+	return en.obj, nil
+}
+
+// List implements storage.Interface. Latest, "0" and not-older-than lists are
+// served from the current state; exact lists and continue tokens from the
+// snapshot kept with each event of the ring. A revision the cache does not
+// hold (before the ring, compacted, or not reached within the wait) is
+// served by the store, which also answers ErrExpired for compacted ones.
+func (c *Cacher) List(ctx context.Context, prefix string, opts storage.ListOptions) (storage.ListResult, error) {
+	pr, err := storage.PrefixRange(prefix)
+	if err != nil {
+		return storage.ListResult{}, err
+	}
+	switch opts.ResourceVersionMatch {
+	case storage.MatchDefault, storage.MatchExact, storage.MatchNotOlderThan:
+	default:
+		return storage.ListResult{}, invalidRV(fmt.Sprintf("unsupported resourceVersionMatch %q", opts.ResourceVersionMatch))
+	}
+	rv, err := storage.ParseResourceVersion(opts.ResourceVersion)
+	if err != nil {
+		return storage.ListResult{}, err
+	}
+	if !c.inPrefix(pr) || !c.isReady() {
+		return c.store.List(ctx, prefix, opts)
+	}
+	start := pr
+	var exact, notOlder uint64
+	consistent := false
+	switch {
+	case opts.Continue != "":
+		if opts.ResourceVersionMatch != "" {
+			return storage.ListResult{}, invalidRV("resourceVersionMatch is forbidden when continue is provided")
+		}
+		if !rv.Unset && rv.Revision != 0 {
+			return storage.ListResult{}, invalidRV("specifying resource version is not allowed when using continue")
+		}
+		s, tokRev, err := storage.DecodeContinue(opts.Continue, pr)
+		if err != nil {
+			return storage.ListResult{}, err
+		}
+		start = s
+		if tokRev > 0 {
+			exact = uint64(tokRev)
+		} else {
+			consistent = true
+		}
+	case opts.ResourceVersionMatch != "" && rv.Unset:
+		return storage.ListResult{}, invalidRV("resourceVersionMatch is forbidden unless resourceVersion is provided")
+	case opts.ResourceVersionMatch == storage.MatchExact && rv.Revision == 0:
+		return storage.ListResult{}, invalidRV("resourceVersionMatch \"Exact\" is forbidden for resourceVersion \"0\"")
+	case rv.Unset:
+		consistent = true
+	case rv.Revision != 0 && (opts.ResourceVersionMatch == storage.MatchExact ||
+		(opts.ResourceVersionMatch == storage.MatchDefault && opts.Limit > 0)):
+		exact = rv.Revision
+	case rv.Revision != 0:
+		notOlder = rv.Revision
+	}
+
+	var ok bool
+	switch {
+	case consistent:
+		ok, err = c.waitConsistent(ctx)
+	case exact != 0:
+		ok, err = c.waitRevision(ctx, exact)
+	case notOlder != 0:
+		ok, err = c.waitRevision(ctx, notOlder)
+	default: // "0"
+		c.waitOwnWrites(ctx)
+		ok = true
+	}
+	if err != nil {
+		return storage.ListResult{}, err
+	}
+	if !ok {
+		return c.store.List(ctx, prefix, opts)
+	}
+	var snap *tree
+	var at uint64
+	c.mu.RLock()
+	if exact != 0 {
+		snap, ok = c.snapshotAt(exact)
+		at = exact
+	} else {
+		snap, at, ok = c.snap, c.rev, c.snap != nil
+	}
+	c.mu.RUnlock()
+	if !ok {
+		return c.store.List(ctx, prefix, opts)
+	}
+	return page(snap, at, pr, start, opts.Limit, opts.Predicate)
+}
+
+// page reads one page of snap under pr from start.
+func page(snap *tree, rev uint64, pr, start string, limit int64, pred storage.Predicate) (storage.ListResult, error) {
+	res := storage.ListResult{ResourceVersion: rev}
+	more := false
+	var remaining int64
+	snap.AscendGreaterOrEqual(&entry{obj: storage.Object{Key: start}}, func(en *entry) bool {
+		if !strings.HasPrefix(en.obj.Key, pr) {
+			return false
+		}
+		full := limit > 0 && int64(len(res.Items)) == limit
+		switch {
+		case !full:
+			if pred == nil || pred.Matches(&en.obj) {
+				res.Items = append(res.Items, en.obj)
+			}
+			return true
+		case pred == nil:
+			more = true
+			remaining++
+			return true
+		case pred.Matches(&en.obj):
+			more = true
+			return false
+		}
+		return true
+	})
+	if more {
+		tok, err := storage.EncodeContinue(res.Items[len(res.Items)-1].Key+"\x00", pr, int64(rev))
+		if err != nil {
+			return storage.ListResult{}, err
+		}
+		res.Continue = tok
+		if pred == nil {
+			res.RemainingItemCount = &remaining
+		}
+	}
+	return res, nil
+}
+
+// Count implements storage.Counter from memory, after a consistent wait;
+// otherwise the store counts, if it can.
+func (c *Cacher) Count(ctx context.Context, prefix string) (int64, error) {
+	pr, err := storage.PrefixRange(prefix)
+	if err != nil {
+		return 0, err
+	}
+	if c.inPrefix(pr) && c.isReady() {
+		ok, err := c.waitConsistent(ctx)
+		if err != nil {
+			return 0, err
+		}
+		if snap, _ := c.current(); ok && snap != nil {
+			var n int64
+			snap.AscendGreaterOrEqual(&entry{obj: storage.Object{Key: pr}}, func(en *entry) bool {
+				if !strings.HasPrefix(en.obj.Key, pr) {
+					return false
+				}
+				n++
+				return true
+			})
+			return n, nil
+		}
+	}
+	if cn, ok := c.store.(storage.Counter); ok {
+		return cn.Count(ctx, prefix)
+	}
+	res, err := c.store.List(ctx, prefix, storage.ListOptions{})
+	if err != nil {
+		return 0, err
+	}
+	return int64(len(res.Items)), nil
+}
+
+// Create implements storage.Interface: the store writes.
+func (c *Cacher) Create(ctx context.Context, key string, data []byte) (storage.Object, error) {
+	return c.wrote(c.store.Create(ctx, key, data))
+}
+
+// Update implements storage.Interface: the store writes, starting from the
+// cached state when the caller gave none (a stale one is retried from a fresh
+// read by the store).
+func (c *Cacher) Update(ctx context.Context, key string, opts storage.UpdateOptions, tryUpdate storage.UpdateFunc) (storage.Object, error) {
+	if opts.Cached == nil {
+		opts.Cached = c.cached(key)
+	}
+	return c.wrote(c.store.Update(ctx, key, opts, tryUpdate))
+}
+
+// Delete implements storage.Interface, like Update.
+func (c *Cacher) Delete(ctx context.Context, key string, opts storage.DeleteOptions) (storage.Object, error) {
+	if opts.Cached == nil {
+		opts.Cached = c.cached(key)
+	}
+	return c.wrote(c.store.Delete(ctx, key, opts))
+}
+
+// cached returns the cached state of key, or nil.
+func (c *Cacher) cached(key string) *storage.Object {
+	if !c.inPrefix(key) {
+		return nil
+	}
+	c.mu.RLock()
+	snap, ready := c.snap, c.ready
+	c.mu.RUnlock()
+	if !ready || snap == nil {
+		return nil
+	}
+	if en, ok := snap.Get(&entry{obj: storage.Object{Key: key}}); ok {
+		o := en.obj
+		return &o
+	}
+	return nil
+}
+
+// CurrentRevision implements storage.RevisionReader: the store's revision
+// when it can tell, else the cache's.
+func (c *Cacher) CurrentRevision(ctx context.Context) (uint64, error) {
+	if rr, ok := c.store.(storage.RevisionReader); ok {
+		return rr.CurrentRevision(ctx)
+	}
+	_, rev := c.current()
+	return rev, nil
+}
+
+// Compact implements storage.Compactor: the store compacts (when it can),
+// and from then on the cache refuses watches and exact reads at or before the
+// compacted revision as the store would.
+func (c *Cacher) Compact(ctx context.Context, revision uint64) error {
+	cp, ok := c.store.(storage.Compactor)
+	if !ok {
+		return nil
+	}
+	cur, err := c.CurrentRevision(ctx)
+	if err != nil {
+		return err
+	}
+	if err := cp.Compact(ctx, revision); err != nil {
+		return err
+	}
+	// The store never compacts its current revision: it lowers the target
+	// to current-1. cur is a lower bound of the current revision then, so
+	// this never claims more than the store compacted.
+	if cur == 0 {
+		return nil
+	}
+	revision = min(revision, cur-1)
+	c.mu.Lock()
+	c.compacted = max(c.compacted, revision)
+	c.mu.Unlock()
+	return nil
+}
+
+// RequestProgress implements storage.ProgressRequester: every watcher that
+// asked for ProgressNotify gets a bookmark at the store's current revision
+// (or later) once the cache has delivered every event up to it.
+func (c *Cacher) RequestProgress(ctx context.Context) error {
+	cur, err := c.CurrentRevision(ctx)
+	if err != nil {
+		return err
+	}
+	c.mu.Lock()
+	if c.rev >= cur {
+		c.broadcastBookmark(c.rev)
+		c.mu.Unlock()
+		return nil
+	}
+	c.pendingProgress = max(c.pendingProgress, cur)
+	c.mu.Unlock()
+	if pr, ok := c.store.(storage.ProgressRequester); ok {
+		return pr.RequestProgress(ctx)
+	}
+	return nil
+}

@@ -1,0 +1,462 @@
+// This file holds the watchers: how they are indexed so that an event visits
+// only the ones that can match it, how an event reaches a watcher without
+// ever blocking the dispatcher, and how a watcher that falls behind is cut
+// off.
+
+package watch
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/annexapi/annex/storage"
+)
+
+// watcherSet is one index bucket.
+type watcherSet map[*watcher]struct{}
+
+// registry indexes the registered watchers. Each watcher sits in exactly one
+// bucket: by its exact key (a single-object watch), by one indexed field
+// value its predicate requires, or by its prefix. Guarded by Cacher.mu.
+type registry struct {
+	byKey    map[string]watcherSet
+	byPrefix map[string]watcherSet
+	byField  map[string]map[string]watcherSet
+	all      watcherSet
+	progress watcherSet // those that asked for ProgressNotify
+	count    int
+}
+
+func (r *registry) init() {
+	r.byKey = map[string]watcherSet{}
+	r.byPrefix = map[string]watcherSet{}
+	r.byField = map[string]map[string]watcherSet{}
+	r.all = watcherSet{}
+	r.progress = watcherSet{}
+}
+
+func addTo(m map[string]watcherSet, k string, w *watcher) {
+	s := m[k]
+	if s == nil {
+		s = watcherSet{}
+		m[k] = s
+	}
+	s[w] = struct{}{}
+}
+
+func removeFrom(m map[string]watcherSet, k string, w *watcher) {
+	if s := m[k]; s != nil {
+		delete(s, w)
+		if len(s) == 0 {
+			delete(m, k)
+		}
+	}
+}
+
+func (r *registry) add(w *watcher) {
+	switch {
+	case !w.recursive:
+		addTo(r.byKey, w.key, w)
+	case w.field != "":
+		m := r.byField[w.field]
+		if m == nil {
+			m = map[string]watcherSet{}
+			r.byField[w.field] = m
+		}
+		addTo(m, w.value, w)
+	default:
+		addTo(r.byPrefix, w.key, w)
+	}
+	r.all[w] = struct{}{}
+	if w.progress {
+		r.progress[w] = struct{}{}
+	}
+	r.count++
+	w.registered = true
+}
+
+func (r *registry) remove(w *watcher) {
+	if !w.registered {
+		return
+	}
+	w.registered = false
+	switch {
+	case !w.recursive:
+		removeFrom(r.byKey, w.key, w)
+	case w.field != "":
+		if m := r.byField[w.field]; m != nil {
+			removeFrom(m, w.value, w)
+			if len(m) == 0 {
+				delete(r.byField, w.field)
+			}
+		}
+	default:
+		removeFrom(r.byPrefix, w.key, w)
+	}
+	delete(r.all, w)
+	delete(r.progress, w)
+	r.count--
+}
+
+// candidates calls f for every watcher that may match e, each once: the
+// watchers of e's exact key, of every prefix of e's key (whole segments from
+// the cached prefix down), and of the indexed field values of e's new and old
+// objects. Called with mu held.
+func (c *Cacher) candidates(e *event, f func(w *watcher)) {
+	key := e.obj.Key
+	for w := range c.reg.byKey[key] {
+		f(w)
+	}
+	for i := len(c.prefix) - 1; i < len(key); i++ {
+		if key[i] == '/' {
+			for w := range c.reg.byPrefix[key[:i+1]] {
+				f(w)
+			}
+		}
+	}
+	for field, byValue := range c.reg.byField {
+		idx := c.cfg.IndexFields[field]
+		nv := idx(&e.obj)
+		for w := range byValue[nv] {
+			f(w)
+		}
+		if e.prev != nil {
+			if ov := idx(e.prev); ov != nv {
+				for w := range byValue[ov] {
+					f(w)
+				}
+			}
+		}
+	}
+}
+
+// queueCounter counts the events queued across all watchers.
+type queueCounter struct{ n atomic.Int64 }
+
+// watcher is one watch served from the cache. The dispatcher sends to its
+// result channel without blocking; when the channel is full, events wait in
+// queue and a pump goroutine (running only while the queue is not empty)
+// moves them to the channel. An idle watcher is thus its struct and a small
+// channel, and no goroutine.
+type watcher struct {
+	c         *Cacher
+	key       string // the key, or the prefix range when recursive
+	recursive bool
+	pred      storage.Predicate
+	progress  bool
+	// field and value: the indexed field the watcher is registered under,
+	// when its predicate requires one.
+	field, value string
+	registered   bool // guarded by Cacher.mu
+	out          chan storage.Event
+	stopCtx      func() bool // unregisters the context.AfterFunc
+
+	mu sync.Mutex // guards everything below
+	// queue holds the events not yet in out, in order. limit caps it (the
+	// initial events plus Config.WatcherBuffer).
+	queue       []storage.Event
+	limit       int
+	pumping     bool
+	done        chan struct{} // closed by Stop; made when a pump first starts
+	stopped     bool          // Stop was called
+	terminated  bool          // cut off: only the ERROR event is left to deliver
+	closed      bool          // out is closed
+	behindSince time.Time
+}
+
+var _ storage.Watcher = (*watcher)(nil)
+
+func (w *watcher) ResultChan() <-chan storage.Event { return w.out }
+
+// Stop ends the watch: it leaves the registry and its channel is closed
+// promptly (at once, or as soon as its pump notices).
+func (w *watcher) Stop() {
+	if w.stopCtx != nil {
+		w.stopCtx()
+	}
+	w.c.mu.Lock()
+	w.c.reg.remove(w)
+	w.c.m.watchers.Set(float64(w.c.reg.count))
+	w.c.mu.Unlock()
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.stopped {
+		return
+	}
+	w.stopped = true
+	w.c.queued.n.Add(-int64(len(w.queue)))
+	w.queue = nil
+	if w.pumping {
+		close(w.done) // the pump closes out
+		return
+	}
+	if !w.closed {
+		w.closed = true
+		close(w.out)
+	}
+}
+
+func (w *watcher) matchesKey(k string) bool {
+	if w.recursive {
+		return strings.HasPrefix(k, w.key)
+	}
+	return k == w.key
+}
+
+func (w *watcher) matches(o *storage.Object) bool { return w.pred == nil || w.pred.Matches(o) }
+
+// deliver hands ev to the watcher without blocking. It reports whether the
+// watcher was cut off by this call (it fell too far behind). Bookmarks never
+// cut a watcher off; a bookmark behind a queued one replaces it.
+func (w *watcher) deliver(ev storage.Event, now time.Time, bookmark bool) (cut bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.stopped || w.terminated {
+		return false
+	}
+	if len(w.queue) == 0 && !w.pumping {
+		select {
+		case w.out <- ev:
+			return false
+		default:
+		}
+		w.behindSince = now
+	}
+	if bookmark {
+		if n := len(w.queue); n > 0 && w.queue[n-1].Type == storage.EventBookmark && !w.queue[n-1].InitialEventsEnd {
+			w.queue[n-1] = ev
+			return false
+		}
+	} else if len(w.queue) >= w.limit || now.Sub(w.behindSince) > w.c.cfg.MaxLag ||
+		w.c.queued.n.Load() >= int64(w.c.cfg.DispatchBudget) {
+		w.terminateLocked(fmt.Errorf("%w: %w", ErrSlowWatcher, &storage.Error{Err: storage.ErrExpired,
+			Msg: fmt.Sprintf("watcher fell behind (%d events queued, behind for %v)", len(w.queue), now.Sub(w.behindSince).Round(time.Millisecond))}))
+		return true
+	}
+	w.enqueueLocked(ev)
+	return false
+}
+
+// enqueueLocked queues ev and makes sure a pump runs. Called with w.mu held.
+func (w *watcher) enqueueLocked(ev storage.Event) {
+	w.queue = append(w.queue, ev)
+	w.c.queued.n.Add(1)
+	w.startPumpLocked()
+}
+
+func (w *watcher) startPumpLocked() {
+	if w.pumping || len(w.queue) == 0 {
+		return
+	}
+	if w.done == nil {
+		w.done = make(chan struct{})
+	}
+	w.pumping = true
+	go w.pump()
+}
+
+// terminate ends the watcher with an EventError carrying err.
+func (w *watcher) terminate(err error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.stopped || w.terminated {
+		return
+	}
+	w.terminateLocked(err)
+}
+
+// terminateLocked drops the queue and leaves only the ERROR event to
+// deliver, after which the channel is closed. Called with w.mu held.
+func (w *watcher) terminateLocked(err error) {
+	w.terminated = true
+	w.c.queued.n.Add(-int64(len(w.queue)))
+	w.queue = nil
+	w.enqueueLocked(storage.Event{Type: storage.EventError, Err: err})
+}
+
+// pump moves queued events to out, blocking on the consumer, until the
+// queue is empty or the watch is stopped.
+func (w *watcher) pump() {
+	for {
+		w.mu.Lock()
+		if w.stopped || len(w.queue) == 0 {
+			w.pumping = false
+			if (w.stopped || w.terminated) && !w.closed {
+				w.closed = true
+				close(w.out)
+			}
+			w.mu.Unlock()
+			return
+		}
+		ev := w.queue[0]
+		w.queue[0] = storage.Event{}
+		w.queue = w.queue[1:]
+		if len(w.queue) == 0 {
+			w.queue = nil
+		}
+		w.c.queued.n.Add(-1)
+		done := w.done
+		w.mu.Unlock()
+		select {
+		case w.out <- ev:
+		case <-done:
+		}
+	}
+}
+
+// Watch implements storage.Interface. Keys outside the cached prefix, and
+// every watch while the cache is not ready, are served by the store. See the
+// package doc for the resource version rules.
+func (c *Cacher) Watch(ctx context.Context, key string, opts storage.WatchOptions) (storage.Watcher, error) {
+	wkey := key
+	if opts.Recursive {
+		pr, err := storage.PrefixRange(key)
+		if err != nil {
+			return nil, err
+		}
+		wkey = pr
+	} else if err := storage.ValidateKey(key); err != nil {
+		return nil, err
+	}
+	rv, err := storage.ParseResourceVersion(opts.ResourceVersion)
+	if err != nil {
+		return nil, err
+	}
+	if !c.inPrefix(wkey) {
+		return c.store.Watch(ctx, key, opts)
+	}
+	if !c.isReady() {
+		if opts.SendInitialEvents {
+			return nil, ErrNotReady
+		}
+		return c.store.Watch(ctx, key, opts)
+	}
+	// Make sure the cache has reached the revision the watch starts from.
+	switch {
+	case rv.Unset:
+		ok, err := c.waitConsistent(ctx)
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
+			if opts.SendInitialEvents {
+				return nil, c.tooLargeNow(ctx)
+			}
+			return c.store.Watch(ctx, key, opts)
+		}
+	case rv.Revision == 0:
+		c.waitOwnWrites(ctx)
+	default:
+		ok, err := c.waitRevision(ctx, rv.Revision)
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
+			if opts.SendInitialEvents {
+				return nil, c.tooLargeNow(ctx)
+			}
+			return c.store.Watch(ctx, key, opts)
+		}
+	}
+
+	w := &watcher{c: c, key: wkey, recursive: opts.Recursive, pred: opts.Predicate, progress: opts.ProgressNotify,
+		out: make(chan storage.Event, resultBuffer)}
+	if fm, ok := opts.Predicate.(FieldMatcher); ok && w.recursive {
+		for _, f := range c.fields {
+			if v, ok := fm.RequiresExactMatch(f); ok {
+				w.field, w.value = f, v
+				break
+			}
+		}
+	}
+	initial := rv.Revision == 0 || opts.SendInitialEvents
+
+	c.mu.Lock()
+	if !c.ready {
+		c.mu.Unlock()
+		if opts.SendInitialEvents {
+			return nil, ErrNotReady
+		}
+		return c.store.Watch(ctx, key, opts)
+	}
+	var q []storage.Event
+	switch {
+	case initial:
+		q = c.initialEvents(w, q)
+		if opts.SendInitialEvents {
+			q = append(q, storage.Event{Type: storage.EventBookmark, Object: storage.Object{ResourceVersion: max(c.rev, 1)}, InitialEventsEnd: true})
+		}
+	case rv.Revision <= c.compacted:
+		c.mu.Unlock()
+		return c.failed(&storage.Error{Err: storage.ErrExpired, ResourceVersion: c.compacted,
+			Msg: fmt.Sprintf("required revision has been compacted (compacted revision %d)", c.compacted)}), nil
+	case rv.Revision < c.ringStart:
+		c.mu.Unlock()
+		return c.failed(&storage.Error{Err: storage.ErrExpired, ResourceVersion: c.ringStart,
+			Msg: fmt.Sprintf("too old resource version: %d (%d)", rv.Revision, c.ringStart)}), nil
+	default:
+		for i := c.firstAfter(rv.Revision); i < c.n; i++ {
+			if ev, ok := c.translate(w, c.at(i)); ok {
+				q = append(q, ev)
+			}
+		}
+	}
+	w.limit = len(q) + c.cfg.WatcherBuffer
+	// Fill the channel first; the rest waits in the queue for the pump.
+	n := min(len(q), resultBuffer)
+	for _, ev := range q[:n] {
+		w.out <- ev
+	}
+	if rest := q[n:]; len(rest) > 0 {
+		w.mu.Lock()
+		w.queue = rest
+		w.c.queued.n.Add(int64(len(rest)))
+		w.behindSince = c.cfg.Clock()
+		w.startPumpLocked()
+		w.mu.Unlock()
+	}
+	c.reg.add(w)
+	c.m.watchers.Set(float64(c.reg.count))
+	c.mu.Unlock()
+	if ctx.Done() != nil {
+		w.stopCtx = context.AfterFunc(ctx, w.Stop)
+	}
+	return w, nil
+}
+
+// initialEvents appends the synthetic ADDED events of the current state
+// that w selects, in key order. Called with mu held.
+func (c *Cacher) initialEvents(w *watcher, q []storage.Event) []storage.Event {
+	add := func(en *entry) bool {
+		if w.matchesKey(en.obj.Key) && w.matches(&en.obj) {
+			q = append(q, storage.Event{Type: storage.EventAdded, Object: en.obj, Frames: en.frames})
+		}
+		return true
+	}
+	if !w.recursive {
+		if en, ok := c.snap.Get(&entry{obj: storage.Object{Key: w.key}}); ok {
+			add(en)
+		}
+		return q
+	}
+	c.snap.AscendGreaterOrEqual(&entry{obj: storage.Object{Key: w.key}}, func(en *entry) bool {
+		if !strings.HasPrefix(en.obj.Key, w.key) {
+			return false
+		}
+		return add(en)
+	})
+	return q
+}
+
+// failed returns a watcher whose only event is an EventError with err.
+func (c *Cacher) failed(err error) storage.Watcher {
+	w := &watcher{c: c, out: make(chan storage.Event, 1)}
+	w.out <- storage.Event{Type: storage.EventError, Err: err}
+	close(w.out)
+	w.closed = true
+	return w
+}
