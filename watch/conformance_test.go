@@ -1,7 +1,7 @@
 // This file runs the storage conformance suite (storage/storagetest) against
 // the cacher over a bbolt store.
 
-package watch_test
+package watch
 
 import (
 	"context"
@@ -12,7 +12,6 @@ import (
 	"github.com/annexapi/annex/storage"
 	"github.com/annexapi/annex/storage/bbolt"
 	"github.com/annexapi/annex/storage/storagetest"
-	"github.com/annexapi/annex/watch"
 )
 
 // suitePrefix is the resource prefix the conformance suite writes under.
@@ -35,12 +34,12 @@ func openBolt(t testing.TB, noSync bool) *bbolt.Store {
 
 // startCacher starts a cacher over store and waits until it is ready. It is
 // stopped (and its Start has returned) when the test ends.
-func startCacher(t testing.TB, store storage.Interface, cfg watch.Config) *watch.Cacher {
+func startCacher(t testing.TB, store storage.Interface, cfg Config) *Cacher {
 	t.Helper()
 	if cfg.Prefix == "" {
 		cfg.Prefix = suitePrefix
 	}
-	c, err := watch.New(store, cfg)
+	c, err := New(store, cfg)
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}
@@ -57,7 +56,7 @@ func startCacher(t testing.TB, store storage.Interface, cfg watch.Config) *watch
 	return c
 }
 
-func waitReady(t testing.TB, c *watch.Cacher) {
+func waitReady(t testing.TB, c *Cacher) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for c.Ready(context.Background()) != nil {
@@ -69,7 +68,7 @@ func waitReady(t testing.TB, c *watch.Cacher) {
 }
 
 func newCacherStore(t *testing.T) storage.Interface {
-	return startCacher(t, openBolt(t, true), watch.Config{})
+	return startCacher(t, openBolt(t, true), Config{})
 }
 
 func TestConformance(t *testing.T) {

@@ -1,0 +1,58 @@
+package storage_test
+
+import (
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/annexapi/annex/storage"
+)
+
+func TestFrameCache(t *testing.T) {
+	t.Parallel()
+	var fc storage.FrameCache
+	var calls [2]atomic.Int32
+	encode := func(i int, b string) func() []byte {
+		return func() []byte { calls[i].Add(1); return []byte(b) }
+	}
+	const n = 64
+	got := make([][]byte, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			if i%2 == 0 {
+				got[i] = fc.Get("json/ADDED", encode(0, "added"))
+			} else {
+				got[i] = fc.Get("json/DELETED", encode(1, "deleted"))
+			}
+		})
+	}
+	wg.Wait()
+	for i, c := range calls {
+		if c.Load() != 1 {
+			t.Errorf("key %d encoded %d times, want 1", i, c.Load())
+		}
+	}
+	for i := 2; i < n; i++ {
+		if &got[i][0] != &got[i%2][0] {
+			t.Errorf("caller %d got a different slice than caller %d", i, i%2)
+		}
+	}
+	if string(got[0]) != "added" || string(got[1]) != "deleted" {
+		t.Errorf("frames %q %q, want added deleted", got[0], got[1])
+	}
+}
+
+func TestFrameCacheNil(t *testing.T) {
+	t.Parallel()
+	var fc *storage.FrameCache
+	n := 0
+	for range 3 {
+		if b := fc.Get("k", func() []byte { n++; return []byte("x") }); string(b) != "x" {
+			t.Fatalf("Get = %q", b)
+		}
+	}
+	if n != 3 {
+		t.Errorf("a nil FrameCache encoded %d times for 3 calls, want 3 (no memo)", n)
+	}
+}
