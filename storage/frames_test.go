@@ -28,9 +28,9 @@ func TestFrameCache(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	for i, c := range calls {
-		if c.Load() != 1 {
-			t.Errorf("key %d encoded %d times, want 1", i, c.Load())
+	for i := range calls {
+		if n := calls[i].Load(); n != 1 {
+			t.Errorf("key %d encoded %d times, want 1", i, n)
 		}
 	}
 	for i := 2; i < n; i++ {

@@ -370,11 +370,11 @@ func (c *Cacher) snapshotAt(rev uint64) (*tree, bool) {
 func (c *Cacher) dispatch(e *event) {
 	now := c.cfg.Clock()
 	var cut []*watcher
-	c.candidates(e, func(w *watcher) {
+	c.candidates(e, func(w *watcher, keyMatched bool) {
 		if c.visit != nil {
 			c.visit(w)
 		}
-		ev, ok := c.translate(w, e)
+		ev, ok := c.translate(w, e, keyMatched)
 		if !ok {
 			return
 		}
@@ -391,9 +391,10 @@ func (c *Cacher) dispatch(e *event) {
 }
 
 // translate turns e into the event w sees, applying w's key and predicate to
-// the old and new states. Called with mu held for writing.
-func (c *Cacher) translate(w *watcher, e *event) (storage.Event, bool) {
-	if !w.matchesKey(e.obj.Key) {
+// the old and new states (the key check is skipped when keyMatched). Called
+// with mu held for writing.
+func (c *Cacher) translate(w *watcher, e *event, keyMatched bool) (storage.Event, bool) {
+	if !keyMatched && !w.matchesKey(e.obj.Key) {
 		return storage.Event{}, false
 	}
 	switch e.typ {

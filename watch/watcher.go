@@ -105,16 +105,17 @@ func (r *registry) remove(w *watcher) {
 // candidates calls f for every watcher that may match e, each once: the
 // watchers of e's exact key, of every prefix of e's key (whole segments from
 // the cached prefix down), and of the indexed field values of e's new and old
-// objects. Called with mu held.
-func (c *Cacher) candidates(e *event, f func(w *watcher)) {
+// objects. keyMatched tells f that the bucket already implies the watcher's
+// key or prefix matches. Called with mu held.
+func (c *Cacher) candidates(e *event, f func(w *watcher, keyMatched bool)) {
 	key := e.obj.Key
 	for w := range c.reg.byKey[key] {
-		f(w)
+		f(w, true)
 	}
 	for i := len(c.prefix) - 1; i < len(key); i++ {
 		if key[i] == '/' {
 			for w := range c.reg.byPrefix[key[:i+1]] {
-				f(w)
+				f(w, true)
 			}
 		}
 	}
@@ -122,12 +123,12 @@ func (c *Cacher) candidates(e *event, f func(w *watcher)) {
 		idx := c.cfg.IndexFields[field]
 		nv := idx(&e.obj)
 		for w := range byValue[nv] {
-			f(w)
+			f(w, false)
 		}
 		if e.prev != nil {
 			if ov := idx(e.prev); ov != nv {
 				for w := range byValue[ov] {
-					f(w)
+					f(w, false)
 				}
 			}
 		}
@@ -400,7 +401,7 @@ func (c *Cacher) Watch(ctx context.Context, key string, opts storage.WatchOption
 			Msg: fmt.Sprintf("too old resource version: %d (%d)", rv.Revision, c.ringStart)}), nil
 	default:
 		for i := c.firstAfter(rv.Revision); i < c.n; i++ {
-			if ev, ok := c.translate(w, c.at(i)); ok {
+			if ev, ok := c.translate(w, c.at(i), false); ok {
 				q = append(q, ev)
 			}
 		}
