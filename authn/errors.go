@@ -24,8 +24,31 @@ var (
 	// ErrNoAuthenticator is returned by WithAuthentication and New when they
 	// are given nothing to authenticate with.
 	ErrNoAuthenticator = errors.New("authn: no authenticator configured")
-	// ErrNoCA is returned by NewX509 when its config has no CA provider.
+	// ErrNoCA is returned by NewX509 and NewRequestHeader when their config
+	// has no CA provider.
 	ErrNoCA = errors.New("authn: no client CA provider configured")
+	// ErrNotAllowedProxy is returned when a front proxy's certificate
+	// verifies against the request-header CA but its CN is not in the
+	// allowed names.
+	ErrNotAllowedProxy = errors.New("authn: front proxy not allowed")
+	// ErrSharedCA is returned by CheckDistinctCAs (and New) when the client
+	// CA and the request-header CA share a certificate.
+	ErrSharedCA = errors.New("authn: the request-header CA must not be the client CA")
+	// ErrInvalidToken is returned when a bearer token is presented but no
+	// token authenticator accepts it ("invalid bearer token"), or a token
+	// authenticator rejects it.
+	ErrInvalidToken = errors.New("invalid bearer token")
+	// ErrTokenFile is returned by NewTokenFile for a malformed token file.
+	ErrTokenFile = errors.New("authn: invalid token file")
+	// ErrWebhook is returned when a TokenReview cannot be made or its answer
+	// is malformed; the request is then a 401 (fail closed).
+	ErrWebhook = errors.New("authn: token review failed")
+	// ErrOIDC is returned for an OIDC configuration or discovery problem,
+	// and (wrapped) for a JWT that names the issuer but does not verify.
+	ErrOIDC = errors.New("authn: oidc")
+	// ErrNotReady is returned by Delegated.Ready while the delegated
+	// configuration is incomplete; its message says what is missing.
+	ErrNotReady = errors.New("authn: delegated authentication not ready")
 )
 
 // CertificateError says which client certificate failed verification and

@@ -6,6 +6,7 @@ package authn
 import (
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/annexapi/annex/filters"
 	"github.com/annexapi/annex/meta"
@@ -34,21 +35,30 @@ type FilterConfig struct {
 	// OnSuccess is called for each authenticated request before the next
 	// handler runs. nil means nothing is called.
 	OnSuccess func(r *http.Request, u *filters.User)
-	// ClearHeaders are further header names deleted after a successful
-	// authentication: custom front-proxy user, UID and group headers.
-	// X-Remote-User, X-Remote-Uid, X-Remote-Group and Authorization are
-	// always deleted.
+	// ClearHeaders are further header names deleted after authentication,
+	// whatever its outcome: custom front-proxy user, UID and group headers.
+	// X-Remote-User, X-Remote-Uid and X-Remote-Group are always deleted, and
+	// Authorization after a success.
 	ClearHeaders []string
 	// ClearHeaderPrefixes are further header prefixes (case-insensitive)
-	// deleted after a successful authentication: custom front-proxy extra
-	// prefixes. X-Remote-Extra- is always deleted.
+	// deleted after authentication, whatever its outcome: custom front-proxy
+	// extra prefixes. X-Remote-Extra- is always deleted.
 	ClearHeaderPrefixes []string
+	// RequestHeaders, when set, provides the current front-proxy header
+	// names (which the delegated configuration may change at run time); the
+	// headers it names are deleted after authentication too. nil means only
+	// the headers above.
+	RequestHeaders RequestHeaderNamesProvider
+	// Metrics records authentication_attempts and
+	// authentication_duration_seconds by result (success, failure, error).
+	// nil records nothing.
+	Metrics *Metrics
 }
 
 // WithAuthentication returns the authentication filter.
 //
-// On success it deletes the Authorization header and the front-proxy
-// identity headers, adds the user to the context (filters.WithUser) and
+// After authentication, whatever its outcome, it deletes the front-proxy
+// identity headers. On success it deletes Authorization, adds the user to the context (filters.WithUser) and
 // calls the next handler; an anonymous user on HTTP/2 also gets
 // "Connection: close", so the connection serves only this request. On
 // failure it answers 401 with the Status Kubernetes writes, and over HTTP/2
@@ -58,15 +68,38 @@ func WithAuthentication(cfg FilterConfig) (func(http.Handler) http.Handler, erro
 	if cfg.Authenticator == nil {
 		return nil, ErrNoAuthenticator
 	}
-	clearHeaders := append([]string{"Authorization", headerRemoteUser, headerRemoteUID, headerRemoteGroup}, cfg.ClearHeaders...)
+	clearHeaders := append([]string{headerRemoteUser, headerRemoteUID, headerRemoteGroup}, cfg.ClearHeaders...)
 	for i, h := range clearHeaders {
 		clearHeaders[i] = http.CanonicalHeaderKey(h)
 	}
 	prefixes := append([]string{headerRemoteExtraPrefix}, cfg.ClearHeaderPrefixes...)
-	auth, onFailure, onSuccess := cfg.Authenticator, cfg.OnFailure, cfg.OnSuccess
+	auth, onFailure, onSuccess, rh, m := cfg.Authenticator, cfg.OnFailure, cfg.OnSuccess, cfg.RequestHeaders, cfg.Metrics
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			start := time.Now()
 			u, ok, err := auth.Authenticate(r)
+			if m != nil {
+				switch {
+				case err != nil:
+					m.attempt("error", time.Since(start))
+				case !ok || u == nil:
+					m.attempt("failure", time.Since(start))
+				default:
+					m.attempt("success", time.Since(start))
+				}
+			}
+			// Whatever the outcome, nothing after this point may read a
+			// front-proxy identity header: not a handler, an audit sink, a webhook, or a
+			// request proxied onwards.
+			for _, h := range clearHeaders {
+				r.Header.Del(h)
+			}
+			clearPrefixes(r.Header, prefixes)
+			if rh != nil {
+				if n := rh.RequestHeaderNames(); n != nil {
+					ClearRequestHeaders(r.Header, n)
+				}
+			}
 			if err != nil || !ok || u == nil {
 				if onFailure != nil {
 					onFailure(r, err)
@@ -77,17 +110,7 @@ func WithAuthentication(cfg FilterConfig) (func(http.Handler) http.Handler, erro
 				filters.WriteStatus(w, meta.NewUnauthorized("Unauthorized"))
 				return
 			}
-			for _, h := range clearHeaders {
-				r.Header.Del(h)
-			}
-			for k := range r.Header {
-				for _, p := range prefixes {
-					if len(k) >= len(p) && strings.EqualFold(k[:len(p)], p) {
-						delete(r.Header, k)
-						break
-					}
-				}
-			}
+			r.Header.Del("Authorization")
 			if r.ProtoMajor == 2 && isAnonymous(u) {
 				w.Header().Set("Connection", "close")
 			}
