@@ -91,10 +91,11 @@ func WithAuthentication(cfg FilterConfig) (func(http.Handler) http.Handler, erro
 			// Whatever the outcome, nothing after this point may read a
 			// front-proxy identity header: not a handler, an audit sink, a webhook, or a
 			// request proxied onwards.
-			for _, h := range clearHeaders {
-				r.Header.Del(h)
+			for k := range r.Header {
+				if matchesAny(k, clearHeaders) || hasAnyPrefix(k, prefixes) {
+					delete(r.Header, k)
+				}
 			}
-			clearPrefixes(r.Header, prefixes)
 			if rh != nil {
 				if n := rh.RequestHeaderNames(); n != nil {
 					ClearRequestHeaders(r.Header, n)

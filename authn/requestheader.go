@@ -225,14 +225,33 @@ func firstValue(h http.Header, names []string) string {
 }
 
 // ClearRequestHeaders deletes every header n names from h: user, UID and
-// group headers, and every header starting with an extra prefix.
+// group headers, and every header starting with an extra prefix. Names are
+// compared case-insensitively, so a header put into the map under a
+// non-canonical key is deleted too.
 func ClearRequestHeaders(h http.Header, n *RequestHeaderNames) {
-	for _, l := range [][]string{n.UsernameHeaders, n.UIDHeaders, n.GroupHeaders} {
-		for _, k := range l {
-			h.Del(k)
+	for k := range h {
+		if matchesAny(k, n.UsernameHeaders) || matchesAny(k, n.UIDHeaders) || matchesAny(k, n.GroupHeaders) || hasAnyPrefix(k, n.ExtraHeaderPrefixes) {
+			delete(h, k)
 		}
 	}
-	clearPrefixes(h, n.ExtraHeaderPrefixes)
+}
+
+func matchesAny(k string, names []string) bool {
+	for _, n := range names {
+		if strings.EqualFold(k, n) {
+			return true
+		}
+	}
+	return false
+}
+
+func hasAnyPrefix(k string, prefixes []string) bool {
+	for _, p := range prefixes {
+		if len(k) >= len(p) && strings.EqualFold(k[:len(p)], p) {
+			return true
+		}
+	}
+	return false
 }
 
 func clearPrefixes(h http.Header, prefixes []string) {
@@ -240,11 +259,8 @@ func clearPrefixes(h http.Header, prefixes []string) {
 		return
 	}
 	for k := range h {
-		for _, p := range prefixes {
-			if len(k) >= len(p) && strings.EqualFold(k[:len(p)], p) {
-				delete(h, k)
-				break
-			}
+		if hasAnyPrefix(k, prefixes) {
+			delete(h, k)
 		}
 	}
 }
