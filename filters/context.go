@@ -55,6 +55,7 @@ const (
 	warningsKey
 	auditIDKey
 	receivedTimestampKey
+	impersonatorKey
 )
 
 // WithRequestInfo returns a copy of ctx carrying info.
@@ -101,4 +102,19 @@ func ContextWithReceivedTimestamp(ctx context.Context, t time.Time) context.Cont
 func ReceivedTimestampFrom(ctx context.Context) (time.Time, bool) {
 	t, ok := ctx.Value(receivedTimestampKey).(time.Time)
 	return t, ok
+}
+
+// WithImpersonator returns a copy of ctx carrying the user who authenticated
+// a request that impersonates another: the impersonation filter stores the
+// original user here and the impersonated one with WithUser, so audit can
+// record both.
+func WithImpersonator(ctx context.Context, u *User) context.Context {
+	return context.WithValue(ctx, impersonatorKey, u)
+}
+
+// ImpersonatorFrom returns the user who authenticated an impersonating
+// request (set by the impersonation filter), if any.
+func ImpersonatorFrom(ctx context.Context) (*User, bool) {
+	u, ok := ctx.Value(impersonatorKey).(*User)
+	return u, ok && u != nil
 }
