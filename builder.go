@@ -38,6 +38,11 @@ type Builder struct {
 	// <DataDir>/storage.db, opened by Build and closed when Run returns.
 	Storage storage.Interface
 
+	// DisableWatchCache serves reads and watches straight from storage
+	// instead of from the in-memory watch cache (package watch) every resource
+	// gets by default.
+	DisableWatchCache bool
+
 	// DataDir keeps what a standalone server generates: certificates, the
 	// kubeconfig and the default store. Zero means ".annex".
 	DataDir string
@@ -190,6 +195,11 @@ func (b *Builder) Build() (*Server, error) {
 		}
 		resources[i] = r
 	}
+	if !c.DisableWatchCache {
+		if err := s.addWatchCaches(&c, resources); err != nil {
+			return nil, err
+		}
+	}
 
 	tlsCfg, err := s.setupTLS(&c)
 	if err != nil {
@@ -226,4 +236,18 @@ func (b *Builder) Build() (*Server, error) {
 	}
 	ok = true
 	return s, nil
+}
+
+// stores returns the storage of every resource as declared, before any
+// watch cache wraps it: the Builder's default store for resources without one.
+func (b *Builder) stores() []storage.Interface {
+	out := make([]storage.Interface, 0, len(b.Resources))
+	for _, r := range b.Resources {
+		if r.Storage != nil {
+			out = append(out, r.Storage)
+		} else if b.Storage != nil {
+			out = append(out, b.Storage)
+		}
+	}
+	return out
 }

@@ -7,6 +7,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"runtime"
 	"runtime/debug"
@@ -138,18 +139,21 @@ func knownResources(resources []rest.Resource) func(group, version, resource str
 // to the API handler (which answers discovery and 404s).
 func (s *Server) buildMux(c *Builder, resources []rest.Resource, api http.Handler) (http.Handler, error) {
 	s.shutdownFlag = healthz.NewFlag("shutdown", "server is shutting down")
+	// One "storage" check per distinct store under the resources (the watch
+	// caches in front of them have their own checks).
 	var storageChecks []healthz.Check
 	seen := map[storage.Interface]bool{}
-	for _, r := range resources {
-		if rc, ok := r.Storage.(healthz.ReadinessChecker); ok && !seen[r.Storage] {
-			seen[r.Storage] = true
+	for _, st := range c.stores() {
+		if rc, ok := st.(healthz.ReadinessChecker); ok && !seen[st] {
+			seen[st] = true
 			name := "storage"
 			if len(seen) > 1 {
-				name = "storage-" + r.Plural
+				name = fmt.Sprintf("storage-%d", len(seen))
 			}
 			storageChecks = append(storageChecks, healthz.ReadyCheck(name, rc))
 		}
 	}
+	storageChecks = append(storageChecks, s.readyChecks...)
 	onFailure := func(_ *http.Request, check string, err error) {
 		s.log.Warn("health check failed", zap.String("check", check), zap.Error(err))
 	}

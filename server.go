@@ -19,7 +19,10 @@ import (
 
 	"github.com/annexapi/annex/certs"
 	"github.com/annexapi/annex/healthz"
+	"github.com/annexapi/annex/rest"
+	"github.com/annexapi/annex/storage"
 	"github.com/annexapi/annex/storage/bbolt"
+	"github.com/annexapi/annex/watch"
 )
 
 // Server is a built server. Run serves it.
@@ -42,6 +45,9 @@ type Server struct {
 	// standalone is the generated material of standalone mode, nil otherwise.
 	standalone *standaloneMaterial
 	kubeconfig string
+
+	// readyChecks are /readyz checks the Build steps add (watch caches).
+	readyChecks []healthz.Check
 
 	// runners are long-running parts started by Run (cert reloaders, store
 	// compaction); closers are called, in reverse, when Run returns.
@@ -72,6 +78,28 @@ func (s *Server) KubeconfigPath() string { return s.kubeconfig }
 // Handler is the server's full handler chain, for serving it some other way
 // (tests, a custom listener). Run serves it on the built listener.
 func (s *Server) Handler() http.Handler { return s.httpServer.Handler }
+
+// addWatchCaches puts a watch cache in front of every resource's storage:
+// one upstream watch per resource, reads and watches served from memory. Each
+// cache is started by Run and reported in /readyz until its initial list is in.
+func (s *Server) addWatchCaches(c *Builder, resources []rest.Resource) error {
+	for i, r := range resources {
+		resource := r.Plural + "." + r.Group
+		ch, err := watch.New(r.Storage, watch.Config{
+			Prefix:     storage.ResourcePrefix(r.Group, r.Plural, ""),
+			Resource:   resource,
+			Registerer: c.Registerer,
+			Logger:     c.Logger.Named("watch-cache").With(zap.String("resource", resource)),
+		})
+		if err != nil {
+			return fmt.Errorf("watch cache for %s: %w", resource, err)
+		}
+		resources[i].Storage = ch
+		s.runners = append(s.runners, ch.Start)
+		s.readyChecks = append(s.readyChecks, healthz.ReadyCheck("watch-cache/"+resource, ch))
+	}
+	return nil
+}
 
 func openDefaultStore(path string, log *zap.Logger) (*bbolt.Store, error) {
 	st, err := bbolt.Open(path, bbolt.Options{Logger: log.Named("storage")})

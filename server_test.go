@@ -136,7 +136,8 @@ func TestServerServesResourcesBehindAuthentication(t *testing.T) {
 	if code != 401 || strings.TrimSpace(body) != wantUnauthorized {
 		t.Fatalf("anonymous list: %d %s", code, body)
 	}
-	if code, body := do(t, ts.anon, http.MethodGet, u+"/readyz?verbose", ""); code != 200 || !strings.Contains(body, "[+]shutdown ok") || !strings.Contains(body, "[+]storage ok") {
+	if code, body := do(t, ts.anon, http.MethodGet, u+"/readyz?verbose", ""); code != 200 || !strings.Contains(body, "[+]shutdown ok") || !strings.Contains(body, "[+]storage ok") ||
+		!strings.Contains(body, "[+]watch-cache/widgets.test.annex.dev ok") {
 		t.Fatalf("anonymous readyz: %d %s", code, body)
 	}
 
