@@ -70,6 +70,18 @@ func startServer(t *testing.T, b Builder) *testServer {
 	certDir := filepath.Join(b.DataDir, "certs")
 	ts.admin = clientWith(t, filepath.Join(certDir, b.nameOrDefault()+"-serving-ca.crt"), filepath.Join(certDir, "admin.crt"), filepath.Join(certDir, "admin.key"))
 	ts.anon = clientWith(t, filepath.Join(certDir, b.nameOrDefault()+"-serving-ca.crt"), "", "")
+	// Ready means the watch caches have their initial lists.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		code, body := do(t, ts.anon, http.MethodGet, srv.URL()+"/readyz?verbose", "")
+		if code == 200 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("server not ready: %d %s", code, body)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 	return ts
 }
 
