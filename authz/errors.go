@@ -18,6 +18,14 @@ var (
 	// ErrNoUser is returned by the privileged-groups authorizer when the
 	// attributes carry no user (authentication did not run).
 	ErrNoUser = errors.New("no user on request.")
+	// ErrWebhook is returned (with NoOpinion) when a SubjectAccessReview
+	// cannot be made or its answer is contradictory; the filter answers 500.
+	ErrWebhook = errors.New("authz: subject access review failed")
+	// ErrRBAC is returned by the RBAC loader for a document it cannot use.
+	ErrRBAC = errors.New("authz: invalid RBAC document")
+	// ErrImpersonation is returned by WithImpersonation when it is given no
+	// authorizer.
+	ErrImpersonation = errors.New("authz: impersonation needs an authorizer")
 	// ErrNoRequestInfo is returned (as a 500) by the filter when no request
 	// info is in the context: the chain is misordered.
 	ErrNoRequestInfo = errors.New("no RequestInfo found in the context")
