@@ -30,6 +30,9 @@ type FilterConfig struct {
 	// "internal error" when err is not nil and d is not Allow). nil means
 	// nothing is called.
 	OnDecision func(r *http.Request, d Decision, reason string, err error)
+	// Metrics records apiserver_authorization_decisions_total; nil records
+	// nothing.
+	Metrics *Metrics
 }
 
 // WithAuthorization returns the authorization filter. It reads the user and
@@ -44,7 +47,7 @@ func WithAuthorization(cfg FilterConfig) (func(http.Handler) http.Handler, error
 	if cfg.Authorizer == nil {
 		return nil, ErrNoAuthorizer
 	}
-	authz, onDecision := cfg.Authorizer, cfg.OnDecision
+	authz, onDecision, m := cfg.Authorizer, cfg.OnDecision, cfg.Metrics
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			ctx := r.Context()
@@ -59,6 +62,7 @@ func WithAuthorization(cfg FilterConfig) (func(http.Handler) http.Handler, error
 			if onDecision != nil {
 				onDecision(r, d, reason, err)
 			}
+			m.decision(d == DecisionAllow)
 			if d == DecisionAllow {
 				next.ServeHTTP(w, r)
 				return

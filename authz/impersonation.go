@@ -6,8 +6,8 @@ package authz
 
 import (
 	"fmt"
-	"net/http"
 	"maps"
+	"net/http"
 	"net/url"
 	"slices"
 	"strings"

@@ -112,3 +112,9 @@ func (m *Metrics) cacheLookup(hit bool) {
 		m.cache.WithLabelValues("miss").Inc()
 	}
 }
+
+// CacheCounter returns the webhook cache counter for status "hit" or
+// "miss", for tests and dashboards that read it directly.
+func (m *Metrics) CacheCounter(status string) prometheus.Counter {
+	return m.cache.WithLabelValues(status)
+}
