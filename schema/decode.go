@@ -1,0 +1,146 @@
+// This file holds the structural decoding steps k8s applies to a custom
+// resource before validation: Prune (drop the fields the schema does not
+// name) and Default (fill absent fields from the schema's defaults).
+
+package schema
+
+import (
+	"bytes"
+	"encoding/json"
+	"sort"
+	"strconv"
+)
+
+// Prune removes from obj every field p does not specify, with the semantics
+// of CRD structural pruning, and returns the paths it removed, sorted, in the
+// form k8s reports unknown fields ("spec.foo", "spec.items[0].bar"):
+//
+//   - at the root and in x-kubernetes-embedded-resource objects, apiVersion,
+//     kind and metadata are always kept (metadata is not pruned here);
+//   - below x-kubernetes-preserve-unknown-fields: true, unknown fields are
+//     kept while named ones are still pruned inside;
+//   - additionalProperties with a schema prunes every value with it, and
+//     additionalProperties: true keeps every key;
+//   - a node with no properties and no additionalProperties that is an
+//     object (or has no type) drops every field unless it preserves unknown
+//     fields; int-or-string and other scalars are left alone.
+//
+// A nil p prunes nothing.
+func Prune(p *Props, obj map[string]any) (pruned []string) {
+	if p == nil {
+		return nil
+	}
+	pruneObject(p, obj, "", true, &pruned)
+	sort.Strings(pruned)
+	return pruned
+}
+
+func join(path, field string) string {
+	if path == "" {
+		return field
+	}
+	return path + "." + field
+}
+
+func pruneObject(p *Props, obj map[string]any, path string, root bool, out *[]string) {
+	preserve := p.XPreserveUnknownFields != nil && *p.XPreserveUnknownFields
+	embedded := root || p.XEmbeddedResource
+	for k, v := range obj {
+		if embedded && (k == "apiVersion" || k == "kind" || k == "metadata") {
+			continue
+		}
+		child, ok := p.Properties[k]
+		switch {
+		case ok:
+			pruneValue(&child, v, join(path, k), out)
+		case p.AdditionalProperties != nil && p.AdditionalProperties.Schema != nil:
+			pruneValue(p.AdditionalProperties.Schema, v, join(path, k), out)
+		case p.AdditionalProperties != nil && p.AdditionalProperties.Allows, preserve:
+		default:
+			delete(obj, k)
+			*out = append(*out, join(path, k))
+		}
+	}
+}
+
+func pruneValue(p *Props, v any, path string, out *[]string) {
+	switch t := v.(type) {
+	case map[string]any:
+		if p.XIntOrString {
+			return
+		}
+		if p.Type == "object" || p.Type == "" && (len(p.Properties) > 0 || p.AdditionalProperties != nil || p.XEmbeddedResource) {
+			pruneObject(p, t, path, false, out)
+		}
+	case []any:
+		if p.Items == nil {
+			return
+		}
+		for i, e := range t {
+			pruneValue(p.Items, e, path+"["+strconv.Itoa(i)+"]", out)
+		}
+	}
+}
+
+// Default fills in obj, in place, every absent field whose schema has a
+// default (and a null one that is not nullable), at every level the object
+// has, as CRD defaulting does after pruning. Defaults are decoded with
+// json.Number for numbers, as the REST layer decodes bodies. A nil p does
+// nothing.
+func Default(p *Props, obj map[string]any) {
+	if p == nil {
+		return
+	}
+	defaultObject(p, obj)
+}
+
+func defaultObject(p *Props, obj map[string]any) {
+	for k, child := range p.Properties {
+		v, present := obj[k]
+		if len(child.Default) > 0 && (!present || v == nil && !child.Nullable) {
+			if d, ok := decodeDefault(child.Default); ok {
+				obj[k] = d
+				v = d
+			}
+		}
+		defaultValue(&child, v)
+	}
+	if p.AdditionalProperties != nil && p.AdditionalProperties.Schema != nil {
+		for k, v := range obj {
+			if _, named := p.Properties[k]; !named {
+				defaultValue(p.AdditionalProperties.Schema, v)
+			}
+		}
+	}
+}
+
+func defaultValue(p *Props, v any) {
+	switch t := v.(type) {
+	case map[string]any:
+		defaultObject(p, t)
+	case []any:
+		if p.Items == nil {
+			return
+		}
+		for i, e := range t {
+			if e == nil && len(p.Items.Default) > 0 && !p.Items.Nullable {
+				if d, ok := decodeDefault(p.Items.Default); ok {
+					t[i] = d
+					e = d
+				}
+			}
+			defaultValue(p.Items, e)
+		}
+	}
+}
+
+// decodeDefault decodes a default afresh, so that no two objects share it.
+func decodeDefault(raw json.RawMessage) (any, bool) {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return nil, false
+	}
+	return v, true
+}
