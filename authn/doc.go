@@ -1,6 +1,8 @@
 // Package authn finds out who sent a request: the [Authenticator] interface,
-// its compositions, the x509 client certificate and anonymous authenticators,
-// and the authentication filter that answers 401.
+// its compositions, the front-proxy (request-header), x509 client
+// certificate, bearer token (token file, TokenReview webhook, OIDC) and
+// anonymous authenticators, the delegated configuration read from the
+// cluster, and the authentication filter that answers 401.
 //
 // # Authenticators
 //
@@ -15,6 +17,50 @@
 //
 // so a request that presents an invalid credential is a 401, never
 // anonymous, and anonymous applies only to requests without credentials.
+// With [Config].RequestHeader set, the front-proxy authenticator comes first
+// in the union; with [Config].Tokens, a [BearerToken] comes after x509.
+//
+// # Two modes
+//
+// Standalone (no cluster): x509 against --client-ca-file, a [TokenFile]
+// (--token-auth-file) and [OIDC] as Tokens, anonymous on the health paths.
+//
+// Delegated (behind kube-aggregator): a [Delegated] reads
+// kube-system/extension-apiserver-authentication through package kubeclient
+// and keeps its CAs and header names current; its providers feed
+// [RequestHeaderConfig] and ClientCA, and a [TokenCache] in front of a
+// [TokenReviewer] checks bearer tokens with the cluster:
+//
+//	d, _ := authn.NewDelegated(authn.DelegatedConfig{Client: kc})
+//	tr, _ := authn.NewTokenReview(authn.TokenReviewConfig{Client: kc})
+//	a, _ := authn.New(authn.Config{
+//		RequestHeader: &authn.RequestHeaderConfig{CA: d.RequestHeaderCA(), Names: d},
+//		ClientCA:      d.ClientCA(),
+//		Tokens:        []authn.TokenAuthenticator{authn.NewTokenCache(tr, authn.TokenCacheConfig{})},
+//	})
+//	// run d.Start(ctx); add d.Ready to /readyz
+//
+// # Front proxy
+//
+// [RequestHeader] trusts X-Remote-User and friends only from a client
+// certificate that verifies against the request-header CA (never the client
+// CA: [New] refuses a shared CA with [ErrSharedCA]) and whose CN is in the
+// allowed names when that list is non-empty. It takes the first non-empty
+// user header, every non-empty group, extra keys lower-cased and
+// %-unescaped, and deletes every header its settings name whatever the
+// outcome.
+//
+// # Tokens
+//
+// [TokenCache] keys entries by an HMAC of the token, keeps accepted and
+// rejected answers for their own TTLs (10s by default, as delegated
+// authentication), never caches errors, and shares one lookup among
+// concurrent callers. A cluster that cannot be reached fails closed: the
+// request is a 401. [OIDC] verifies JWTs with github.com/go-jose/go-jose/v4
+// (a well-kept JOSE library: algorithm allow-lists and signature checks are
+// where hand-written JWT code goes wrong) against the keys found through
+// OpenID discovery, re-fetching them (at most every 10s) for an unknown key
+// ID.
 //
 // # Client certificates
 //
@@ -42,9 +88,10 @@
 //	handler = authenticate(handler)
 //
 // [WithAuthentication] puts the user into the context with filters.WithUser,
-// deletes Authorization and every front-proxy identity header (X-Remote-User,
-// X-Remote-Uid, X-Remote-Group, X-Remote-Extra-*) so no later stage trusts a
-// spoofed one, and answers failures with Kubernetes' exact 401 Status:
+// deletes every front-proxy identity header (X-Remote-User, X-Remote-Uid,
+// X-Remote-Group, X-Remote-Extra-*, and the configured ones) whatever the
+// outcome, and Authorization after a success, so no later stage trusts a
+// spoofed identity, and answers failures with Kubernetes' exact 401 Status:
 //
 //	{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"Unauthorized","reason":"Unauthorized","code":401}
 //

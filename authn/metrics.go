@@ -100,3 +100,9 @@ func (m *Metrics) cacheLookup(hit bool) {
 		m.cache.WithLabelValues("miss").Inc()
 	}
 }
+
+// AttemptsCounter returns the authentication_attempts counter for a result
+// (success, failure, error), for tests and dashboards that read it directly.
+func (m *Metrics) AttemptsCounter(result string) prometheus.Counter {
+	return m.attempts.WithLabelValues(result)
+}

@@ -1,7 +1,8 @@
 // Package authz decides whether an authenticated user may do what a request
 // asks: the [Authorizer] interface, the union of named authorizers, the
-// built-in always-allow paths and privileged groups, and the authorization
-// filter that answers 403.
+// built-in always-allow paths and privileged groups, the SubjectAccessReview
+// webhook, RBAC evaluated in process, and the impersonation and
+// authorization filters.
 //
 // # Authorizers
 //
@@ -9,12 +10,34 @@
 // path from the request info) and returns Allow, Deny or NoOpinion with a
 // reason. [NewUnion] asks named authorizers in order; the first Allow or Deny
 // wins, and when all abstain the request is refused with every reason.
-// [New] builds what Kubernetes' delegated authorization builds, without the
-// SubjectAccessReview webhook a later version adds:
+// [New] builds what Kubernetes' delegated authorization builds:
 //
 //	kubernetes.io/always-allow-groups  system:masters
 //	kubernetes.io/always-allow-paths   /healthz, /readyz, /livez
-//	your authorizers                   (webhook, RBAC, ...)
+//	your authorizers                   ([Webhook] as NameWebhook, [RBAC] as NameRBAC, ...)
+//
+// # Delegated and standalone
+//
+// Behind kube-aggregator, [Webhook] posts a SubjectAccessReview (user, UID,
+// groups, extra, resource attributes with raw selectors, or the path) to the
+// cluster through package kubeclient. Answers are kept in a bounded LRU
+// (8192) for 10s (allowed and denied separately configurable); errors are
+// never cached; a cluster that cannot be reached gives NoOpinion with an
+// error, which the filter answers 500: fail closed.
+//
+// Standalone, [RBAC] evaluates Roles, ClusterRoles and bindings loaded from
+// YAML in the rbac.authorization.k8s.io/v1 format ([LoadRBACFiles]) with
+// Kubernetes' matching rules ([RuleAllows], [SubjectMatches]). It never
+// denies; RoleBindings never reach cluster-scoped attributes.
+//
+// # Impersonation
+//
+// [WithImpersonation] runs after authentication and before authorization.
+// Each Impersonate-User, -Group, -Uid and -Extra-* item is authorized
+// separately as verb "impersonate" (users or serviceaccounts, groups, uids,
+// userextras/<key>); the impersonated user then replaces the requester for
+// every later stage, and the requester is kept for audit
+// (filters.ImpersonatorFrom).
 //
 // # The filter
 //
