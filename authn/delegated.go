@@ -115,7 +115,10 @@ func (d *Delegated) Sync(ctx context.Context) error {
 		Data map[string]string `json:"data"`
 	}
 	err := d.cfg.Client.Get(ctx, d.path, &cm)
-	if err == nil {
+	if old := d.state.Load(); err == nil && old != nil && maps.Equal(old.raw, cm.Data) {
+		// Unchanged: keep the same pools, so verified-chain caches keyed by
+		// pool stay warm.
+	} else if err == nil {
 		var st *delegatedState
 		if st, err = parseAuthConfigMap(cm.Data); err == nil {
 			old := d.state.Swap(st)

@@ -254,17 +254,6 @@ func hasAnyPrefix(k string, prefixes []string) bool {
 	return false
 }
 
-func clearPrefixes(h http.Header, prefixes []string) {
-	if len(prefixes) == 0 {
-		return
-	}
-	for k := range h {
-		if hasAnyPrefix(k, prefixes) {
-			delete(h, k)
-		}
-	}
-}
-
 // CheckDistinctCAs returns ErrSharedCA when the client CA and the
 // request-header CA share a certificate (when both offer
 // Certificates() []*x509.Certificate, as certs.CABundle does) or have equal

@@ -249,3 +249,43 @@ func TestNew_refuses_shared_CA(t *testing.T) {
 		t.Errorf("distinct: %v", err)
 	}
 }
+
+func TestUnionCA(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	var bundles []authn.CAProvider
+	var cas []*certs.CA
+	for _, name := range []string{"client", "proxy"} {
+		ca, err := certs.NewCA(certs.CAConfig{Name: name})
+		if err != nil {
+			t.Fatal(err)
+		}
+		f := dir + "/" + name + ".crt"
+		if err := certs.WriteFileAtomic(f, ca.CertPEM, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		b, err := certs.NewCABundle(f, certs.ReloadConfig{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		bundles, cas = append(bundles, b), append(cas, ca)
+	}
+	u := authn.UnionCA(bundles...)
+	p := u.CertPool()
+	for _, ca := range cas {
+		kp := issue(t, ca, certs.Request{CommonName: "x"})
+		if _, err := kp.Cert.Verify(x509.VerifyOptions{Roots: p, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}); err != nil {
+			t.Errorf("%s not in union: %v", ca.Cert.Subject.CommonName, err)
+		}
+	}
+	if u.CertPool() != p {
+		t.Error("union rebuilt without a change")
+	}
+	if got := authn.UnionCA(nil, authn.StaticCA(nil)).CertPool(); got != nil {
+		t.Errorf("no pools: %v", got)
+	}
+	only := cas[0].Pool()
+	if got := authn.UnionCA(authn.StaticCA(only), authn.StaticCA(nil)).CertPool(); got != only {
+		t.Error("single static pool not passed through")
+	}
+}

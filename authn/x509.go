@@ -13,6 +13,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"net/http"
+	"slices"
 	"sync"
 	"time"
 
@@ -230,4 +231,60 @@ func subjectUID(c *x509.Certificate) (string, error) {
 		return "", fmt.Errorf("%w: UID cannot be an empty string", ErrInvalidUID)
 	}
 	return uids[0], nil
+}
+
+// UnionCA returns a CAProvider whose pool holds the certificates of every
+// provider's current pool, rebuilt only when one of them changes. Use it to
+// advertise the client CA and the request-header CA together in the TLS
+// handshake (certs.ServerTLSOptions.ClientCA); never to verify with, since
+// each authenticator must verify against its own CA. Providers that can
+// list their certificates (Certificates() []*x509.Certificate, as
+// certs.CABundle and Delegated's providers) are merged; a provider that
+// cannot list its certificates (StaticCA) is used alone when it is the only
+// one with a pool, and otherwise left out.
+func UnionCA(providers ...CAProvider) CAProvider {
+	u := &unionCA{providers: providers}
+	return CAProviderFunc(u.pool)
+}
+
+type unionCA struct {
+	providers []CAProvider
+
+	// mu guards last and merged.
+	mu     sync.Mutex
+	last   []*x509.CertPool
+	merged *x509.CertPool
+}
+
+func (u *unionCA) pool() *x509.CertPool {
+	type lister interface{ Certificates() []*x509.Certificate }
+	current := make([]*x509.CertPool, len(u.providers))
+	var only *x509.CertPool
+	n := 0
+	for i, p := range u.providers {
+		if p != nil {
+			if current[i] = p.CertPool(); current[i] != nil {
+				only = current[i]
+				n++
+			}
+		}
+	}
+	if n <= 1 {
+		return only
+	}
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if u.merged != nil && slices.Equal(u.last, current) {
+		return u.merged
+	}
+	merged := x509.NewCertPool()
+	for _, p := range u.providers {
+		if l, ok := p.(lister); ok {
+			for _, c := range l.Certificates() {
+				merged.AddCert(c)
+			}
+		}
+	}
+	u.last, u.merged = current, merged
+	return merged
 }

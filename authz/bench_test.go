@@ -1,8 +1,11 @@
 package authz_test
 
 import (
+	"context"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 
 	"github.com/annexapi/annex/authz"
@@ -35,6 +38,35 @@ func BenchmarkWithAuthorization(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
 				h.ServeHTTP(httptest.NewRecorder(), r)
+			}
+		})
+	}
+}
+
+// BenchmarkRBAC_Authorize measures an allow found after 200 non-matching
+// ClusterRoleBindings, and a NoOpinion that scans them all.
+func BenchmarkRBAC_Authorize(b *testing.B) {
+	var doc strings.Builder
+	doc.WriteString("apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata: {name: r}\nrules: [{apiGroups: [g], resources: [things], verbs: [get, list]}]\n")
+	for i := range 200 {
+		fmt.Fprintf(&doc, "---\napiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRoleBinding\nmetadata: {name: b%d}\nroleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: r}\nsubjects: [{kind: User, name: u%d}]\n", i, i)
+	}
+	r, err := authz.ParseRBAC([]byte(doc.String()))
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, bc := range []struct {
+		name string
+		user string
+		want authz.Decision
+	}{{"allow_last", "u199", authz.DecisionAllow}, {"no_opinion", "nobody", authz.DecisionNoOpinion}} {
+		b.Run(bc.name, func(b *testing.B) {
+			a := authz.Attributes{User: &filters.User{Name: bc.user}, Verb: "get", IsResourceRequest: true, APIGroup: "g", Resource: "things", Name: "x"}
+			b.ReportAllocs()
+			for b.Loop() {
+				if d, _, _ := r.Authorize(context.Background(), a); d != bc.want {
+					b.Fatal(d)
+				}
 			}
 		})
 	}

@@ -257,3 +257,34 @@ func TestWebhook_through_filter_fails_closed(t *testing.T) {
 		t.Errorf("cluster down: %d %s", code, body)
 	}
 }
+
+// BenchmarkWebhook_cache_hit measures a cached SubjectAccessReview answer
+// (the JSON key of the spec and an LRU lookup).
+func BenchmarkWebhook_cache_hit(b *testing.B) {
+	s := &sarStandIn{}
+	s.srv = httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var sar authz.SubjectAccessReview
+		_ = json.NewDecoder(r.Body).Decode(&sar)
+		sar.Status.Allowed = true
+		_ = json.NewEncoder(w).Encode(sar)
+	}))
+	defer s.srv.Close()
+	c, err := kubeclient.New(kubeclient.Config{Host: s.srv.URL, CAData: certs.EncodeCert(s.srv.Certificate())})
+	if err != nil {
+		b.Fatal(err)
+	}
+	w, err := authz.NewWebhook(authz.WebhookConfig{Client: c, AllowTTL: time.Hour})
+	if err != nil {
+		b.Fatal(err)
+	}
+	a := res("alice", "get", "dev")
+	if d, _, err := w.Authorize(b.Context(), a); d != authz.DecisionAllow || err != nil {
+		b.Fatal(d, err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if d, _, _ := w.Authorize(b.Context(), a); d != authz.DecisionAllow {
+			b.Fatal(d)
+		}
+	}
+}
