@@ -86,6 +86,11 @@ func WithImpersonation(cfg ImpersonationConfig) (func(http.Handler) http.Handler
 				filters.WriteStatus(w, meta.NewBadRequest(err.Error()))
 				return
 			}
+			if imp == nil { // nothing to impersonate: drop the ignored headers
+				deleteImpersonationHeaders(r.Header)
+				next.ServeHTTP(w, r)
+				return
+			}
 			for _, a := range checks {
 				d, reason, err := authz.Authorize(ctx, a)
 				if err != nil || d != DecisionAllow {
@@ -93,11 +98,7 @@ func WithImpersonation(cfg ImpersonationConfig) (func(http.Handler) http.Handler
 					return
 				}
 			}
-			for k := range r.Header {
-				if len(k) >= len(impersonatePrefix) && strings.EqualFold(k[:len(impersonatePrefix)], impersonatePrefix) {
-					delete(r.Header, k)
-				}
-			}
+			deleteImpersonationHeaders(r.Header)
 			if onImp != nil {
 				onImp(r, requestor, imp)
 			}
@@ -105,6 +106,14 @@ func WithImpersonation(cfg ImpersonationConfig) (func(http.Handler) http.Handler
 			next.ServeHTTP(w, r.WithContext(ctx))
 		})
 	}, nil
+}
+
+func deleteImpersonationHeaders(h http.Header) {
+	for k := range h {
+		if len(k) >= len(impersonatePrefix) && strings.EqualFold(k[:len(impersonatePrefix)], impersonatePrefix) {
+			delete(h, k)
+		}
+	}
 }
 
 func hasImpersonationHeaders(h http.Header) bool {
@@ -189,6 +198,9 @@ func parseImpersonation(h http.Header, requestor *filters.User, allowUnknown boo
 		check(Attributes{APIGroup: authenticationGroup, Resource: "uids", Name: uid})
 	}
 	if userName == "" {
+		if len(checks) == 0 {
+			return nil, nil, nil // only ignored unknown headers
+		}
 		return nil, nil, fmt.Errorf("requested %v without impersonating a user", described)
 	}
 	if isSA && !hasGroups {

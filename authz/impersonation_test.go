@@ -267,8 +267,27 @@ func TestWithImpersonation_misuse(t *testing.T) {
 	r.Header.Set("Impersonate-User", "bob")
 	rec := httptest.NewRecorder()
 	h.ServeHTTP(rec, r.WithContext(filters.WithUser(r.Context(), &filters.User{Name: "alice"})))
+	r.Header.Set("Impersonate-User", "bob") // (re)set for the next cases
 	if rec.Code != 403 {
 		t.Errorf("authorizer error: %d %s", rec.Code, rec.Body)
+	}
+	// Unknown headers, when allowed, are dropped and the requester stays.
+	lax, err := authz.WithImpersonation(authz.ImpersonationConfig{Authorizer: failing, AllowUnknownHeaders: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var seen *filters.User
+	var leaked string
+	hl := lax(http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) {
+		seen, _ = filters.UserFrom(r.Context())
+		leaked = r.Header.Get("Impersonate-Whatever")
+	}))
+	rl := httptest.NewRequest("GET", "/", nil)
+	rl.Header.Set("Impersonate-Whatever", "x")
+	rec = httptest.NewRecorder()
+	hl.ServeHTTP(rec, rl.WithContext(filters.WithUser(rl.Context(), &filters.User{Name: "alice"})))
+	if rec.Code != 200 || seen == nil || seen.Name != "alice" || leaked != "" {
+		t.Errorf("lax unknown header: %d %+v %q", rec.Code, seen, leaked)
 	}
 	// Without an authenticated user the chain is misordered: 500.
 	rec = httptest.NewRecorder()
