@@ -1,0 +1,369 @@
+// This file holds the core of admission: the attributes of a write, the
+// Mutator and Validator interfaces, and the Chain that runs them in the
+// Kubernetes order (all mutators, then schema validation, then all
+// validators).
+
+package admission
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"reflect"
+	"time"
+
+	"github.com/annexapi/annex/filters"
+	"github.com/annexapi/annex/meta"
+	"github.com/annexapi/annex/schema"
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Operations, as AdmissionReview spells them.
+const (
+	Create  = "CREATE"
+	Update  = "UPDATE"
+	Delete  = "DELETE"
+	Connect = "CONNECT"
+)
+
+// Attributes describe one write being admitted. Field names mirror the REST
+// layer's AdmissionAttributes so the glue between them is a field-by-field
+// copy. A Mutator may replace or edit Object; nothing else may change it.
+type Attributes struct {
+	// Operation is Create, Update, Delete or Connect.
+	Operation string
+	// Group, Version, Resource, Subresource, Kind name what is written.
+	Group, Version, Resource, Subresource, Kind string
+	// Namespace and Name of the object ("" for cluster-scoped, and Name is
+	// "" on a create with generateName).
+	Namespace, Name string
+	// Object is the new object (nil for Delete); OldObject the stored one
+	// (nil for Create).
+	Object, OldObject map[string]any
+	// DryRun is true for ?dryRun=All.
+	DryRun bool
+	// User is the requesting user (nil: anonymous, seen as "").
+	User *filters.User
+	// Options are the CreateOptions, UpdateOptions or DeleteOptions, in any
+	// form encoding/json can marshal (sent to webhooks and CEL as `options`).
+	Options any
+
+	// reinvocation state of this request; see IsReinvoke.
+	reinvoking     bool
+	reinvokeWanted bool
+	// perPlugin lets a plugin keep state across the two mutating passes.
+	perPlugin map[any]any
+}
+
+// IsReinvoke reports whether the mutating chain is being run a second time
+// (reinvocationPolicy IfNeeded).
+func (a *Attributes) IsReinvoke() bool { return a.reinvoking }
+
+// RequestReinvocation asks the chain to run all mutators once more after the
+// current pass (it has no effect during the re-run).
+func (a *Attributes) RequestReinvocation() {
+	if !a.reinvoking {
+		a.reinvokeWanted = true
+	}
+}
+
+// PluginState returns the per-request state a plugin stored under key (any
+// comparable value private to the plugin), creating it with mk on first use.
+func (a *Attributes) PluginState(key any, mk func() any) any {
+	if a.perPlugin == nil {
+		a.perPlugin = map[any]any{}
+	}
+	v, ok := a.perPlugin[key]
+	if !ok {
+		v = mk()
+		a.perPlugin[key] = v
+	}
+	return v
+}
+
+// GroupResource is the attributes' resource in its group.
+func (a *Attributes) GroupResource() meta.GroupResource {
+	return meta.GroupResource{Group: a.Group, Resource: a.Resource}
+}
+
+// objectName is the name used in error messages: the name, or the object's
+// metadata.name when the attributes carry none.
+func (a *Attributes) objectName() string {
+	if a.Name != "" {
+		return a.Name
+	}
+	for _, o := range []map[string]any{a.Object, a.OldObject} {
+		if md, ok := o["metadata"].(map[string]any); ok {
+			if n, ok := md["name"].(string); ok && n != "" {
+				return n
+			}
+		}
+	}
+	return ""
+}
+
+// Mutator may change a write's object before it is validated. Mutate is
+// called concurrently for different requests; it must only change a.Object.
+type Mutator interface {
+	Mutate(ctx context.Context, a *Attributes) error
+}
+
+// Validator accepts or rejects a write; it must not change anything.
+// Validate is called concurrently, also for the same request (validating
+// webhooks run in parallel), so it must not write to a.
+type Validator interface {
+	Validate(ctx context.Context, a *Attributes) error
+}
+
+// MutatorFunc adapts a function to Mutator.
+type MutatorFunc func(ctx context.Context, a *Attributes) error
+
+// Mutate calls f.
+func (f MutatorFunc) Mutate(ctx context.Context, a *Attributes) error { return f(ctx, a) }
+
+// ValidatorFunc adapts a function to Validator.
+type ValidatorFunc func(ctx context.Context, a *Attributes) error
+
+// Validate calls f.
+func (f ValidatorFunc) Validate(ctx context.Context, a *Attributes) error { return f(ctx, a) }
+
+var (
+	_ Mutator   = MutatorFunc(nil)
+	_ Validator = ValidatorFunc(nil)
+)
+
+// Named is an optional interface of a Mutator or Validator: its name labels
+// metrics (admission_controller_admission_duration_seconds{name}).
+type Named interface{ Name() string }
+
+// Reinvocable is an optional interface of a Mutator: true means the mutator
+// wants to run again when a later mutator changed the object after it ran
+// (reinvocationPolicy IfNeeded). The chain then re-runs every mutator once.
+type Reinvocable interface{ Reinvocable() bool }
+
+// Resource declares one resource the chain validates against its schema.
+type Resource struct {
+	// Group, Version and Resource (plural) identify it.
+	Group, Version, Resource string
+	// Kind is used in 422 messages ("Kind.group \"name\" is invalid").
+	Kind string
+	// Schema is the structural schema of the whole object; nil means no
+	// schema validation for this resource.
+	Schema *schema.Props
+	// Subresources whose writes carry the whole object and are validated
+	// against Schema too (e.g. "status"); "" (the main resource) always is.
+	Subresources []string
+}
+
+// Config configures a Chain. The zero value is a chain that admits
+// everything.
+type Config struct {
+	// Resources with a schema are validated at the schema step; zero means none.
+	Resources []Resource
+	// Mutators run in order; the first error stops the chain. The Kubernetes
+	// order is namespace lifecycle, mutating policies, mutating webhooks.
+	Mutators []Mutator
+	// Validators run in order after schema validation; the first error
+	// stops the chain. The Kubernetes order is namespace lifecycle,
+	// validating policies, validating webhooks.
+	Validators []Validator
+	// Schema tunes schema validation; the zero value is Kubernetes' limits.
+	Schema SchemaOptions
+	// Registerer receives the admission metrics; nil means no metrics.
+	Registerer prometheus.Registerer
+	// ObserveRejection is called with the stage that rejected a write:
+	// StageMutating, StageSchema or StageValidating (wire it to the
+	// server's annex_request_rejections_total{stage}); nil means none.
+	ObserveRejection func(stage string)
+}
+
+// The stages admission reports rejections under.
+const (
+	StageMutating   = "mutating-admission"
+	StageSchema     = "schema-validation"
+	StageValidating = "validating-admission"
+)
+
+// Chain runs admission for every write: Mutate (all mutators in order, then
+// once more if one asked for reinvocation), then Validate (schema, then all
+// validators). It is safe for concurrent use. Update and patch call Mutate
+// and Validate again on every conflict retry, as Kubernetes does.
+type Chain struct {
+	mutators   []Mutator
+	validators []Validator
+	schemas    map[schemaKey]*SchemaValidator
+	metrics    *metrics
+	observe    func(stage string)
+}
+
+type schemaKey struct{ group, version, resource, subresource string }
+
+// New compiles every schema (and its CEL rules) and returns the chain; a
+// schema that does not compile is an error here, never at request time.
+func New(cfg Config) (*Chain, error) {
+	c := &Chain{mutators: cfg.Mutators, validators: cfg.Validators, schemas: map[schemaKey]*SchemaValidator{}, observe: cfg.ObserveRejection}
+	if c.observe == nil {
+		c.observe = func(string) {}
+	}
+	for i, m := range cfg.Mutators {
+		if m == nil {
+			return nil, fmt.Errorf("%w: Mutators[%d] is nil", ErrInvalidConfig, i)
+		}
+	}
+	for i, v := range cfg.Validators {
+		if v == nil {
+			return nil, fmt.Errorf("%w: Validators[%d] is nil", ErrInvalidConfig, i)
+		}
+	}
+	for _, r := range cfg.Resources {
+		if r.Schema == nil {
+			continue
+		}
+		sv, err := NewSchemaValidator(r.Schema, meta.GroupKind{Group: r.Group, Kind: r.Kind}, cfg.Schema)
+		if err != nil {
+			return nil, fmt.Errorf("%s.%s/%s: %w", r.Resource, r.Group, r.Version, err)
+		}
+		for _, sub := range append([]string{""}, r.Subresources...) {
+			c.schemas[schemaKey{r.Group, r.Version, r.Resource, sub}] = sv
+		}
+	}
+	m, err := newMetrics(cfg.Registerer)
+	if err != nil {
+		return nil, err
+	}
+	c.metrics = m
+	return c, nil
+}
+
+// Mutate runs the mutators in order and stops at the first error. When a
+// Reinvocable mutator ran and a later one changed the object, or a mutator
+// called RequestReinvocation, all mutators run exactly once more with
+// a.IsReinvoke() true.
+func (c *Chain) Mutate(ctx context.Context, a *Attributes) (err error) {
+	start := time.Now()
+	defer func() { c.metrics.observeStep(stepAdmit, a.Operation, err, time.Since(start)) }()
+	a.reinvoking, a.reinvokeWanted = false, false
+	defer func() {
+		if err != nil {
+			c.observe(StageMutating)
+		}
+	}()
+	if err := c.mutatePass(ctx, a); err != nil {
+		return err
+	}
+	if !a.reinvokeWanted {
+		return nil
+	}
+	a.reinvoking = true
+	defer func() { a.reinvoking = false }()
+	return c.mutatePass(ctx, a)
+}
+
+func (c *Chain) mutatePass(ctx context.Context, a *Attributes) error {
+	wantsRerun := false // a Reinvocable mutator already ran in this pass
+	for _, m := range c.mutators {
+		var before map[string]any
+		if wantsRerun && !a.reinvoking && !a.reinvokeWanted && a.Object != nil {
+			before = deepCopyMap(a.Object)
+		}
+		t := time.Now()
+		err := m.Mutate(ctx, a)
+		c.metrics.observeController(nameOf(m), stepAdmit, a.Operation, err, time.Since(t))
+		if err != nil {
+			return toStatus(a, err)
+		}
+		if before != nil && !reflect.DeepEqual(before, a.Object) {
+			a.RequestReinvocation()
+		}
+		if r, ok := m.(Reinvocable); ok && r.Reinvocable() {
+			wantsRerun = true
+		}
+	}
+	return nil
+}
+
+// Validate runs schema validation for the resource, then the validators in
+// order, and stops at the first error. It does not change a.
+func (c *Chain) Validate(ctx context.Context, a *Attributes) (err error) {
+	start := time.Now()
+	defer func() { c.metrics.observeStep(stepValidate, a.Operation, err, time.Since(start)) }()
+	if sv := c.schemas[schemaKey{a.Group, a.Version, a.Resource, a.Subresource}]; sv != nil && a.Object != nil &&
+		(a.Operation == Create || a.Operation == Update) {
+		t := time.Now()
+		if err := sv.Validate(ctx, a.Object, a.OldObject, a.objectName()); err != nil {
+			c.metrics.observeController("schema", stepValidate, a.Operation, err, time.Since(t))
+			c.observe(StageSchema)
+			return err
+		}
+		c.metrics.observeController("schema", stepValidate, a.Operation, nil, time.Since(t))
+	}
+	for _, v := range c.validators {
+		t := time.Now()
+		err := v.Validate(ctx, a)
+		c.metrics.observeController(nameOf(v), stepValidate, a.Operation, err, time.Since(t))
+		if err != nil {
+			c.observe(StageValidating)
+			return toStatus(a, err)
+		}
+	}
+	return nil
+}
+
+// SchemaValidatorFor returns the compiled schema validator of a resource, if
+// it declared a schema (the REST layer's fieldValidation uses it).
+func (c *Chain) SchemaValidatorFor(group, version, resource, subresource string) (*SchemaValidator, bool) {
+	sv, ok := c.schemas[schemaKey{group, version, resource, subresource}]
+	return sv, ok
+}
+
+func nameOf(x any) string {
+	if n, ok := x.(Named); ok {
+		return n.Name()
+	}
+	return fmt.Sprintf("%T", x)
+}
+
+// toStatus makes sure what the chain returns is a *meta.Status: a plugin's
+// plain error becomes a 403 Forbidden on the object, as admission.NewForbidden
+// does in Kubernetes.
+func toStatus(a *Attributes, err error) error {
+	var st *meta.Status
+	if errors.As(err, &st) {
+		return st
+	}
+	if errors.Is(err, context.DeadlineExceeded) {
+		return meta.NewTimeout(err.Error(), 0)
+	}
+	return forbidden(a, err.Error())
+}
+
+// forbidden is admission.NewForbidden: 403 `res.group "name" is forbidden: msg`.
+func forbidden(a *Attributes, msg string) *meta.Status {
+	return meta.NewForbidden(a.GroupResource(), a.objectName(), msg)
+}
+
+// deepCopyMap copies a decoded JSON object.
+func deepCopyMap(m map[string]any) map[string]any {
+	if m == nil {
+		return nil
+	}
+	out := make(map[string]any, len(m))
+	for k, v := range m {
+		out[k] = deepCopyValue(v)
+	}
+	return out
+}
+
+func deepCopyValue(v any) any {
+	switch t := v.(type) {
+	case map[string]any:
+		return deepCopyMap(t)
+	case []any:
+		out := make([]any, len(t))
+		for i, e := range t {
+			out[i] = deepCopyValue(e)
+		}
+		return out
+	}
+	return v
+}

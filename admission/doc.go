@@ -1,0 +1,59 @@
+// Package admission is the admission stage of annex: what runs on every
+// write (create, update, patch, delete) between decoding and storage —
+// mutating admission, schema validation, then validating admission — with
+// Kubernetes' semantics and Kubernetes' exact error wording.
+//
+// # Pieces
+//
+//   - [Mutator] and [Validator], one method each, with [MutatorFunc] and
+//     [ValidatorFunc] adapters, over [Attributes] (operation, resource,
+//     names, object and old object, user, dryRun, options).
+//   - [Chain], built once by [New]: Mutate runs every mutator in order (and
+//     all of them once more when one asks for reinvocation); Validate runs
+//     the resource's [SchemaValidator] and then every validator in order.
+//   - [SchemaValidator]: a structural schema compiled once into a JSON-schema
+//     validator (santhosh-tekuri/jsonschema/v5) and CEL programs for
+//     x-kubernetes-validations (oldSelf transition rules, messageExpression,
+//     reason, fieldPath, per-call and per-object cost limits). Errors are a
+//     422 Invalid Status with one cause per field, worded as the
+//     kube-apiserver words them for custom resources. Defaulting and pruning
+//     happen at decode time in the REST layer, not here.
+//   - [ValidatingPolicies] and [MutatingPolicies]: ValidatingAdmissionPolicy
+//     and MutatingAdmissionPolicy with their bindings, from
+//     admissionregistration.k8s.io YAML or Go values.
+//   - [Webhooks]: Mutating- and ValidatingWebhookConfigurations, called with
+//     AdmissionReview v1 over HTTPS.
+//   - [NamespaceLifecycle]: rejects creates in namespaces that do not exist
+//     or are terminating in the cluster (aggregated mode).
+//
+// # Order
+//
+// Kubernetes' order is NamespaceLifecycle, MutatingAdmissionPolicy,
+// MutatingAdmissionWebhook, (schema), ValidatingAdmissionPolicy,
+// ValidatingAdmissionWebhook; list Mutators and Validators in that order.
+// Update and patch must call Mutate and Validate again on every conflict
+// retry, as Kubernetes does.
+//
+// # Usage
+//
+//	vap, err := admission.LoadValidatingPolicies(policyYAML, admission.PolicyOptions{})
+//	chain, err := admission.New(admission.Config{
+//		Resources:  []admission.Resource{{Group: "example.annex.dev", Version: "v1", Resource: "environments", Kind: "Environment", Schema: s}},
+//		Validators: []admission.Validator{vap},
+//	})
+//	err = chain.Mutate(ctx, attrs)   // may change attrs.Object
+//	err = chain.Validate(ctx, attrs) // *meta.Status on rejection
+//
+// # Context
+//
+// Warnings go to the client through filters.AddWarning and audit
+// annotations through filters.AddAuditAnnotation; without recorders in the
+// context they are dropped.
+//
+// # Caveats
+//
+// CEL expressions are checked with dynamic types (not against the schema),
+// and the Kubernetes-only CEL libraries (quantity, url, authz, semver) are
+// not available; cel-go's extensions (strings, lists, sets, math, regex,
+// network, encoders, bindings) are.
+package admission

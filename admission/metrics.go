@@ -1,0 +1,115 @@
+// This file holds the admission metrics, with the names and labels of
+// k8s.io/apiserver's pkg/admission/metrics, plus annex's per-stage rejection
+// counter.
+
+package admission
+
+import (
+	"strconv"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+const (
+	stepAdmit    = "admit"
+	stepValidate = "validate"
+)
+
+// metrics is nil-safe: a nil *metrics records nothing.
+type metrics struct {
+	step            *prometheus.HistogramVec
+	controller      *prometheus.HistogramVec
+	webhook         *prometheus.HistogramVec
+	webhookReject   *prometheus.CounterVec
+	webhookFailOpen *prometheus.CounterVec
+	webhookRequests *prometheus.CounterVec
+	policyCheck     *prometheus.CounterVec
+}
+
+func newMetrics(reg prometheus.Registerer) (*metrics, error) {
+	if reg == nil {
+		return nil, nil
+	}
+	buckets := []float64{0.005, 0.025, 0.1, 0.5, 1.0, 2.5}
+	m := &metrics{
+		step: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Namespace: "apiserver", Subsystem: "admission", Name: "step_admission_duration_seconds",
+			Help: "Admission sub-step latency histogram in seconds, broken out for each operation and API resource and step type (validate or admit).", Buckets: buckets,
+		}, []string{"type", "operation", "rejected"}),
+		controller: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Namespace: "apiserver", Subsystem: "admission", Name: "controller_admission_duration_seconds",
+			Help: "Admission controller latency histogram in seconds, identified by name and broken out for each operation and API resource and type (validate or admit).", Buckets: buckets,
+		}, []string{"name", "type", "operation", "rejected"}),
+		webhook: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Namespace: "apiserver", Subsystem: "admission", Name: "webhook_admission_duration_seconds",
+			Help: "Admission webhook latency histogram in seconds, identified by name and broken out for each operation and API resource and type (validate or admit).", Buckets: buckets,
+		}, []string{"name", "type", "operation", "rejected"}),
+		webhookReject: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "apiserver", Subsystem: "admission", Name: "webhook_rejection_count",
+			Help: "Admission webhook rejection count, identified by name and broken out for each admission type (validating or admit) and operation.",
+		}, []string{"name", "type", "operation", "error_type", "rejection_code"}),
+		webhookFailOpen: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "apiserver", Subsystem: "admission", Name: "webhook_fail_open_count",
+			Help: "Admission webhook fail open count, identified by name and broken out for each admission type (validating or mutating).",
+		}, []string{"name", "type"}),
+		webhookRequests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "apiserver", Subsystem: "admission", Name: "webhook_request_total",
+			Help: "Admission webhook request total, identified by name and broken out for each admission type (validating or mutating) and operation.",
+		}, []string{"name", "type", "operation", "code", "rejected"}),
+		policyCheck: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "apiserver", Subsystem: "validating_admission_policy", Name: "check_total",
+			Help: "Validation admission policy check total, labeled by policy and further identified by binding and enforcement action taken.",
+		}, []string{"policy", "policy_binding", "error_type", "enforcement_action"}),
+	}
+	for _, c := range []prometheus.Collector{m.step, m.controller, m.webhook, m.webhookReject, m.webhookFailOpen, m.webhookRequests, m.policyCheck} {
+		if err := reg.Register(c); err != nil {
+			return nil, err
+		}
+	}
+	return m, nil
+}
+
+func (m *metrics) observeStep(typ, op string, err error, d time.Duration) {
+	if m == nil {
+		return
+	}
+	m.step.WithLabelValues(typ, op, strconv.FormatBool(err != nil)).Observe(d.Seconds())
+}
+
+func (m *metrics) observeController(name, typ, op string, err error, d time.Duration) {
+	if m == nil {
+		return
+	}
+	m.controller.WithLabelValues(name, typ, op, strconv.FormatBool(err != nil)).Observe(d.Seconds())
+}
+
+func (m *metrics) observeWebhook(name, typ, op string, code int, rejected bool, d time.Duration) {
+	if m == nil {
+		return
+	}
+	r := strconv.FormatBool(rejected)
+	m.webhook.WithLabelValues(name, typ, op, r).Observe(d.Seconds())
+	m.webhookRequests.WithLabelValues(name, typ, op, strconv.Itoa(code), r).Inc()
+}
+
+func (m *metrics) webhookRejected(name, typ, op, errorType string, code int) {
+	if m == nil {
+		return
+	}
+	m.webhookReject.WithLabelValues(name, typ, op, errorType, strconv.Itoa(code)).Inc()
+}
+
+func (m *metrics) failOpen(name, typ string) {
+	if m == nil {
+		return
+	}
+	m.webhookFailOpen.WithLabelValues(name, typ).Inc()
+}
+
+func (m *metrics) policyChecked(policy, binding, errorType, action string) {
+	if m == nil {
+		return
+	}
+	m.policyCheck.WithLabelValues(policy, binding, errorType, action).Inc()
+}

@@ -1,0 +1,821 @@
+// This file holds the schema step: a resource's structural schema compiled
+// once into a JSON-schema validator (santhosh-tekuri/jsonschema/v5) plus a
+// walk for what JSON schema cannot say (list types, embedded resources,
+// x-kubernetes-validations CEL rules), with errors worded exactly as the
+// kube-apiserver words them for custom resources.
+
+package admission
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"reflect"
+	"sort"
+	"strconv"
+	"strings"
+
+	"cel.dev/cel-go/cel"
+	"cel.dev/cel-go/common/types"
+	"github.com/santhosh-tekuri/jsonschema/v5"
+
+	"github.com/annexapi/annex/meta"
+	"github.com/annexapi/annex/schema"
+)
+
+// SchemaOptions tunes schema validation. The zero value is Kubernetes'.
+type SchemaOptions struct {
+	// PerCallLimit is the CEL cost one rule may spend per evaluation; zero
+	// means PerCallLimit (1,000,000).
+	PerCallLimit uint64
+	// RuntimeBudget is the CEL cost all rules of one object may spend; zero
+	// means RuntimeCELCostBudget (10,000,000).
+	RuntimeBudget int64
+}
+
+// SchemaValidator validates objects against one structural schema. It is
+// immutable after NewSchemaValidator and safe for concurrent use.
+type SchemaValidator struct {
+	gk     meta.GroupKind
+	js     *jsonschema.Schema
+	root   *node
+	budget int64
+}
+
+// node mirrors a schema node with what the walk needs, compiled.
+type node struct {
+	p          *schema.Props
+	props      map[string]*node
+	items      *node
+	additional *node
+	rules      []*celRule
+	work       bool // rules, list types, formats or embedded resources here or below
+}
+
+type celRule struct {
+	rule      schema.ValidationRule
+	prog      *compiled
+	msg       *compiled
+	usesOld   bool
+	fieldPath string
+}
+
+// NewSchemaValidator compiles p (the schema of a whole object of kind gk)
+// and its CEL rules.
+func NewSchemaValidator(p *schema.Props, gk meta.GroupKind, opts SchemaOptions) (*SchemaValidator, error) {
+	doc := toJSONSchema(p, true)
+	b, err := json.Marshal(doc)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrInvalidSchema, err)
+	}
+	c := jsonschema.NewCompiler()
+	c.Draft = jsonschema.Draft7
+	c.AssertFormat = true
+	if err := c.AddResource("schema.json", bytes.NewReader(b)); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrInvalidSchema, err)
+	}
+	js, err := c.Compile("schema.json")
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrInvalidSchema, err)
+	}
+	env, err := cel.NewEnv(append(celBaseOptions(),
+		cel.Variable("self", cel.DynType), cel.Variable("oldSelf", cel.DynType))...)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrInvalidSchema, err)
+	}
+	perCall := opts.PerCallLimit
+	if perCall == 0 {
+		perCall = PerCallLimit
+	}
+	root, err := compileNode(env, p, perCall, "")
+	if err != nil {
+		return nil, err
+	}
+	budget := opts.RuntimeBudget
+	if budget == 0 {
+		budget = RuntimeCELCostBudget
+	}
+	return &SchemaValidator{gk: gk, js: js, root: root, budget: budget}, nil
+}
+
+func compileNode(env *cel.Env, p *schema.Props, perCall uint64, path string) (*node, error) {
+	if p == nil {
+		return nil, nil
+	}
+	n := &node{p: p}
+	for i, r := range p.XValidations {
+		prog, err := compileExpr(env, r.Rule, cel.BoolType, perCall)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %s x-kubernetes-validations[%d].rule: %v", ErrInvalidSchema, pathOrRoot(path), i, err)
+		}
+		cr := &celRule{rule: r, prog: prog, usesOld: prog.references("oldSelf"), fieldPath: strings.TrimPrefix(r.FieldPath, ".")}
+		if r.MessageExpression != "" {
+			if cr.msg, err = compileExpr(env, r.MessageExpression, cel.StringType, perCall); err != nil {
+				return nil, fmt.Errorf("%w: %s x-kubernetes-validations[%d].messageExpression: %v", ErrInvalidSchema, pathOrRoot(path), i, err)
+			}
+		}
+		n.rules = append(n.rules, cr)
+	}
+	n.work = len(n.rules) > 0 || p.XEmbeddedResource || (p.XListType != nil && *p.XListType != "atomic") || localFormat(p.Format)
+	for k := range p.Properties {
+		pp := p.Properties[k]
+		c, err := compileNode(env, &pp, perCall, joinPath(path, k))
+		if err != nil {
+			return nil, err
+		}
+		if n.props == nil {
+			n.props = map[string]*node{}
+		}
+		n.props[k] = c
+		n.work = n.work || c.work
+	}
+	if p.Items != nil {
+		c, err := compileNode(env, p.Items, perCall, path+"[*]")
+		if err != nil {
+			return nil, err
+		}
+		n.items = c
+		n.work = n.work || c.work
+	}
+	if p.AdditionalProperties != nil && p.AdditionalProperties.Schema != nil {
+		c, err := compileNode(env, p.AdditionalProperties.Schema, perCall, joinPath(path, "*"))
+		if err != nil {
+			return nil, err
+		}
+		n.additional = c
+		n.work = n.work || c.work
+	}
+	return n, nil
+}
+
+func pathOrRoot(p string) string {
+	if p == "" {
+		return "<root>"
+	}
+	return p
+}
+
+func joinPath(base, child string) string {
+	if base == "" {
+		return child
+	}
+	return base + "." + child
+}
+
+// Formats kube validates that JSON schema (as compiled here) does not.
+func localFormat(f string) bool { return f == "byte" || f == "cidr" || f == "mac" }
+
+// Formats handed to the JSON-schema engine, with kube's names.
+var _ = 0 // (no package-level state; see jsonFormat)
+
+func jsonFormat(f string) string {
+	switch f {
+	case "date-time", "datetime":
+		return "date-time"
+	case "date", "email", "hostname", "ipv4", "ipv6", "uuid", "uri":
+		return f
+	}
+	return ""
+}
+
+// toJSONSchema translates Props into a draft-7 document. The root's metadata
+// is left out (ObjectMeta is validated elsewhere), as kube does.
+func toJSONSchema(p *schema.Props, root bool) map[string]any {
+	d := map[string]any{}
+	switch {
+	case p.XIntOrString:
+		d["type"] = []any{"integer", "string"}
+	case p.Type != "" && p.Nullable:
+		d["type"] = []any{p.Type, "null"}
+	case p.Type != "":
+		d["type"] = p.Type
+	}
+	if f := jsonFormat(p.Format); f != "" {
+		d["format"] = f
+	}
+	if p.Maximum != nil {
+		if p.ExclusiveMaximum {
+			d["exclusiveMaximum"] = *p.Maximum
+		} else {
+			d["maximum"] = *p.Maximum
+		}
+	}
+	if p.Minimum != nil {
+		if p.ExclusiveMinimum {
+			d["exclusiveMinimum"] = *p.Minimum
+		} else {
+			d["minimum"] = *p.Minimum
+		}
+	}
+	setInt := func(k string, v *int64) {
+		if v != nil {
+			d[k] = *v
+		}
+	}
+	setInt("maxLength", p.MaxLength)
+	setInt("minLength", p.MinLength)
+	setInt("maxItems", p.MaxItems)
+	setInt("minItems", p.MinItems)
+	setInt("maxProperties", p.MaxProperties)
+	setInt("minProperties", p.MinProperties)
+	if p.Pattern != "" {
+		d["pattern"] = p.Pattern
+	}
+	if p.MultipleOf != nil {
+		d["multipleOf"] = *p.MultipleOf
+	}
+	if p.UniqueItems {
+		d["uniqueItems"] = true
+	}
+	if len(p.Enum) > 0 {
+		enum := make([]any, 0, len(p.Enum)+1)
+		for _, e := range p.Enum {
+			enum = append(enum, json.RawMessage(e))
+		}
+		if p.Nullable {
+			enum = append(enum, nil)
+		}
+		d["enum"] = enum
+	}
+	if len(p.Required) > 0 {
+		d["required"] = p.Required
+	}
+	if len(p.Properties) > 0 {
+		props := map[string]any{}
+		for k := range p.Properties {
+			if root && k == "metadata" {
+				continue
+			}
+			pp := p.Properties[k]
+			props[k] = toJSONSchema(&pp, false)
+		}
+		d["properties"] = props
+	}
+	if p.Items != nil {
+		d["items"] = toJSONSchema(p.Items, false)
+	}
+	if p.AdditionalProperties != nil {
+		if p.AdditionalProperties.Schema != nil {
+			d["additionalProperties"] = toJSONSchema(p.AdditionalProperties.Schema, false)
+		} else {
+			d["additionalProperties"] = p.AdditionalProperties.Allows
+		}
+	}
+	for k, list := range map[string][]schema.Props{"allOf": p.AllOf, "anyOf": p.AnyOf, "oneOf": p.OneOf} {
+		if len(list) == 0 {
+			continue
+		}
+		out := make([]any, len(list))
+		for i := range list {
+			out[i] = toJSONSchema(&list[i], false)
+		}
+		d[k] = out
+	}
+	if p.Not != nil {
+		d["not"] = toJSONSchema(p.Not, false)
+	}
+	return d
+}
+
+// Validate checks obj (old is the stored object on update, else nil) and
+// returns a 422 Invalid *meta.Status naming the object, with one cause per
+// field error, or nil.
+func (v *SchemaValidator) Validate(ctx context.Context, obj, old map[string]any, name string) error {
+	causes := v.Causes(ctx, obj, old)
+	if len(causes) == 0 {
+		return nil
+	}
+	return meta.NewInvalid(v.gk, name, causes)
+}
+
+// Causes is Validate's field errors, without the Status around them.
+func (v *SchemaValidator) Causes(ctx context.Context, obj, old map[string]any) []meta.StatusCause {
+	var causes []meta.StatusCause
+	if err := v.js.Validate(stripMetadata(obj)); err != nil {
+		var ve *jsonschema.ValidationError
+		if errors.As(err, &ve) {
+			causes = jsonSchemaCauses(ve, obj, v.root.p, nil)
+		} else {
+			causes = append(causes, invalidCause("", "", err.Error()))
+		}
+	}
+	for _, c := range causes {
+		if c.Type == meta.CauseTypeTypeInvalid {
+			// hasBlockingErr: CEL rules cannot run on mistyped data.
+			return append(causes, meta.StatusCause{Type: meta.CauseTypeFieldValueInvalid, Field: "<nil>",
+				Message: "Invalid value: null: some validation rules were not checked because the object was invalid; correct the existing errors to complete validation"})
+		}
+	}
+	if v.root.work {
+		budget := v.budget
+		w := walker{ctx: ctx, budget: &budget}
+		w.walk(v.root, obj, old, true, "", true)
+		causes = append(causes, w.causes...)
+	}
+	return causes
+}
+
+func stripMetadata(obj map[string]any) any {
+	if _, ok := obj["metadata"]; !ok {
+		return obj
+	}
+	out := make(map[string]any, len(obj))
+	for k, e := range obj {
+		if k != "metadata" {
+			out[k] = e
+		}
+	}
+	return out
+}
+
+// jsonSchemaCauses turns the leaves of a jsonschema error tree into kube's
+// field errors. seen dedupes (the same failure can surface twice).
+func jsonSchemaCauses(ve *jsonschema.ValidationError, obj any, root *schema.Props, seen map[string]bool) []meta.StatusCause {
+	if seen == nil {
+		seen = map[string]bool{}
+	}
+	kw := ve.KeywordLocation
+	last := kw[strings.LastIndex(kw, "/")+1:]
+	if len(ve.Causes) > 0 && last != "anyOf" && last != "oneOf" && last != "not" {
+		var out []meta.StatusCause
+		for _, c := range ve.Causes {
+			out = append(out, jsonSchemaCauses(c, obj, root, seen)...)
+		}
+		return out
+	}
+	path, val, ok := resolveInstance(obj, ve.InstanceLocation)
+	if !ok {
+		return nil
+	}
+	p := resolveKeyword(root, kw)
+	if p == nil {
+		p = &schema.Props{}
+	}
+	body := pathOrRoot(path) + " in body"
+	var c meta.StatusCause
+	switch last {
+	case "required":
+		var out []meta.StatusCause
+		m, _ := val.(map[string]any)
+		for _, r := range p.Required {
+			if _, ok := m[r]; !ok {
+				out = append(out, meta.StatusCause{Type: meta.CauseTypeFieldValueRequired, Field: joinPath(path, r), Message: "Required value"})
+			}
+		}
+		return dedupe(out, seen)
+	case "enum":
+		vals := make([]string, 0, len(p.Enum))
+		for _, e := range p.Enum {
+			var x any
+			_ = json.Unmarshal(e, &x)
+			if s, ok := x.(string); ok {
+				vals = append(vals, s)
+			} else {
+				vals = append(vals, string(e))
+			}
+		}
+		quoted := make([]string, len(vals))
+		for i, s := range vals {
+			quoted[i] = strconv.Quote(s)
+		}
+		msg := "Unsupported value: " + badValue(val)
+		if len(quoted) > 0 {
+			msg += ": supported values: " + strings.Join(quoted, ", ")
+		}
+		c = meta.StatusCause{Type: meta.CauseTypeFieldValueNotSupported, Field: path, Message: msg}
+	case "type", "anyOf":
+		if last == "anyOf" && !p.XIntOrString {
+			c = invalidCause(path, badValue(val), body+" must validate at least one schema (anyOf)")
+			break
+		}
+		want := p.Type
+		if p.XIntOrString {
+			want = "integer,string"
+		}
+		actual := jsonTypeName(val)
+		c = meta.StatusCause{Type: meta.CauseTypeTypeInvalid, Field: path,
+			Message: fmt.Sprintf("Invalid value: %q: %s must be of type %s: %q", actual, body, want, actual)}
+	case "format":
+		c = invalidCause(path, badValue(val), fmt.Sprintf("%s must be of type %s: %q", body, p.Format, fmt.Sprint(val)))
+	case "maxLength":
+		c = meta.StatusCause{Type: meta.CauseTypeFieldValueTooLong, Field: path, Message: fmt.Sprintf("Too long: may not be more than %d bytes", deref(p.MaxLength))}
+	case "maxItems":
+		l, _ := val.([]any)
+		c = meta.StatusCause{Type: meta.CauseTypeFieldValueTooMany, Field: path, Message: fmt.Sprintf("Too many: %d: must have at most %d items", len(l), deref(p.MaxItems))}
+	case "maxProperties":
+		m, _ := val.(map[string]any)
+		c = meta.StatusCause{Type: meta.CauseTypeFieldValueTooMany, Field: path, Message: fmt.Sprintf("Too many: %d: must have at most %d items", len(m), deref(p.MaxProperties))}
+	case "minimum", "exclusiveMinimum":
+		op := "greater than or equal to"
+		if p.ExclusiveMinimum {
+			op = "greater than"
+		}
+		c = invalidCause(path, badValue(val), fmt.Sprintf("%s should be %s %v", body, op, derefF(p.Minimum)))
+	case "maximum", "exclusiveMaximum":
+		op := "less than or equal to"
+		if p.ExclusiveMaximum {
+			op = "less than"
+		}
+		c = invalidCause(path, badValue(val), fmt.Sprintf("%s should be %s %v", body, op, derefF(p.Maximum)))
+	case "minLength":
+		c = invalidCause(path, badValue(val), fmt.Sprintf("%s should be at least %d chars long", body, deref(p.MinLength)))
+	case "pattern":
+		c = invalidCause(path, badValue(val), fmt.Sprintf("%s should match '%s'", body, p.Pattern))
+	case "minItems":
+		c = invalidCause(path, badValue(val), fmt.Sprintf("%s should have at least %d items", body, deref(p.MinItems)))
+	case "minProperties":
+		c = invalidCause(path, badValue(val), fmt.Sprintf("%s should have at least %d properties", body, deref(p.MinProperties)))
+	case "multipleOf":
+		c = invalidCause(path, badValue(val), fmt.Sprintf("%s should be a multiple of %v", body, derefF(p.MultipleOf)))
+	case "uniqueItems":
+		c = invalidCause(path, badValue(val), body+" shouldn't contain duplicates")
+	case "oneOf":
+		c = invalidCause(path, badValue(val), body+" must validate one and only one schema (oneOf)")
+	case "not":
+		c = invalidCause(path, badValue(val), body+" must not validate the schema (not)")
+	case "additionalProperties", "false":
+		c = meta.StatusCause{Type: meta.CauseTypeFieldValueForbidden, Field: path, Message: "Forbidden: " + body + " is a forbidden property"}
+	default:
+		c = invalidCause(path, badValue(val), ve.Message)
+	}
+	return dedupe([]meta.StatusCause{c}, seen)
+}
+
+func dedupe(cs []meta.StatusCause, seen map[string]bool) []meta.StatusCause {
+	out := cs[:0]
+	for _, c := range cs {
+		k := c.Field + "\x00" + c.Message
+		if !seen[k] {
+			seen[k] = true
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+func deref(p *int64) int64 {
+	if p == nil {
+		return 0
+	}
+	return *p
+}
+
+func derefF(p *float64) any {
+	if p == nil {
+		return 0
+	}
+	return strconv.FormatFloat(*p, 'f', -1, 64)
+}
+
+// invalidCause is field.Invalid: `Invalid value: <v>: detail`.
+func invalidCause(field, value, detail string) meta.StatusCause {
+	msg := "Invalid value: " + value
+	if value == "" {
+		msg = `Invalid value: ""`
+	}
+	if detail != "" {
+		msg += ": " + detail
+	}
+	return meta.StatusCause{Type: meta.CauseTypeFieldValueInvalid, Field: field, Message: msg}
+}
+
+// badValue prints a value as field.Error does: strings quoted, numbers and
+// bools plain, null for nil, anything else with %#v.
+func badValue(v any) string {
+	switch t := v.(type) {
+	case nil:
+		return "null"
+	case string:
+		return strconv.Quote(t)
+	case json.Number:
+		return t.String()
+	case int64, int, float64, bool:
+		return fmt.Sprint(t)
+	}
+	return fmt.Sprintf("%#v", v)
+}
+
+func jsonTypeName(v any) string {
+	switch t := v.(type) {
+	case nil:
+		return "null"
+	case string:
+		return "string"
+	case bool:
+		return "boolean"
+	case json.Number:
+		if _, err := t.Int64(); err == nil {
+			return "integer"
+		}
+		return "number"
+	case int64, int:
+		return "integer"
+	case float64:
+		return "number"
+	case []any:
+		return "array"
+	case map[string]any:
+		return "object"
+	}
+	return fmt.Sprintf("%T", v)
+}
+
+// resolveInstance follows a JSON pointer into obj and renders it as a kube
+// field path (spec.items[0].name).
+func resolveInstance(obj any, ptr string) (string, any, bool) {
+	if ptr == "" || ptr == "/" {
+		return "", obj, true
+	}
+	var path strings.Builder
+	cur := obj
+	for _, seg := range strings.Split(strings.TrimPrefix(ptr, "/"), "/") {
+		seg = strings.ReplaceAll(strings.ReplaceAll(seg, "~1", "/"), "~0", "~")
+		switch t := cur.(type) {
+		case map[string]any:
+			if path.Len() > 0 {
+				path.WriteByte('.')
+			}
+			path.WriteString(seg)
+			cur = t[seg]
+		case []any:
+			i, err := strconv.Atoi(seg)
+			if err != nil || i < 0 || i >= len(t) {
+				return "", nil, false
+			}
+			fmt.Fprintf(&path, "[%d]", i)
+			cur = t[i]
+		default:
+			return "", nil, false
+		}
+	}
+	return path.String(), cur, true
+}
+
+// resolveKeyword finds the schema node a keyword location points into (the
+// node holding the failing keyword).
+func resolveKeyword(root *schema.Props, kw string) *schema.Props {
+	segs := strings.Split(strings.TrimPrefix(kw, "/"), "/")
+	if len(segs) > 0 {
+		segs = segs[:len(segs)-1] // the keyword itself
+	}
+	cur := root
+	for i := 0; i < len(segs) && cur != nil; i++ {
+		switch segs[i] {
+		case "properties":
+			if i+1 >= len(segs) {
+				return cur
+			}
+			i++
+			p, ok := cur.Properties[segs[i]]
+			if !ok {
+				return nil
+			}
+			cur = &p
+		case "items":
+			cur = cur.Items
+		case "additionalProperties":
+			if cur.AdditionalProperties == nil {
+				return nil
+			}
+			cur = cur.AdditionalProperties.Schema
+		case "allOf", "anyOf", "oneOf":
+			list := map[string][]schema.Props{"allOf": cur.AllOf, "anyOf": cur.AnyOf, "oneOf": cur.OneOf}[segs[i]]
+			if i+1 >= len(segs) {
+				return cur
+			}
+			i++
+			n, err := strconv.Atoi(segs[i])
+			if err != nil || n >= len(list) {
+				return nil
+			}
+			cur = &list[n]
+		case "not":
+			cur = cur.Not
+		}
+	}
+	return cur
+}
+
+// walker runs what JSON schema cannot: CEL rules (with oldSelf where the
+// old value correlates), list-type uniqueness, embedded resources, and kube's
+// byte/cidr/mac formats.
+type walker struct {
+	ctx    context.Context
+	budget *int64
+	causes []meta.StatusCause
+	out    bool // budget exhausted: stop
+}
+
+func (w *walker) add(c meta.StatusCause) { w.causes = append(w.causes, c) }
+
+func (w *walker) walk(n *node, v, old any, hasOld bool, path string, root bool) {
+	if n == nil || !n.work || w.out || v == nil {
+		return
+	}
+	p := n.p
+	if s, ok := v.(string); ok && localFormat(p.Format) && !validLocalFormat(p.Format, s) {
+		w.add(invalidCause(path, badValue(v), fmt.Sprintf("%s in body must be of type %s: %q", pathOrRoot(path), p.Format, s)))
+	}
+	if p.XEmbeddedResource {
+		if m, ok := v.(map[string]any); ok {
+			for _, k := range []string{"apiVersion", "kind"} {
+				if s, _ := m[k].(string); s == "" {
+					w.add(meta.StatusCause{Type: meta.CauseTypeFieldValueRequired, Field: joinPath(path, k), Message: "Required value: must not be empty"})
+				}
+			}
+		}
+	}
+	if len(n.rules) > 0 {
+		w.rules(n, v, old, hasOld, path, root)
+		if w.out {
+			return
+		}
+	}
+	switch t := v.(type) {
+	case map[string]any:
+		om, _ := old.(map[string]any)
+		keys := make([]string, 0, len(t))
+		for k := range t {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			c := n.props[k]
+			if c == nil {
+				c = n.additional
+			}
+			if c == nil || (root && k == "metadata") {
+				continue
+			}
+			ov, ok := om[k]
+			w.walk(c, t[k], ov, hasOld && ok, joinPath(path, k), false)
+		}
+	case []any:
+		lt := ""
+		if p.XListType != nil {
+			lt = *p.XListType
+		}
+		ol, _ := old.([]any)
+		switch lt {
+		case "set":
+			for i := range t {
+				for j := 0; j < i; j++ {
+					if reflect.DeepEqual(celValue(t[i]), celValue(t[j])) {
+						w.add(meta.StatusCause{Type: meta.CauseTypeFieldValueDuplicate, Field: fmt.Sprintf("%s[%d]", path, i), Message: "Duplicate value: " + badValue(t[i])})
+						break
+					}
+				}
+			}
+		case "map":
+			seen := map[string]bool{}
+			for i, e := range t {
+				k := mapKey(e, p.XListMapKeys)
+				if seen[k] {
+					w.add(meta.StatusCause{Type: meta.CauseTypeFieldValueDuplicate, Field: fmt.Sprintf("%s[%d]", path, i), Message: "Duplicate value: " + badValue(keyFields(e, p.XListMapKeys))})
+				}
+				seen[k] = true
+			}
+		}
+		var oldByKey map[string]any
+		if lt == "map" && hasOld {
+			oldByKey = map[string]any{}
+			for _, e := range ol {
+				oldByKey[mapKey(e, p.XListMapKeys)] = e
+			}
+		}
+		for i, e := range t {
+			var ov any
+			ok := false
+			if oldByKey != nil {
+				ov, ok = oldByKey[mapKey(e, p.XListMapKeys)]
+			}
+			w.walk(n.items, e, ov, ok, fmt.Sprintf("%s[%d]", path, i), false)
+		}
+	}
+}
+
+func keyFields(e any, keys []string) map[string]any {
+	m, _ := e.(map[string]any)
+	out := map[string]any{}
+	for _, k := range keys {
+		if v, ok := m[k]; ok {
+			out[k] = v
+		}
+	}
+	return out
+}
+
+func mapKey(e any, keys []string) string {
+	b, _ := json.Marshal(celValue(keyFields(e, keys)))
+	return string(b)
+}
+
+func validLocalFormat(f, s string) bool {
+	switch f {
+	case "byte":
+		_, err := base64.StdEncoding.DecodeString(s)
+		return err == nil
+	case "cidr":
+		_, _, err := net.ParseCIDR(s)
+		return err == nil
+	case "mac":
+		_, err := net.ParseMAC(s)
+		return err == nil
+	}
+	return true
+}
+
+func (w *walker) rules(n *node, v, old any, hasOld bool, path string, root bool) {
+	typ := n.p.Type
+	if typ == "" {
+		typ = jsonTypeName(v)
+	}
+	self := celValue(v)
+	var oldSelf any
+	if hasOld {
+		oldSelf = celValue(old)
+	}
+	for _, r := range n.rules {
+		optionalOld := r.rule.OptionalOldSelf != nil && *r.rule.OptionalOldSelf
+		if r.usesOld && !hasOld && !optionalOld {
+			continue // transition rules only run when the old value correlates
+		}
+		act := map[string]any{"self": self}
+		if r.usesOld {
+			if hasOld {
+				act["oldSelf"] = oldSelf
+			} else {
+				act["oldSelf"] = nil
+			}
+		}
+		fp := path
+		if r.fieldPath != "" {
+			fp = joinPath(path, r.fieldPath)
+		}
+		val, err := r.prog.eval(w.ctx, act, w.budget)
+		if errors.Is(err, errOutOfBudget) {
+			w.add(invalidCause(fp, strconv.Quote(typ), errOutOfBudget.Error()))
+			w.out = true
+			return
+		}
+		if err != nil {
+			w.add(invalidCause(fp, strconv.Quote(typ), fmt.Sprintf("rule evaluation error: %v", err)))
+			continue
+		}
+		if val == types.True {
+			continue
+		}
+		msg := r.rule.Message
+		if msg == "" {
+			msg = "failed rule: " + ruleErrorString(r.rule.Rule)
+		}
+		if r.msg != nil {
+			mv, err := r.msg.eval(w.ctx, act, w.budget)
+			if errors.Is(err, errOutOfBudget) {
+				w.add(invalidCause(fp, strconv.Quote(typ), errOutOfBudget.Error()))
+				w.out = true
+				return
+			}
+			if err == nil {
+				if s, ok := mv.Value().(string); ok {
+					s = strings.TrimSpace(s)
+					switch {
+					case s == "":
+						w.add(invalidCause(fp, strconv.Quote(typ), "messageExpression should evaluate to a non-empty string"))
+						continue
+					case strings.Contains(s, "\n"):
+						w.add(invalidCause(fp, strconv.Quote(typ), "messageExpression should not contain line breaks"))
+						continue
+					case len(s) > 5*1024:
+						w.add(invalidCause(fp, strconv.Quote(typ), "messageExpression beyond allowable length of 5120"))
+						continue
+					}
+					msg = s
+				}
+			}
+		}
+		w.add(fieldErrorForReason(fp, typ, msg, r.rule.Reason))
+	}
+}
+
+// ruleErrorString is the rule as kube prints it in "failed rule: ...":
+// trimmed, and with line breaks the message carries no more than one line.
+func ruleErrorString(rule string) string {
+	return strings.TrimSpace(rule)
+}
+
+func fieldErrorForReason(field, typ, detail, reason string) meta.StatusCause {
+	switch reason {
+	case "FieldValueForbidden":
+		return meta.StatusCause{Type: meta.CauseTypeFieldValueForbidden, Field: field, Message: "Forbidden: " + detail}
+	case "FieldValueRequired":
+		return meta.StatusCause{Type: meta.CauseTypeFieldValueRequired, Field: field, Message: "Required value: " + detail}
+	case "FieldValueDuplicate":
+		return meta.StatusCause{Type: meta.CauseTypeFieldValueDuplicate, Field: field, Message: "Duplicate value: " + strconv.Quote(typ)}
+	}
+	return invalidCause(field, strconv.Quote(typ), detail)
+}
