@@ -5,10 +5,12 @@ import (
 	"crypto/x509"
 	"encoding/json"
 	"errors"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"reflect"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -24,6 +26,8 @@ type frontProxy struct {
 	clientCA, proxyCA, strangers *certs.CA
 	// seen holds every header name the handler saw that starts with X-Remote-.
 	seen chan []string
+	// conns counts new TLS connections.
+	conns atomic.Int32
 }
 
 func newFrontProxy(t *testing.T, names authn.RequestHeaderNames) *frontProxy {
@@ -62,6 +66,11 @@ func newFrontProxy(t *testing.T, names authn.RequestHeaderNames) *frontProxy {
 		_ = json.NewEncoder(w).Encode(echo{User: u})
 	})))
 	fp.srv.TLS = &tls.Config{ClientAuth: tls.RequestClientCert}
+	fp.srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+		if s == http.StateNew {
+			fp.conns.Add(1)
+		}
+	}
 	fp.srv.StartTLS()
 	t.Cleanup(fp.srv.Close)
 	return fp
@@ -287,5 +296,43 @@ func TestUnionCA(t *testing.T) {
 	only := cas[0].Pool()
 	if got := authn.UnionCA(authn.StaticCA(only), authn.StaticCA(nil)).CertPool(); got != only {
 		t.Error("single static pool not passed through")
+	}
+}
+
+// TestRequestHeader_identity_is_per_request (CVE-2018-1002105): on one
+// reused TLS connection, an identity asserted by the front proxy in one
+// request is not carried over to the next.
+func TestRequestHeader_identity_is_per_request(t *testing.T) {
+	t.Parallel()
+	fp := newFrontProxy(t, authn.RequestHeaderNames{AllowedNames: []string{"front-proxy-client"}})
+	proxy := issue(t, fp.proxyCA, certs.Request{CommonName: "front-proxy-client"})
+	c := fp.client(t, proxy)
+	steps := []struct {
+		hdr      http.Header
+		wantCode int
+		wantUser string
+	}{
+		{http.Header{"X-Remote-User": {"alice"}, "X-Remote-Group": {"system:masters"}}, 200, "alice"},
+		{http.Header{}, 401, ""},
+		{http.Header{"X-Remote-User": {"bob"}}, 200, "bob"},
+	}
+	for i, s := range steps {
+		select {
+		case <-fp.seen:
+		default:
+		}
+		resp, body := get(t, c, fp.srv.URL+"/apis/x/v1/y", s.hdr)
+		if resp.StatusCode != s.wantCode {
+			t.Fatalf("step %d: %d %s", i, resp.StatusCode, body)
+		}
+		if s.wantCode == 200 {
+			var e echo
+			if err := json.Unmarshal([]byte(body), &e); err != nil || e.User.Name != s.wantUser {
+				t.Errorf("step %d: user %+v (%v)", i, e.User, err)
+			}
+		}
+	}
+	if n := fp.conns.Load(); n != 1 {
+		t.Errorf("%d connections; the test needs one reused connection", n)
 	}
 }
