@@ -6,37 +6,32 @@
 package rest
 
 import (
-	"crypto/sha256"
-	"crypto/sha512"
-	"encoding/base64"
 	"encoding/json"
-	"fmt"
 	"net/http"
 	"strconv"
 	"strings"
 
 	"github.com/annexapi/annex/filters"
+	"github.com/annexapi/annex/meta"
 )
 
 // verbs are the verbs every resource serves, sorted as k8s sorts them.
-// patch is not served yet, so it is not advertised.
 func verbs() []string {
-	return []string{"create", "delete", "deletecollection", "get", "list", "update", "watch"}
+	return []string{"create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"}
 }
+
+// subresourceVerbs are the verbs of the status subresource.
+func subresourceVerbs() []string { return []string{"get", "patch", "update"} }
 
 // discoveryDocs are the encoded discovery documents.
 type discoveryDocs struct {
-	groupList []byte            // /apis, legacy
-	v2        []byte            // /apis, aggregated
-	v2ETag    string            // quoted
+	groupList []byte // /apis, legacy
+	v2        []byte // /apis, aggregated
+	v2ETag    string // quoted
+	v2beta1   []byte // /apis, aggregated v2beta1 (same body, other apiVersion)
+	v2b1ETag  string
 	groups    map[string][]byte // /apis/<g>
 	versions  map[string][]byte // /apis/<g>/<v>
-}
-
-// storageVersionHash is base64(sha256("<group>/<version>/<Kind>")[:8]).
-func storageVersionHash(group, version, kind string) string {
-	sum := sha256.Sum256([]byte(group + "/" + version + "/" + kind))
-	return base64.StdEncoding.EncodeToString(sum[:8])
 }
 
 func buildDiscovery(rs []*resourceHandler) (*discoveryDocs, error) {
@@ -54,31 +49,38 @@ func buildDiscovery(rs []*resourceHandler) (*discoveryDocs, error) {
 		}
 		byGV[gv] = append(byGV[gv], rh)
 	}
-	list := apiGroupList{Kind: "APIGroupList", APIVersion: "v1", Groups: []apiGroup{}}
-	v2 := discoveryList{Kind: "APIGroupDiscoveryList", APIVersion: "apidiscovery.k8s.io/v2", Items: []discoveryGroup{}}
+	list := meta.APIGroupList{TypeMeta: meta.TypeMeta{Kind: "APIGroupList", APIVersion: "v1"}, Groups: []meta.APIGroup{}}
+	v2 := meta.APIGroupDiscoveryList{TypeMeta: meta.TypeMeta{Kind: meta.KindAPIGroupDiscoveryList, APIVersion: meta.DiscoveryGroupVersionV2}, Items: []meta.APIGroupDiscovery{}}
 	for _, g := range groupOrder {
-		ag := apiGroup{Name: g}
-		dg := discoveryGroup{Metadata: discoveryObjectMeta{Name: g}}
+		ag := meta.APIGroup{Name: g}
+		dg := meta.APIGroupDiscovery{Metadata: meta.ObjectMeta{Name: g}}
 		for _, v := range versionOrder[g] {
 			gv := g + "/" + v
-			ag.Versions = append(ag.Versions, groupVersionForDiscovery{GroupVersion: gv, Version: v})
-			rl := apiResourceList{Kind: "APIResourceList", APIVersion: "v1", GroupVersion: gv, Resources: []apiResource{}}
-			dv := discoveryVersion{Version: v, Resources: []discoveryResource{}, Freshness: "Current"}
+			ag.Versions = append(ag.Versions, meta.GroupVersionForDiscovery{GroupVersion: gv, Version: v})
+			rl := meta.APIResourceList{TypeMeta: meta.TypeMeta{Kind: "APIResourceList", APIVersion: "v1"}, GroupVersion: gv, APIResources: []meta.APIResource{}}
+			dv := meta.APIVersionDiscovery{Version: v, Resources: []meta.APIResourceDiscovery{}, Freshness: meta.DiscoveryFreshnessCurrent}
 			for _, rh := range byGV[gv] {
-				rl.Resources = append(rl.Resources, apiResource{
+				rl.APIResources = append(rl.APIResources, meta.APIResource{
 					Name: rh.Plural, SingularName: rh.Singular, Namespaced: rh.Namespaced, Kind: rh.Kind,
 					Verbs: verbs(), ShortNames: rh.ShortNames, Categories: rh.Categories,
-					StorageVersionHash: storageVersionHash(rh.Group, rh.Version, rh.Kind),
+					StorageVersionHash: meta.StorageVersionHash(rh.Group, rh.Version, rh.Kind),
 				})
-				scope := "Cluster"
+				scope := meta.ScopeCluster
 				if rh.Namespaced {
-					scope = "Namespaced"
+					scope = meta.ScopeNamespace
 				}
-				dv.Resources = append(dv.Resources, discoveryResource{
-					Resource: rh.Plural, ResponseKind: &discoveryGVK{Group: g, Version: v, Kind: rh.Kind},
+				res := meta.APIResourceDiscovery{
+					Resource: rh.Plural, ResponseKind: &meta.GroupVersionKind{Group: g, Version: v, Kind: rh.Kind},
 					Scope: scope, SingularResource: rh.Singular, Verbs: verbs(),
 					ShortNames: rh.ShortNames, Categories: rh.Categories,
-				})
+				}
+				if rh.StatusSubresource {
+					rl.APIResources = append(rl.APIResources, meta.APIResource{
+						Name: rh.Plural + "/status", Namespaced: rh.Namespaced, Kind: rh.Kind, Verbs: subresourceVerbs()})
+					res.Subresources = append(res.Subresources, meta.APISubresourceDiscovery{
+						Subresource: "status", ResponseKind: &meta.GroupVersionKind{Group: g, Version: v, Kind: rh.Kind}, Verbs: subresourceVerbs()})
+				}
+				dv.Resources = append(dv.Resources, res)
 			}
 			b, err := json.Marshal(rl)
 			if err != nil {
@@ -107,7 +109,13 @@ func buildDiscovery(rs []*resourceHandler) (*discoveryDocs, error) {
 		return nil, err
 	}
 	d.v2 = append(b, '\n')
-	d.v2ETag = fmt.Sprintf(`"%X"`, sha512.Sum512(b))
+	d.v2ETag = meta.DiscoveryETag(b)
+	v2.APIVersion = meta.DiscoveryGroupVersionV2Beta1
+	if b, err = json.Marshal(v2); err != nil {
+		return nil, err
+	}
+	d.v2beta1 = append(b, '\n')
+	d.v2b1ETag = meta.DiscoveryETag(b)
 	return d, nil
 }
 
@@ -129,19 +137,23 @@ func (d *discoveryDocs) serve(w http.ResponseWriter, r *http.Request) bool {
 	var body []byte
 	switch len(parts) {
 	case 0:
-		switch negotiateDiscovery(accept) {
-		case discoveryV2:
+		switch ct := meta.NegotiateAggregatedDiscovery(accept); {
+		case ct != "":
+			body, etag := d.v2, d.v2ETag
+			if ct == meta.ContentTypeAggregatedDiscoveryV2Beta1 {
+				body, etag = d.v2beta1, d.v2b1ETag
+			}
 			h := w.Header()
 			h.Set("Vary", "Accept")
 			h.Set("Cache-Control", "public")
-			h.Set("ETag", d.v2ETag)
-			if r.Header.Get("If-None-Match") == d.v2ETag {
+			h.Set("ETag", etag)
+			if r.Header.Get("If-None-Match") == etag {
 				w.WriteHeader(http.StatusNotModified)
 				return true
 			}
-			writeDoc(w, discoveryV2ContentType, d.v2)
+			writeDoc(w, ct, body)
 			return true
-		case discoveryNone:
+		case !negotiateJSON(accept, false):
 			filters.WriteStatus(w, errNotAcceptable())
 			return true
 		}

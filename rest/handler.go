@@ -4,6 +4,7 @@
 package rest
 
 import (
+	"encoding/base64"
 	"io"
 	"net/http"
 	"strconv"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/annexapi/annex/filters"
 	"github.com/annexapi/annex/meta"
+	"github.com/annexapi/annex/storage"
 )
 
 // handler serves the declared resources and discovery. It is immutable after
@@ -19,8 +21,10 @@ import (
 type handler struct {
 	resources  map[resourceKey]*resourceHandler
 	discovery  *discoveryDocs
+	openapi    *openapiDocs
 	minTimeout time.Duration
 	shutdown   <-chan struct{}
+	admission  Admitter
 }
 
 type resourceKey struct{ group, version, plural string }
@@ -34,11 +38,14 @@ type resourceHandler struct {
 	apiVersion string
 	// listHead is `{"kind":"<ListKind>","apiVersion":"<g/v>","metadata":{`.
 	listHead string
-	// bookmarkHead is the start of a BOOKMARK event up to the resourceVersion.
-	bookmarkHead string
 	// fieldNames are the selectable field names, built-ins first.
 	fieldNames []string
-	h          *handler
+	// columns are the Table columns.
+	columns tableColumns
+	// blueprint is the base64 of an empty list of the kind, the
+	// initial-events-list-blueprint annotation of a watch-list's bookmark.
+	blueprint string
+	h         *handler
 }
 
 var _ http.Handler = (*handler)(nil)
@@ -50,7 +57,7 @@ func NewHandler(cfg Config) (http.Handler, error) {
 	if err := validateResources(cfg.Resources); err != nil {
 		return nil, err
 	}
-	h := &handler{resources: map[resourceKey]*resourceHandler{}, minTimeout: cfg.MinRequestTimeout}
+	h := &handler{resources: map[resourceKey]*resourceHandler{}, minTimeout: cfg.MinRequestTimeout, admission: cfg.Admission}
 	if h.minTimeout <= 0 {
 		h.minTimeout = defaultMinRequestTimeout
 	}
@@ -62,14 +69,16 @@ func NewHandler(cfg Config) (http.Handler, error) {
 		r = r.complete()
 		gv := r.Group + "/" + r.Version
 		rh := &resourceHandler{
-			Resource:     r,
-			gr:           meta.GroupResource{Group: r.Group, Resource: r.Plural},
-			gk:           meta.GroupKind{Group: r.Group, Kind: r.Kind},
-			apiVersion:   gv,
-			listHead:     `{"kind":` + strconv.Quote(r.ListKind) + `,"apiVersion":` + strconv.Quote(gv) + `,"metadata":{`,
-			bookmarkHead: `{"type":"BOOKMARK","object":{"kind":` + strconv.Quote(r.Kind) + `,"apiVersion":` + strconv.Quote(gv) + `,"metadata":{"resourceVersion":"`,
-			fieldNames:   append([]string{"metadata.name", "metadata.namespace"}, r.Strategy.SelectableFields...),
-			h:            h,
+			Resource:   r,
+			gr:         meta.GroupResource{Group: r.Group, Resource: r.Plural},
+			gk:         meta.GroupKind{Group: r.Group, Kind: r.Kind},
+			apiVersion: gv,
+			listHead:   `{"kind":` + strconv.Quote(r.ListKind) + `,"apiVersion":` + strconv.Quote(gv) + `,"metadata":{`,
+			fieldNames: append([]string{"metadata.name", "metadata.namespace"}, r.Strategy.SelectableFields...),
+			columns:    newTableColumns(r.PrinterColumns),
+			blueprint: base64.StdEncoding.EncodeToString([]byte(`{"kind":` + strconv.Quote(r.ListKind) +
+				`,"apiVersion":` + strconv.Quote(gv) + `,"metadata":{},"items":[]}`)),
+			h: h,
 		}
 		h.resources[resourceKey{r.Group, r.Version, r.Plural}] = rh
 		rs = append(rs, rh)
@@ -79,13 +88,16 @@ func NewHandler(cfg Config) (http.Handler, error) {
 		return nil, err
 	}
 	h.discovery = d
+	if h.openapi, err = buildOpenAPI(cfg.OpenAPITitle, rs); err != nil {
+		return nil, err
+	}
 	return h, nil
 }
 
 // ServeHTTP serves discovery paths by path and everything else by the
 // RequestInfo in the context.
 func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if h.discovery.serve(w, r) {
+	if h.discovery.serve(w, r) || h.openapi.serve(w, r) {
 		return
 	}
 	info, ok := filters.RequestInfoFrom(r.Context())
@@ -98,7 +110,7 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	rh := h.resources[resourceKey{info.APIGroup, info.APIVersion, info.Resource}]
-	if rh == nil || info.Subresource != "" {
+	if rh == nil || (info.Subresource != "" && (info.Subresource != "status" || !rh.StatusSubresource)) {
 		filters.WriteStatus(w, errNotFoundPath())
 		return
 	}
@@ -130,9 +142,25 @@ func (rh *resourceHandler) serve(w http.ResponseWriter, r *http.Request, info *f
 		filters.WriteStatus(w, errNotFoundPath())
 		return
 	}
-	stream := info.Verb == "watch"
-	if !negotiateJSON(r.Header.Get("Accept"), stream) {
-		filters.WriteStatus(w, errNotAcceptable())
+	sub := info.Subresource
+	if sub != "" {
+		switch info.Verb {
+		case "get", "update", "patch":
+		default:
+			filters.WriteStatus(w, meta.NewMethodNotSupported(rh.gr, info.Verb))
+			return
+		}
+	}
+	sc := scopeObject
+	switch info.Verb {
+	case "list", "deletecollection":
+		sc = scopeList
+	case "watch":
+		sc = scopeWatch
+	}
+	out, st := negotiateOutput(r.Header.Get("Accept"), sc, r.URL.Query().Get("includeObject"))
+	if st != nil {
+		filters.WriteStatus(w, st)
 		return
 	}
 	if urlName != "" {
@@ -143,19 +171,21 @@ func (rh *resourceHandler) serve(w http.ResponseWriter, r *http.Request, info *f
 	}
 	switch info.Verb {
 	case "get":
-		rh.get(w, r, info.Namespace, urlName)
+		rh.get(w, r, out, info.Namespace, urlName)
 	case "list":
-		rh.list(w, r, info.Namespace)
+		rh.list(w, r, out, info.Namespace)
 	case "watch":
-		rh.watch(w, r, info.Namespace, urlName)
+		rh.watch(w, r, out, info.Namespace, urlName)
 	case "create":
-		rh.create(w, r, info.Namespace)
+		rh.create(w, r, out, info.Namespace)
 	case "update":
-		rh.update(w, r, info.Namespace, urlName)
+		rh.update(w, r, out, sub, info.Namespace, urlName)
+	case "patch":
+		rh.patch(w, r, out, sub, info.Namespace, urlName)
 	case "delete":
-		rh.delete(w, r, info.Namespace, urlName)
+		rh.delete(w, r, out, info.Namespace, urlName)
 	case "deletecollection":
-		rh.deleteCollection(w, r, info.Namespace)
+		rh.deleteCollection(w, r, out, info.Namespace)
 	default:
 		filters.WriteStatus(w, meta.NewMethodNotSupported(rh.gr, info.Verb))
 	}
@@ -165,6 +195,27 @@ func (rh *resourceHandler) serve(w http.ResponseWriter, r *http.Request, info *f
 func (rh *resourceHandler) fail(w http.ResponseWriter, err error, ec ErrorContext) {
 	ec.Resource = rh.gr
 	filters.WriteStatus(w, StatusForError(err, ec))
+}
+
+// writeOne writes one object in the negotiated output.
+func (rh *resourceHandler) writeOne(w http.ResponseWriter, o output, code int, data []byte) {
+	switch o.kind {
+	case outTable:
+		data = rh.encodeTable(o, []storage.Object{{Data: data}}, meta.ListMeta{ResourceVersion: storage.FormatResourceVersion(resourceVersionOf(data))}, true)
+	case outPartial:
+		data = appendPartial(nil, o.apiVersion(), data)
+	}
+	writeObject(w, code, data)
+}
+
+// resourceVersionOf reads metadata.resourceVersion from an object's JSON.
+func resourceVersionOf(data []byte) uint64 {
+	m, err := storage.ParseMeta(data)
+	if err != nil {
+		return 0
+	}
+	n, _ := strconv.ParseUint(m.ResourceVersion, 10, 64)
+	return n
 }
 
 // writeObject writes a stored object's bytes as the response, followed by a

@@ -14,9 +14,11 @@ import (
 
 const (
 	mediaJSON = "application/json"
-	// discoveryV2Params are the parameters of the aggregated discovery media
-	// type, in the order k8s.io/apiserver writes them in Content-Type.
-	discoveryV2ContentType = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"
+	// Patch body types.
+	mediaJSONPatch      = "application/json-patch+json"
+	mediaMergePatch     = "application/merge-patch+json"
+	mediaStrategicPatch = "application/strategic-merge-patch+json"
+	mediaApplyPatch     = "application/apply-patch+yaml"
 )
 
 // acceptClause is one media range of an Accept header.
@@ -119,34 +121,6 @@ func negotiateJSON(accept string, stream bool) bool {
 		}
 	}
 	return false
-}
-
-// discoveryFormat is the document /apis answers with.
-type discoveryFormat int
-
-const (
-	discoveryNone discoveryFormat = iota
-	discoveryLegacy
-	discoveryV2
-)
-
-// negotiateDiscovery picks legacy or aggregated v2 discovery for /apis.
-func negotiateDiscovery(accept string) discoveryFormat {
-	if strings.TrimSpace(accept) == "" {
-		return discoveryLegacy
-	}
-	for _, c := range parseAccept(accept) {
-		if !c.matchesJSON() {
-			continue
-		}
-		if c.params["g"] == "apidiscovery.k8s.io" && c.params["v"] == "v2" && c.params["as"] == "APIGroupDiscoveryList" {
-			return discoveryV2
-		}
-		if c.plain(false) {
-			return discoveryLegacy
-		}
-	}
-	return discoveryNone
 }
 
 // errNotAcceptable is the 406 answer to an Accept header with nothing we produce.

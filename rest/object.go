@@ -139,19 +139,3 @@ func fieldValue(obj map[string]any, path string) string {
 	}
 	return ""
 }
-
-// specChanged reports whether anything outside metadata and status differs.
-func specChanged(obj, old Object) bool {
-	strip := func(o Object) map[string]any {
-		c := make(map[string]any, len(o))
-		for k, v := range o {
-			if k != "metadata" && k != "status" && k != "apiVersion" && k != "kind" {
-				c[k] = v
-			}
-		}
-		return c
-	}
-	a, errA := json.Marshal(strip(obj))
-	b, errB := json.Marshal(strip(old))
-	return errA != nil || errB != nil || !bytes.Equal(a, b)
-}

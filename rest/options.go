@@ -91,9 +91,12 @@ func (rh *resourceHandler) parseListParams(q url.Values, watch bool) (listParams
 			if p.rvMatch != string(storage.MatchNotOlderThan) {
 				causes = append(causes, fieldForbidden("resourceVersionMatch", "sendInitialEvents requires setting resourceVersionMatch to NotOlderThan"))
 			}
-			// WatchList is not served: answer as an apiserver with the feature
-			// gate off, which makes client-go fall back to list+watch.
-			causes = append(causes, fieldForbidden("sendInitialEvents", "sendInitialEvents is forbidden for watch unless the WatchList feature gate is enabled"))
+			// A store without the watch cache cannot send initial events:
+			// answer as an apiserver with the feature gate off, which makes
+			// client-go fall back to list+watch.
+			if !rh.sendsInitialEvents() {
+				causes = append(causes, fieldForbidden("sendInitialEvents", "sendInitialEvents is forbidden for watch unless the WatchList feature gate is enabled"))
+			}
 		}
 		if p.rvMatch != "" {
 			if !hasSIE {

@@ -9,6 +9,7 @@ import (
 	"strconv"
 
 	"github.com/annexapi/annex/filters"
+	"github.com/annexapi/annex/meta"
 	"github.com/annexapi/annex/storage"
 )
 
@@ -16,7 +17,7 @@ func (rh *resourceHandler) key(namespace, name string) string {
 	return storage.ObjectKey(rh.Group, rh.Plural, namespace, name)
 }
 
-func (rh *resourceHandler) get(w http.ResponseWriter, r *http.Request, namespace, name string) {
+func (rh *resourceHandler) get(w http.ResponseWriter, r *http.Request, o output, namespace, name string) {
 	rv := r.URL.Query().Get("resourceVersion")
 	if st := checkResourceVersion(rv); st != nil {
 		filters.WriteStatus(w, st)
@@ -27,10 +28,10 @@ func (rh *resourceHandler) get(w http.ResponseWriter, r *http.Request, namespace
 		rh.fail(w, err, ErrorContext{Name: name, Verb: "get", ResourceVersion: rv})
 		return
 	}
-	writeObject(w, http.StatusOK, obj.Data)
+	rh.writeOne(w, o, http.StatusOK, obj.Data)
 }
 
-func (rh *resourceHandler) list(w http.ResponseWriter, r *http.Request, namespace string) {
+func (rh *resourceHandler) list(w http.ResponseWriter, r *http.Request, o output, namespace string) {
 	p, st := rh.parseListParams(r.URL.Query(), false)
 	if st != nil {
 		filters.WriteStatus(w, st)
@@ -41,7 +42,7 @@ func (rh *resourceHandler) list(w http.ResponseWriter, r *http.Request, namespac
 		rh.fail(w, err, ErrorContext{Verb: "list", ResourceVersion: p.resourceVersion, Continue: p.continueToken})
 		return
 	}
-	rh.writeList(w, res.Items, res.ResourceVersion, res.Continue, res.RemainingItemCount)
+	rh.writeList(w, o, res.Items, res.ResourceVersion, res.Continue, res.RemainingItemCount)
 }
 
 func (rh *resourceHandler) storageListOptions(p listParams) storage.ListOptions {
@@ -55,25 +56,36 @@ func (rh *resourceHandler) storageListOptions(p listParams) storage.ListOptions 
 }
 
 // writeList writes a <Kind>List of items in one buffer sized up front:
-// {"kind":..,"apiVersion":..,"metadata":{...},"items":[item,item]}\n.
-func (rh *resourceHandler) writeList(w http.ResponseWriter, items []storage.Object, rev uint64, cont string, remaining *int64) {
+// {"kind":..,"apiVersion":..,"metadata":{...},"items":[item,item]}\n; or
+// the Table or PartialObjectMetadataList of them.
+func (rh *resourceHandler) writeList(w http.ResponseWriter, o output, items []storage.Object, rev uint64, cont string, remaining *int64) {
+	switch o.kind {
+	case outTable:
+		writeObject(w, http.StatusOK, rh.encodeTable(o, items, meta.ListMeta{ResourceVersion: storage.FormatResourceVersion(rev), Continue: cont, RemainingItemCount: remaining}, true))
+		return
+	case outPartialList:
+		buf := append([]byte(nil), `{"kind":"PartialObjectMetadataList","apiVersion":`...)
+		buf = strconv.AppendQuote(buf, o.apiVersion())
+		buf = append(buf, `,"metadata":{`...)
+		buf = appendListMeta(buf, rev, cont, remaining)
+		buf = append(buf, `},"items":[`...)
+		for i := range items {
+			if i > 0 {
+				buf = append(buf, ',')
+			}
+			buf = appendPartial(buf, o.apiVersion(), items[i].Data)
+		}
+		buf = append(buf, "]}"...)
+		writeObject(w, http.StatusOK, buf)
+		return
+	}
 	n := len(rh.listHead) + 64 + len(cont) + len(items)
 	for i := range items {
 		n += len(items[i].Data)
 	}
 	buf := make([]byte, 0, n)
 	buf = append(buf, rh.listHead...)
-	buf = append(buf, `"resourceVersion":"`...)
-	buf = strconv.AppendUint(buf, rev, 10)
-	buf = append(buf, '"')
-	if cont != "" {
-		buf = append(buf, `,"continue":`...)
-		buf = strconv.AppendQuote(buf, cont) // tokens are base64url: no escaping differs from JSON
-		if remaining != nil {
-			buf = append(buf, `,"remainingItemCount":`...)
-			buf = strconv.AppendInt(buf, *remaining, 10)
-		}
-	}
+	buf = appendListMeta(buf, rev, cont, remaining) // continue tokens are base64url: no escaping differs from JSON
 	buf = append(buf, `},"items":[`...)
 	for i := range items {
 		if i > 0 {

@@ -37,17 +37,20 @@ func TestGet(t *testing.T) {
 			message: `resourceVersion: Invalid value: "abc": strconv.ParseUint: parsing "abc": invalid syntax`},
 		{name: "not_acceptable", path: "/namespaces/ns1/environments/a", headers: []string{"Accept", "application/yaml"}, code: 406, reason: "NotAcceptable",
 			message: "only the following media types are accepted: application/json"},
-		{name: "table_unsupported", path: "/namespaces/ns1/environments/a", headers: []string{"Accept", "application/json;as=Table;g=meta.k8s.io;v=v1"}, code: 406, reason: "NotAcceptable"},
+		{name: "unknown_transform", path: "/namespaces/ns1/environments/a", headers: []string{"Accept", "application/json;as=Widget;g=meta.k8s.io;v=v1"}, code: 406, reason: "NotAcceptable"},
+		{name: "partial_list_for_one_object", path: "/namespaces/ns1/environments/a", headers: []string{"Accept", "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1"}, code: 406, reason: "NotAcceptable",
+			message: "you requested PartialObjectMetadataList, but the requested object is not a list (*unstructured.Unstructured)"},
+		{name: "bad_include_object", path: "/namespaces/ns1/environments/a?includeObject=All", code: 400, reason: "BadRequest", message: `unrecognized includeObject value: "All"`},
 		{name: "unknown_resource", path: "/namespaces/ns1/widgets/a", code: 404, reason: "NotFound",
 			message: "the server could not find the requested resource"},
 		{name: "namespaced_without_namespace", path: "/environments/a", code: 404, reason: "NotFound"},
-		{name: "patch_not_supported", path: "/namespaces/ns1/environments/a", code: 405, reason: "MethodNotAllowed",
-			message: `patch is not supported on resources of kind "environments.platform.example.com"`},
+		{name: "patch_without_patch_type", path: "/namespaces/ns1/environments/a", code: 415, reason: "UnsupportedMediaType",
+			message: "the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			method := "GET"
-			if tc.name == "patch_not_supported" {
+			if tc.name == "patch_without_patch_type" {
 				method = "PATCH"
 			}
 			r := e.do(t, method, envBase+tc.path, "", tc.headers...)

@@ -6,11 +6,11 @@ package rest
 import (
 	"context"
 	"errors"
-	"regexp"
 	"strings"
 	"time"
 
 	"github.com/annexapi/annex/meta"
+	"github.com/annexapi/annex/schema"
 	"github.com/annexapi/annex/storage"
 )
 
@@ -40,6 +40,21 @@ type Resource struct {
 	Categories []string
 	// Storage keeps the objects. Required.
 	Storage storage.Interface
+	// Schema is the structural schema of the object (apiVersion, kind and
+	// metadata may be left out). It is published in OpenAPI, and writes are
+	// pruned and defaulted with it; unknown fields are then handled as the
+	// fieldValidation parameter says (Strict, Warn (default) or Ignore). Nil
+	// means any object: nothing is pruned and OpenAPI says "keep unknown
+	// fields".
+	Schema *schema.Props
+	// PrinterColumns are the columns of kubectl get (Table output), after
+	// the name column, as a CRD's additionalPrinterColumns. Empty means one
+	// column, Age, from metadata.creationTimestamp.
+	PrinterColumns []PrinterColumn
+	// StatusSubresource serves <plural>/status: PUT and PATCH there change
+	// only .status, and writes to the main resource ignore .status. Without
+	// it, .status is an ordinary field.
+	StatusSubresource bool
 	// Strategy holds the optional hooks of the write path.
 	Strategy Strategy
 }
@@ -83,18 +98,79 @@ type Config struct {
 	MinRequestTimeout time.Duration
 	// Shutdown, when not nil, ends every open watch cleanly once it is done.
 	Shutdown context.Context
+	// Admission, when not nil, runs mutating and validating admission on
+	// every write. Nil means none.
+	Admission Admitter
+	// OpenAPITitle is the title of the /openapi/v2 document. Zero means
+	// "Kubernetes".
+	OpenAPITitle string
+}
+
+// PrinterColumn is one column of Table output, as a CRD's
+// additionalPrinterColumns entry.
+type PrinterColumn struct {
+	// Name is the column header. Required.
+	Name string
+	// Type is integer, number, string, boolean or date (a date cell shows
+	// the age, as "5m"). Required.
+	Type string
+	// Format is an optional OpenAPI format ("name" marks a name column).
+	Format string
+	// Description is shown by kubectl explain-like tools.
+	Description string
+	// Priority 0 shows the column by default; higher only with -o wide.
+	Priority int32
+	// JSONPath selects the value, e.g. ".spec.tier", in the simple form CRDs
+	// allow: fields, [N] indexes and [*].
+	JSONPath string
 }
 
 const defaultMinRequestTimeout = 1800 * time.Second
 
-var (
-	// dns1123Label and dns1123Subdomain are k8s's name patterns; compiled
-	// regexps are immutable, so sharing them is safe.
-	dns1123Label     = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
-	dns1123Subdomain = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`)
-	kindPattern      = regexp.MustCompile(`^[A-Z][A-Za-z0-9]*$`)
-	versionPattern   = regexp.MustCompile(`^v[0-9]+((alpha|beta)[0-9]+)?$`)
-)
+// kindName reports whether s is a CamelCase identifier: an upper-case
+// letter, then letters and digits.
+func kindName(s string) bool {
+	if s == "" || s[0] < 'A' || s[0] > 'Z' {
+		return false
+	}
+	for i := 1; i < len(s); i++ {
+		c := s[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9') {
+			return false
+		}
+	}
+	return true
+}
+
+// versionName reports whether s looks like v1, v1beta1 or v2alpha3.
+func versionName(s string) bool {
+	digits := func(s string) (string, bool) {
+		i := 0
+		for i < len(s) && s[i] >= '0' && s[i] <= '9' {
+			i++
+		}
+		return s[i:], i > 0
+	}
+	rest, ok := strings.CutPrefix(s, "v")
+	if !ok {
+		return false
+	}
+	if rest, ok = digits(rest); !ok {
+		return false
+	}
+	if rest == "" {
+		return true
+	}
+	for _, q := range []string{"alpha", "beta"} {
+		if r, ok := strings.CutPrefix(rest, q); ok {
+			r, ok = digits(r)
+			return ok && r == ""
+		}
+	}
+	return false
+}
+
+func label(s string) bool { return len(meta.IsDNS1123Label(s)) == 0 }
 
 // complete returns r with defaults filled in.
 func (r Resource) complete() Resource {
@@ -124,26 +200,26 @@ func validateResources(rs []Resource) error {
 		switch {
 		case r.Group == "":
 			bad(r, ErrInvalidResource, "group is required (the core group is not served)")
-		case len(r.Group) > 253 || !dns1123Subdomain.MatchString(r.Group):
+		case len(meta.IsDNS1123Subdomain(r.Group)) > 0:
 			bad(r, ErrInvalidResource, "group must be a DNS-1123 subdomain")
 		}
-		if !versionPattern.MatchString(r.Version) {
+		if !versionName(r.Version) {
 			bad(r, ErrInvalidResource, "version must look like v1, v1beta1 or v1alpha1")
 		}
-		if len(r.Plural) > 63 || !dns1123Label.MatchString(r.Plural) {
+		if !label(r.Plural) {
 			bad(r, ErrInvalidResource, "plural must be a lower-case DNS-1123 label")
 		}
-		if len(r.Singular) > 63 || !dns1123Label.MatchString(r.Singular) {
+		if !label(r.Singular) {
 			bad(r, ErrInvalidResource, "singular must be a lower-case DNS-1123 label")
 		}
-		if !kindPattern.MatchString(r.Kind) {
+		if !kindName(r.Kind) {
 			bad(r, ErrInvalidResource, "kind must be a CamelCase identifier")
 		}
-		if !kindPattern.MatchString(r.ListKind) {
+		if !kindName(r.ListKind) {
 			bad(r, ErrInvalidResource, "list kind must be a CamelCase identifier")
 		}
 		for _, s := range r.ShortNames {
-			if len(s) > 63 || !dns1123Label.MatchString(s) {
+			if !label(s) {
 				bad(r, ErrInvalidResource, "short name "+s+" must be a lower-case DNS-1123 label")
 			}
 		}
@@ -155,6 +231,19 @@ func validateResources(rs []Resource) error {
 		for _, f := range r.Strategy.SelectableFields {
 			if f == "" || f == "metadata.name" || f == "metadata.namespace" || strings.HasPrefix(f, ".") || strings.HasSuffix(f, ".") || strings.Contains(f, "..") {
 				bad(r, ErrInvalidResource, "selectable field "+f+" is malformed or built in")
+			}
+		}
+		for _, c := range r.PrinterColumns {
+			switch c.Type {
+			case meta.ColumnTypeString, meta.ColumnTypeInteger, meta.ColumnTypeNumber, meta.ColumnTypeBoolean, meta.ColumnTypeDate:
+			default:
+				bad(r, ErrInvalidResource, "printer column "+c.Name+" has type "+c.Type+"; want integer, number, string, boolean or date")
+			}
+			if c.Name == "" {
+				bad(r, ErrInvalidResource, "printer column without a name")
+			}
+			if _, err := parseJSONPath(c.JSONPath); err != nil {
+				bad(r, ErrInvalidResource, "printer column "+c.Name+": "+err.Error())
 			}
 		}
 		if r.Storage == nil {

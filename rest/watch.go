@@ -17,7 +17,21 @@ import (
 	"github.com/annexapi/annex/storage"
 )
 
-func (rh *resourceHandler) watch(w http.ResponseWriter, r *http.Request, namespace, urlName string) {
+// InitialEventsSender is implemented by stores that serve
+// storage.WatchOptions.SendInitialEvents (the watch cache). A watch-list
+// (sendInitialEvents=true) on a store without it is answered with 422, as an
+// apiserver with the WatchList feature gate off does, so clients fall back to
+// list and watch.
+type InitialEventsSender interface {
+	SendsInitialEvents() bool
+}
+
+func (rh *resourceHandler) sendsInitialEvents() bool {
+	s, ok := rh.Storage.(InitialEventsSender)
+	return ok && s.SendsInitialEvents()
+}
+
+func (rh *resourceHandler) watch(w http.ResponseWriter, r *http.Request, o output, namespace, urlName string) {
 	p, st := rh.parseListParams(r.URL.Query(), true)
 	if st != nil {
 		filters.WriteStatus(w, st)
@@ -57,10 +71,11 @@ func (rh *resourceHandler) watch(w http.ResponseWriter, r *http.Request, namespa
 		}
 	}
 	watcher, err := rh.Storage.Watch(ctx, key, storage.WatchOptions{
-		ResourceVersion: p.resourceVersion,
-		Recursive:       recursive,
-		Predicate:       rh.predicate(p),
-		ProgressNotify:  p.allowBookmarks,
+		ResourceVersion:   p.resourceVersion,
+		Recursive:         recursive,
+		Predicate:         rh.predicate(p),
+		ProgressNotify:    p.allowBookmarks,
+		SendInitialEvents: p.sendInitialEvents,
 	})
 	if err != nil && !errors.Is(err, storage.ErrExpired) {
 		rh.fail(w, err, ec)
@@ -82,6 +97,7 @@ func (rh *resourceHandler) watch(w http.ResponseWriter, r *http.Request, namespa
 	defer timer.Stop()
 	events := watcher.ResultChan()
 	buf := make([]byte, 0, 4096)
+	first := true // a Table's first event carries the column definitions
 	for {
 		select {
 		case <-ctx.Done():
@@ -103,11 +119,16 @@ func (rh *resourceHandler) watch(w http.ResponseWriter, r *http.Request, namespa
 				if !p.allowBookmarks {
 					continue
 				}
-				buf = append(buf[:0], rh.bookmarkHead...)
-				buf = strconv.AppendUint(buf, ev.Object.ResourceVersion, 10)
-				buf = append(buf, `","creationTimestamp":null}}}`+"\n"...)
+				buf = append(buf[:0], rh.bookmarkFrame(o, ev)...)
 			default:
-				buf = appendEvent(buf[:0], ev.Type, ev.Object.Data)
+				if o.kind == outTable && first {
+					buf = rh.appendTableEvent(buf[:0], o, ev, true)
+				} else {
+					buf = append(buf[:0], ev.Frames.Get(o.frameKey()+"/"+string(ev.Type), func() []byte {
+						return rh.encodeEvent(o, ev)
+					})...)
+				}
+				first = false
 			}
 			if _, err := w.Write(buf); err != nil {
 				return
@@ -119,6 +140,49 @@ func (rh *resourceHandler) watch(w http.ResponseWriter, r *http.Request, namespa
 			}
 		}
 	}
+}
+
+// encodeEvent encodes one watch event in the output o; the bytes may be
+// shared by every watcher of the event (FrameCache).
+func (rh *resourceHandler) encodeEvent(o output, ev storage.Event) []byte {
+	switch o.kind {
+	case outTable:
+		return rh.appendTableEvent(nil, o, ev, false)
+	case outPartial:
+		return appendEvent(nil, ev.Type, appendPartial(nil, o.apiVersion(), ev.Object.Data))
+	}
+	return appendEvent(nil, ev.Type, ev.Object.Data)
+}
+
+// appendTableEvent appends an event whose object is a one-row Table.
+func (rh *resourceHandler) appendTableEvent(buf []byte, o output, ev storage.Event, withColumns bool) []byte {
+	t := rh.encodeTable(o, []storage.Object{ev.Object}, meta.ListMeta{ResourceVersion: storage.FormatResourceVersion(ev.Object.ResourceVersion)}, withColumns)
+	return appendEvent(buf, ev.Type, t)
+}
+
+// bookmarkFrame is a BOOKMARK event of the output's kind; the one that ends
+// a watch-list's initial events carries k8s's two annotations.
+func (rh *resourceHandler) bookmarkFrame(o output, ev storage.Event) []byte {
+	kind, apiVersion := rh.Kind, rh.apiVersion
+	switch o.kind {
+	case outPartial:
+		kind, apiVersion = meta.KindPartialObjectMetadata, o.apiVersion()
+	case outTable:
+		buf := append([]byte(nil), `{"type":"BOOKMARK","object":{"kind":"Table","apiVersion":`...)
+		buf = strconv.AppendQuote(buf, o.apiVersion())
+		buf = append(buf, `,"metadata":{"resourceVersion":"`...)
+		buf = strconv.AppendUint(buf, ev.Object.ResourceVersion, 10)
+		return append(buf, `"},"columnDefinitions":null,"rows":[]}}`+"\n"...)
+	}
+	var ann map[string]string
+	if ev.InitialEventsEnd {
+		ann = map[string]string{meta.InitialEventsAnnotation: "true", meta.InitialEventsListBlueprintAnnotation: rh.blueprint}
+	}
+	b, err := meta.EncodeBookmark(kind, apiVersion, storage.FormatResourceVersion(ev.Object.ResourceVersion), ann)
+	if err != nil {
+		return nil
+	}
+	return appendEvent(nil, storage.EventBookmark, b)
 }
 
 // appendEvent appends {"type":"<t>","object":<data>}\n.

@@ -5,16 +5,20 @@
 package rest
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/annexapi/annex/filters"
 	"github.com/annexapi/annex/meta"
+	"github.com/annexapi/annex/schema"
 	"github.com/annexapi/annex/storage"
 )
 
@@ -22,9 +26,105 @@ import (
 // before answering 409, as k8s.io/apiserver does.
 const generateNameAttempts = 8
 
-func (rh *resourceHandler) create(w http.ResponseWriter, r *http.Request, namespace string) {
+// writeParams are the query parameters of create, update and patch.
+type writeParams struct {
+	dryRun          bool
+	dryRunValues    []string
+	fieldManager    string
+	fieldValidation string // Strict, Warn or Ignore
+	force           *bool
+}
+
+// parseWriteParams validates dryRun, fieldManager and fieldValidation; kind
+// names the options type in a 422 ("CreateOptions", ...).
+func parseWriteParams(q url.Values, kind string) (writeParams, *meta.Status) {
+	var p writeParams
+	dryRun, st := dryRunParam(q, kind)
+	if st != nil {
+		return p, st
+	}
+	p.dryRun, p.dryRunValues = dryRun, q["dryRun"]
+	p.fieldManager = q.Get("fieldManager")
+	p.fieldValidation = q.Get("fieldValidation")
+	var causes []meta.StatusCause
+	if len(p.fieldManager) > 128 {
+		causes = append(causes, meta.StatusCause{Type: meta.CauseTypeFieldValueTooLong, Field: "fieldManager", Message: "Too long: may not be more than 128 bytes"})
+	}
+	switch p.fieldValidation {
+	case "":
+		p.fieldValidation = fieldValidationWarn
+	case fieldValidationIgnore, fieldValidationWarn, fieldValidationStrict:
+	default:
+		causes = append(causes, fieldNotSupported("fieldValidation", p.fieldValidation, []string{"", fieldValidationIgnore, fieldValidationWarn, fieldValidationStrict}))
+	}
+	if v, ok := q["force"]; ok {
+		b := queryBool(v)
+		p.force = &b
+	}
+	if len(causes) > 0 {
+		return p, meta.NewInvalid(meta.GroupKind{Group: "meta.k8s.io", Kind: kind}, "", causes)
+	}
+	return p, nil
+}
+
+// The fieldValidation values.
+const (
+	fieldValidationIgnore = "Ignore"
+	fieldValidationWarn   = "Warn"
+	fieldValidationStrict = "Strict"
+)
+
+// pruneAndDefault applies the schema to a decoded object: unknown fields are
+// removed and, per fieldValidation, rejected (Strict, 400 with k8s's strict
+// decoding error) or returned as warnings (Warn); then defaults are filled.
+// prefix, when true, words the error as the create and update decoders do.
+func (rh *resourceHandler) pruneAndDefault(obj Object, p writeParams, prefix bool) (warnings []string, st *meta.Status) {
+	if rh.Schema == nil {
+		return nil, nil
+	}
+	pruned := schema.Prune(rh.Schema, obj)
+	if len(pruned) > 0 {
+		msgs := make([]string, len(pruned))
+		for i, f := range pruned {
+			msgs[i] = "unknown field " + strconv.Quote(f)
+		}
+		switch p.fieldValidation {
+		case fieldValidationStrict:
+			msg := "strict decoding error: " + strings.Join(msgs, ", ")
+			if prefix {
+				msg = fmt.Sprintf("%s in version %q cannot be handled as a %s: %s", rh.Kind, rh.Version, rh.Kind, msg)
+			}
+			return nil, meta.NewBadRequest(msg)
+		case fieldValidationWarn:
+			warnings = msgs
+		}
+	}
+	schema.Default(rh.Schema, obj)
+	return warnings, nil
+}
+
+// objectMeta converts generic metadata to meta.ObjectMeta for validation.
+func (rh *resourceHandler) objectMeta(md Object) (*meta.ObjectMeta, *meta.Status) {
+	b, err := json.Marshal(md)
+	if err != nil {
+		return nil, meta.NewInternalError(err)
+	}
+	var om meta.ObjectMeta
+	if err := json.Unmarshal(b, &om); err != nil {
+		return nil, meta.NewBadRequest(fmt.Sprintf("%s in version %q cannot be handled as a %s: %v", rh.Kind, rh.Version, rh.Kind, err))
+	}
+	return &om, nil
+}
+
+func addWarnings(ctx context.Context, warnings []string) {
+	for _, w := range warnings {
+		filters.AddWarning(ctx, w)
+	}
+}
+
+func (rh *resourceHandler) create(w http.ResponseWriter, r *http.Request, o output, namespace string) {
 	ctx := r.Context()
-	dryRun, st := dryRunParam(r.URL.Query(), "CreateOptions")
+	p, st := parseWriteParams(r.URL.Query(), "CreateOptions")
 	if st != nil {
 		filters.WriteStatus(w, st)
 		return
@@ -43,12 +143,25 @@ func (rh *resourceHandler) create(w http.ResponseWriter, r *http.Request, namesp
 		filters.WriteStatus(w, st)
 		return
 	}
+	warnings, st := rh.pruneAndDefault(obj, p, true)
+	if st != nil {
+		filters.WriteStatus(w, st)
+		return
+	}
 	md := metadata(obj)
 	// BeforeCreate: the object's namespace must be the request's.
 	if st := rh.ensureNamespace(md, namespace); st != nil {
 		filters.WriteStatus(w, st)
 		return
 	}
+	opts := meta.CreateOptions{DryRun: p.dryRunValues, FieldManager: p.fieldManager, FieldValidation: p.fieldValidation}
+	attrs := rh.attributes(ctx, OperationCreate, "", str(md, "namespace"), str(md, "name"), obj, nil, p.dryRun, opts)
+	if err := rh.mutate(ctx, attrs); err != nil {
+		rh.fail(w, err, ErrorContext{Verb: "create"})
+		return
+	}
+	obj = attrs.Object
+	md = metadata(obj)
 	generated := false
 	if str(md, "name") == "" && str(md, "generateName") != "" {
 		md["name"] = meta.GenerateName(str(md, "generateName"), nil)
@@ -59,6 +172,9 @@ func (rh *resourceHandler) create(w http.ResponseWriter, r *http.Request, namesp
 		delete(md, k)
 	}
 	md["generation"] = 1
+	if rh.StatusSubresource {
+		delete(obj, "status")
+	}
 	if f := rh.Strategy.PrepareForCreate; f != nil {
 		f(ctx, obj)
 	}
@@ -66,8 +182,14 @@ func (rh *resourceHandler) create(w http.ResponseWriter, r *http.Request, namesp
 		filters.WriteStatus(w, st)
 		return
 	}
-	if dryRun {
-		rh.dryRunCreate(w, r, obj)
+	attrs.Name = str(md, "name")
+	if err := rh.validateAdmission(ctx, attrs); err != nil {
+		rh.fail(w, err, ErrorContext{Verb: "create"})
+		return
+	}
+	if p.dryRun {
+		addWarnings(ctx, warnings)
+		rh.dryRunCreate(w, r, o, obj)
 		return
 	}
 	for attempt := 1; ; attempt++ {
@@ -79,7 +201,8 @@ func (rh *resourceHandler) create(w http.ResponseWriter, r *http.Request, namesp
 		name := str(md, "name")
 		created, err := rh.Storage.Create(ctx, rh.key(str(md, "namespace"), name), data)
 		if err == nil {
-			writeObject(w, http.StatusCreated, created.Data)
+			addWarnings(ctx, warnings)
+			rh.writeOne(w, o, http.StatusCreated, created.Data)
 			return
 		}
 		if generated && errors.Is(err, storage.ErrAlreadyExists) {
@@ -98,7 +221,7 @@ func (rh *resourceHandler) create(w http.ResponseWriter, r *http.Request, namesp
 // dryRunCreate answers what a create would have stored: 409 when the name is
 // taken, else the object with uid and creationTimestamp filled in and no
 // resourceVersion, as k8s.io/apiserver's dry-run storage does.
-func (rh *resourceHandler) dryRunCreate(w http.ResponseWriter, r *http.Request, obj Object) {
+func (rh *resourceHandler) dryRunCreate(w http.ResponseWriter, r *http.Request, o output, obj Object) {
 	md := metadata(obj)
 	name := str(md, "name")
 	_, err := rh.Storage.Get(r.Context(), rh.key(str(md, "namespace"), name), storage.GetOptions{})
@@ -117,7 +240,7 @@ func (rh *resourceHandler) dryRunCreate(w http.ResponseWriter, r *http.Request, 
 		rh.fail(w, err, ErrorContext{Verb: "create"})
 		return
 	}
-	writeObject(w, http.StatusCreated, data)
+	rh.writeOne(w, o, http.StatusCreated, data)
 }
 
 // checkAPIVersion answers 400 when the body's apiVersion is another one.
@@ -160,7 +283,11 @@ func (rh *resourceHandler) validateCreate(ctx context.Context, obj Object) *meta
 	md := metadata(obj)
 	causes := rh.typeMetaCauses(obj)
 	if len(causes) == 0 {
-		causes = validateObjectMeta(md, rh.Namespaced)
+		om, st := rh.objectMeta(md)
+		if st != nil {
+			return st
+		}
+		causes = meta.ValidateObjectMeta(om, rh.Namespaced, nil)
 		if f := rh.Strategy.ValidateCreate; f != nil {
 			causes = append(causes, f(ctx, obj)...)
 		}
@@ -171,9 +298,8 @@ func (rh *resourceHandler) validateCreate(ctx context.Context, obj Object) *meta
 	return nil
 }
 
-func (rh *resourceHandler) update(w http.ResponseWriter, r *http.Request, namespace, name string) {
-	ctx := r.Context()
-	dryRun, st := dryRunParam(r.URL.Query(), "UpdateOptions")
+func (rh *resourceHandler) update(w http.ResponseWriter, r *http.Request, o output, sub, namespace, name string) {
+	p, st := parseWriteParams(r.URL.Query(), "UpdateOptions")
 	if st != nil {
 		filters.WriteStatus(w, st)
 		return
@@ -202,40 +328,80 @@ func (rh *resourceHandler) update(w http.ResponseWriter, r *http.Request, namesp
 		filters.WriteStatus(w, st)
 		return
 	}
-	newRV := str(md, "resourceVersion")
-	if newRV != "" {
+	if newRV := str(md, "resourceVersion"); newRV != "" {
 		if _, err := strconv.ParseUint(newRV, 10, 64); err != nil {
 			filters.WriteStatus(w, meta.NewBadRequest(fmt.Sprintf("invalid resource version: %v", err)))
 			return
 		}
 	}
+	// Hooks edit the object, and the update may be tried again: decode afresh.
+	produce := func(storage.Object) (Object, *meta.Status) { return rh.decodeObject(body) }
+	opts := meta.UpdateOptions{DryRun: p.dryRunValues, FieldManager: p.fieldManager, FieldValidation: p.fieldValidation}
+	rh.writeUpdate(w, r, o, updateRequest{sub: sub, namespace: namespace, name: name, params: p, opts: opts, produce: produce, verb: "update"})
+}
+
+// updateRequest is one update or patch.
+type updateRequest struct {
+	sub, namespace, name string
+	params               writeParams
+	opts                 any
+	// produce returns the new object given the current state (a zero
+	// Object when missing); it must return a fresh object every call.
+	produce func(cur storage.Object) (Object, *meta.Status)
+	// patch is true for a patch: a missing resourceVersion means the current
+	// one, and a missing object is 404.
+	patch bool
+	verb  string
+}
+
+// writeUpdate runs an update or patch through storage's guaranteed update,
+// each try doing: produce, prune and default, registry rules, mutating
+// admission, strategy hooks and validation, validating admission.
+func (rh *resourceHandler) writeUpdate(w http.ResponseWriter, r *http.Request, o output, u updateRequest) {
+	ctx := r.Context()
 	created := false
+	var warnings []string
 	tryUpdate := func(cur storage.Object) ([]byte, error) {
-		created = false
-		// Hooks edit the object, and tryUpdate may run again: start afresh.
-		obj, st := rh.decodeObject(body)
+		created, warnings = false, nil
+		if cur.Data == nil && (u.patch || u.sub != "") {
+			return nil, meta.NewNotFound(rh.gr, u.name)
+		}
+		obj, st := u.produce(cur)
 		if st != nil {
 			return nil, st
 		}
 		md := metadata(obj)
-		if st := rh.ensureNamespace(md, namespace); st != nil {
+		if objName := str(md, "name"); u.patch && objName != u.name {
+			return nil, meta.NewBadRequest(fmt.Sprintf("the name of the object (%s) does not match the name on the URL (%s)", objName, u.name))
+		}
+		if st := rh.checkAPIVersion(obj); st != nil {
+			return nil, st
+		}
+		if st := rh.ensureNamespace(md, u.namespace); st != nil {
+			return nil, st
+		}
+		if warnings, st = rh.pruneAndDefault(obj, u.params, !u.patch); st != nil {
 			return nil, st
 		}
 		if cur.Data == nil {
 			created = true
-			return rh.createOnUpdate(ctx, obj)
+			return rh.createOnUpdate(ctx, obj, u)
 		}
 		old, st := rh.decodeObject(cur.Data)
 		if st != nil {
 			return nil, meta.NewInternalError(errors.New(st.Message))
 		}
 		curRV := strconv.FormatUint(cur.ResourceVersion, 10)
+		newRV := str(md, "resourceVersion")
+		if u.patch && newRV == "" {
+			newRV = curRV
+		}
 		switch {
 		case newRV == "" && !rh.Strategy.AllowUnconditionalUpdate:
-			return nil, meta.NewInvalid(rh.gk, name, []meta.StatusCause{
+			return nil, meta.NewInvalid(rh.gk, u.name, []meta.StatusCause{
 				fieldInvalid("metadata.resourceVersion", uint64(0), "must be specified for an update")})
 		case newRV != "" && newRV != curRV:
-			return nil, meta.NewConflict(rh.gr, name, meta.OptimisticLockErrorMsg)
+			return nil, meta.NewConflict(rh.gr, u.name, meta.OptimisticLockErrorMsg)
 		}
 		oldMD := metadata(old)
 		md["resourceVersion"] = curRV
@@ -247,29 +413,65 @@ func (rh *resourceHandler) update(w http.ResponseWriter, r *http.Request, namesp
 			}
 		}
 		delete(md, "selfLink")
-		if f := rh.Strategy.PrepareForUpdate; f != nil {
+		if rh.StatusSubresource {
+			if u.sub == "status" {
+				// Only .status changes through the status subresource.
+				status, has := obj["status"]
+				obj, _ = rh.decodeObject(cur.Data)
+				if has {
+					obj["status"] = status
+				} else {
+					delete(obj, "status")
+				}
+				md = metadata(obj)
+			} else if status, has := old["status"]; has {
+				obj["status"] = status
+			} else {
+				delete(obj, "status")
+			}
+		}
+		attrs := rh.attributes(ctx, OperationUpdate, u.sub, u.namespace, u.name, obj, old, u.params.dryRun, u.opts)
+		if err := rh.mutate(ctx, attrs); err != nil {
+			return nil, err
+		}
+		obj = attrs.Object
+		md = metadata(obj)
+		if f := rh.Strategy.PrepareForUpdate; f != nil && u.sub == "" {
 			f(ctx, obj, old)
 		}
 		causes := rh.typeMetaCauses(obj)
 		if len(causes) == 0 {
-			if specChanged(obj, old) {
+			if rh.specChanged(obj, old) {
 				md["generation"] = generation(oldMD) + 1
 			}
-			causes = validateObjectMeta(md, rh.Namespaced)
+			om, st := rh.objectMeta(md)
+			if st != nil {
+				return nil, st
+			}
+			oldOM, st := rh.objectMeta(oldMD)
+			if st != nil {
+				return nil, st
+			}
+			causes = meta.ValidateObjectMetaUpdate(om, oldOM)
 			if f := rh.Strategy.ValidateUpdate; f != nil {
 				causes = append(causes, f(ctx, obj, old)...)
 			}
 		}
 		if len(causes) > 0 {
-			return nil, meta.NewInvalid(rh.gk, name, causes)
+			return nil, meta.NewInvalid(rh.gk, u.name, causes)
+		}
+		if err := rh.validateAdmission(ctx, attrs); err != nil {
+			return nil, err
 		}
 		return json.Marshal(obj)
 	}
-	key := rh.key(namespace, name)
-	ec := ErrorContext{Name: name, Verb: "update"}
-	if dryRun {
+	key := rh.key(u.namespace, u.name)
+	ec := ErrorContext{Name: u.name, Verb: u.verb}
+	allowCreate := rh.Strategy.AllowCreateOnUpdate && !u.patch && u.sub == ""
+	code := http.StatusOK
+	if u.params.dryRun {
 		cur, err := rh.Storage.Get(ctx, key, storage.GetOptions{})
-		if err != nil && !(errors.Is(err, storage.ErrNotFound) && rh.Strategy.AllowCreateOnUpdate) {
+		if err != nil && !(errors.Is(err, storage.ErrNotFound) && allowCreate) {
 			rh.fail(w, err, ec)
 			return
 		}
@@ -278,41 +480,70 @@ func (rh *resourceHandler) update(w http.ResponseWriter, r *http.Request, namesp
 			rh.fail(w, err, ec)
 			return
 		}
-		code := http.StatusOK
 		if created {
 			code = http.StatusCreated
 		}
-		writeObject(w, code, data)
+		addWarnings(ctx, warnings)
+		rh.writeOne(w, o, code, data)
 		return
 	}
-	res, err := rh.Storage.Update(ctx, key, storage.UpdateOptions{IgnoreNotFound: rh.Strategy.AllowCreateOnUpdate}, tryUpdate)
+	res, err := rh.Storage.Update(ctx, key, storage.UpdateOptions{IgnoreNotFound: allowCreate}, tryUpdate)
 	if err != nil {
 		rh.fail(w, err, ec)
 		return
 	}
-	code := http.StatusOK
 	if created {
 		code = http.StatusCreated
 	}
-	writeObject(w, code, res.Data)
+	addWarnings(ctx, warnings)
+	rh.writeOne(w, o, code, res.Data)
+}
+
+// specChanged reports whether anything outside metadata (and status, when
+// it is a subresource) differs: what bumps metadata.generation.
+func (rh *resourceHandler) specChanged(obj, old Object) bool {
+	strip := func(o Object) map[string]any {
+		c := make(map[string]any, len(o))
+		for k, v := range o {
+			if k != "metadata" && k != "apiVersion" && k != "kind" && !(k == "status" && rh.StatusSubresource) {
+				c[k] = v
+			}
+		}
+		return c
+	}
+	a, errA := json.Marshal(strip(obj))
+	b, errB := json.Marshal(strip(old))
+	return errA != nil || errB != nil || !bytes.Equal(a, b)
 }
 
 // createOnUpdate builds the object a PUT creates when the strategy allows it:
 // create's rules, with uid and creationTimestamp set here because an update
 // does not set them in storage.
-func (rh *resourceHandler) createOnUpdate(ctx context.Context, obj Object) ([]byte, error) {
+func (rh *resourceHandler) createOnUpdate(ctx context.Context, obj Object, u updateRequest) ([]byte, error) {
 	md := metadata(obj)
 	for _, k := range []string{"resourceVersion", "deletionTimestamp", "deletionGracePeriodSeconds", "selfLink", "managedFields"} {
 		delete(md, k)
 	}
+	attrs := rh.attributes(ctx, OperationCreate, "", u.namespace, u.name, obj, nil, u.params.dryRun, u.opts)
+	if err := rh.mutate(ctx, attrs); err != nil {
+		return nil, err
+	}
+	obj = attrs.Object
+	md = metadata(obj)
 	md["uid"] = storage.NewUID()
 	md["creationTimestamp"] = time.Now().UTC().Format(time.RFC3339)
 	md["generation"] = 1
+	if rh.StatusSubresource {
+		delete(obj, "status")
+	}
 	if f := rh.Strategy.PrepareForCreate; f != nil {
 		f(ctx, obj)
 	}
 	if st := rh.validateCreate(ctx, obj); st != nil {
 		return nil, st
+	}
+	if err := rh.validateAdmission(ctx, attrs); err != nil {
+		return nil, err
 	}
 	return json.Marshal(obj)
 }
@@ -414,7 +645,7 @@ func (rh *resourceHandler) preconditions(opts deleteOptions) storage.ValidateFun
 
 // delete removes the object and answers 200 with its last state, as for a
 // CRD (ReturnDeletedObject).
-func (rh *resourceHandler) delete(w http.ResponseWriter, r *http.Request, namespace, name string) {
+func (rh *resourceHandler) delete(w http.ResponseWriter, r *http.Request, o output, namespace, name string) {
 	opts, st := rh.parseDeleteOptions(r)
 	if st != nil {
 		filters.WriteStatus(w, st)
@@ -425,11 +656,30 @@ func (rh *resourceHandler) delete(w http.ResponseWriter, r *http.Request, namesp
 		rh.fail(w, err, ErrorContext{Name: name, Verb: "delete"})
 		return
 	}
-	writeObject(w, http.StatusOK, obj.Data)
+	rh.writeOne(w, o, http.StatusOK, obj.Data)
 }
 
 func (rh *resourceHandler) deleteOne(ctx context.Context, key string, opts deleteOptions) (storage.Object, error) {
 	validate := rh.preconditions(opts)
+	if rh.h.admission != nil {
+		pre := validate
+		validate = func(cur storage.Object) error {
+			if pre != nil {
+				if err := pre(cur); err != nil {
+					return err
+				}
+			}
+			old, st := rh.decodeObject(cur.Data)
+			if st != nil {
+				return meta.NewInternalError(errors.New(st.Message))
+			}
+			var do meta.DeleteOptions
+			if opts.dryRun {
+				do.DryRun = []string{"All"}
+			}
+			return rh.validateAdmission(ctx, rh.attributes(ctx, OperationDelete, "", cur.Meta.Namespace, cur.Meta.Name, nil, old, opts.dryRun, do))
+		}
+	}
 	if opts.dryRun {
 		cur, err := rh.Storage.Get(ctx, key, storage.GetOptions{})
 		if err != nil {
@@ -448,7 +698,7 @@ func (rh *resourceHandler) deleteOne(ctx context.Context, key string, opts delet
 // deleteCollection lists the selected objects and deletes them one by one
 // (not atomic, as in k8s); objects already gone are skipped, the first other
 // error stops it. It answers the list of deleted objects.
-func (rh *resourceHandler) deleteCollection(w http.ResponseWriter, r *http.Request, namespace string) {
+func (rh *resourceHandler) deleteCollection(w http.ResponseWriter, r *http.Request, o output, namespace string) {
 	ctx := r.Context()
 	p, st := rh.parseListParams(r.URL.Query(), false)
 	if st != nil {
@@ -477,5 +727,5 @@ func (rh *resourceHandler) deleteCollection(w http.ResponseWriter, r *http.Reque
 		}
 		deleted = append(deleted, obj)
 	}
-	rh.writeList(w, deleted, res.ResourceVersion, "", nil)
+	rh.writeList(w, o, deleted, res.ResourceVersion, "", nil)
 }

@@ -1,0 +1,99 @@
+// This file serves the OpenAPI documents package openapi derives from the
+// declarations: /openapi/v2 (with ETag and 304), /openapi/v3 (the root) and
+// /openapi/v3/apis/<group>/<version> (with ?hash= caching), as
+// k8s.io/apiserver and kube-openapi's handler3 do.
+
+package rest
+
+import (
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/annexapi/annex/filters"
+	"github.com/annexapi/annex/openapi"
+)
+
+// openapiDocs are the encoded OpenAPI documents.
+type openapiDocs struct{ d *openapi.Documents }
+
+// patchTypes are the patch content types the handler accepts.
+func patchTypes() []string { return []string{mediaJSONPatch, mediaMergePatch} }
+
+func buildOpenAPI(title string, rs []*resourceHandler) (*openapiDocs, error) {
+	var in []openapi.Resource
+	for _, rh := range rs {
+		r := openapi.Resource{Group: rh.Group, Version: rh.Version, Plural: rh.Plural, Kind: rh.Kind, ListKind: rh.ListKind,
+			Namespaced: rh.Namespaced, Schema: rh.Schema, PatchTypes: patchTypes(), FieldValidation: true}
+		if rh.StatusSubresource {
+			r.Subresources = []string{"status"}
+		}
+		in = append(in, r)
+	}
+	d, err := openapi.Build(openapi.Config{Title: title}, in)
+	if err != nil {
+		return nil, err
+	}
+	return &openapiDocs{d: d}, nil
+}
+
+// serve answers an OpenAPI path and reports whether the path was one.
+func (o *openapiDocs) serve(w http.ResponseWriter, r *http.Request) bool {
+	p := strings.TrimSuffix(r.URL.Path, "/")
+	if p != "/openapi/v2" && p != "/openapi/v3" && !strings.HasPrefix(p, "/openapi/v3/") {
+		return false
+	}
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		filters.WriteStatus(w, errNotFoundPath())
+		return true
+	}
+	accept := r.Header.Get("Accept")
+	switch {
+	case p == "/openapi/v2":
+		// Protobuf-only clients (client-go's OpenAPISchema) get 406 and fall
+		// back; a JSON body under a protobuf type would be misread.
+		if !negotiateJSON(accept, false) {
+			filters.WriteStatus(w, errNotAcceptable())
+			return true
+		}
+		w.Header().Set("ETag", o.d.V2ETag)
+		if r.Header.Get("If-None-Match") == o.d.V2ETag {
+			w.WriteHeader(http.StatusNotModified)
+			return true
+		}
+		writeDoc(w, mediaJSON, o.d.V2)
+	case p == "/openapi/v3":
+		if !negotiateJSON(accept, false) {
+			filters.WriteStatus(w, errNotAcceptable())
+			return true
+		}
+		writeDoc(w, mediaJSON, o.d.V3Root)
+	default:
+		key := strings.TrimPrefix(p, "/openapi/v3/")
+		doc, ok := o.d.V3[key]
+		if !ok {
+			filters.WriteStatus(w, errNotFoundPath())
+			return true
+		}
+		if !negotiateJSON(accept, false) {
+			filters.WriteStatus(w, errNotAcceptable())
+			return true
+		}
+		hash := o.d.V3Hash[key]
+		h := w.Header()
+		h.Set("Etag", `"`+hash+`"`)
+		h.Set("Vary", "Accept")
+		// A stale hash gets the current document without long caching; k8s
+		// redirects, which the aggregator would turn into a 502.
+		if r.URL.Query().Get("hash") == hash {
+			h.Set("Cache-Control", "public, immutable")
+			h.Set("Expires", time.Now().AddDate(1, 0, 0).UTC().Format(http.TimeFormat))
+		}
+		if r.Header.Get("If-None-Match") == `"`+hash+`"` {
+			w.WriteHeader(http.StatusNotModified)
+			return true
+		}
+		writeDoc(w, mediaJSON, doc)
+	}
+	return true
+}
