@@ -299,6 +299,8 @@ func (v *SchemaValidator) Causes(ctx context.Context, obj, old map[string]any) [
 		var ve *jsonschema.ValidationError
 		if errors.As(err, &ve) {
 			causes = jsonSchemaCauses(ve, obj, v.root.p, nil)
+			// The engine visits properties in map order; sort for a stable message.
+			sort.SliceStable(causes, func(i, j int) bool { return causes[i].Field < causes[j].Field })
 		} else {
 			causes = append(causes, invalidCause("", "", err.Error()))
 		}

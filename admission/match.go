@@ -1,0 +1,218 @@
+// This file holds what policies and webhooks share to decide whether a
+// request concerns them: rules, label selectors, namespace lookups, and the
+// CEL `request` object.
+
+package admission
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// LabelSelector is metav1.LabelSelector.
+type LabelSelector struct {
+	MatchLabels      map[string]string          `json:"matchLabels,omitempty"`
+	MatchExpressions []LabelSelectorRequirement `json:"matchExpressions,omitempty"`
+}
+
+// LabelSelectorRequirement is one matchExpressions entry (In, NotIn,
+// Exists, DoesNotExist).
+type LabelSelectorRequirement struct {
+	Key      string   `json:"key"`
+	Operator string   `json:"operator"`
+	Values   []string `json:"values,omitempty"`
+}
+
+// Matches reports whether labels satisfy the selector; a nil or empty
+// selector matches everything.
+func (s *LabelSelector) Matches(labels map[string]string) (bool, error) {
+	if s == nil {
+		return true, nil
+	}
+	for k, v := range s.MatchLabels {
+		if got, ok := labels[k]; !ok || got != v {
+			return false, nil
+		}
+	}
+	for _, r := range s.MatchExpressions {
+		v, has := labels[r.Key]
+		switch r.Operator {
+		case "In":
+			if !has || !slices.Contains(r.Values, v) {
+				return false, nil
+			}
+		case "NotIn":
+			if has && slices.Contains(r.Values, v) {
+				return false, nil
+			}
+		case "Exists":
+			if !has {
+				return false, nil
+			}
+		case "DoesNotExist":
+			if has {
+				return false, nil
+			}
+		default:
+			return false, fmt.Errorf("%q is not a valid label selector operator", r.Operator)
+		}
+	}
+	return true, nil
+}
+
+// Rule is a RuleWithOperations (webhooks) or NamedRuleWithOperations
+// (policies: with ResourceNames).
+type Rule struct {
+	Operations    []string `json:"operations,omitempty"`
+	APIGroups     []string `json:"apiGroups,omitempty"`
+	APIVersions   []string `json:"apiVersions,omitempty"`
+	Resources     []string `json:"resources,omitempty"`
+	Scope         *string  `json:"scope,omitempty"`
+	ResourceNames []string `json:"resourceNames,omitempty"`
+}
+
+func matchAny(list []string, v string) bool {
+	return slices.Contains(list, "*") || slices.Contains(list, v)
+}
+
+// Matches reports whether the rule covers the request.
+func (r *Rule) Matches(a *Attributes) bool {
+	if !matchAny(r.Operations, a.Operation) || !matchAny(r.APIGroups, a.Group) || !matchAny(r.APIVersions, a.Version) {
+		return false
+	}
+	ok := false
+	for _, res := range r.Resources {
+		name, sub, _ := strings.Cut(res, "/")
+		if (name == "*" || name == a.Resource) && ((sub == "" && a.Subresource == "") || sub == "*" || (sub != "" && sub == a.Subresource)) {
+			ok = true
+			break
+		}
+	}
+	if !ok {
+		return false
+	}
+	if r.Scope != nil {
+		switch *r.Scope {
+		case "Cluster":
+			if a.Namespace != "" {
+				return false
+			}
+		case "Namespaced":
+			if a.Namespace == "" {
+				return false
+			}
+		}
+	}
+	if len(r.ResourceNames) > 0 && !slices.Contains(r.ResourceNames, a.objectName()) {
+		return false
+	}
+	return true
+}
+
+// NamespaceGetter returns a namespace object (as decoded JSON), for
+// namespaceSelector, namespaceObject and namespace lifecycle. A namespace
+// that does not exist is (nil, nil). It must be safe for concurrent use.
+type NamespaceGetter interface {
+	GetNamespace(ctx context.Context, name string) (map[string]any, error)
+}
+
+// NamespaceGetterFunc adapts a function to NamespaceGetter.
+type NamespaceGetterFunc func(ctx context.Context, name string) (map[string]any, error)
+
+// GetNamespace calls f.
+func (f NamespaceGetterFunc) GetNamespace(ctx context.Context, name string) (map[string]any, error) {
+	return f(ctx, name)
+}
+
+var _ NamespaceGetter = NamespaceGetterFunc(nil)
+
+func labelsOf(obj map[string]any) map[string]string {
+	md, _ := obj["metadata"].(map[string]any)
+	raw, _ := md["labels"].(map[string]any)
+	out := make(map[string]string, len(raw))
+	for k, v := range raw {
+		if s, ok := v.(string); ok {
+			out[k] = s
+		}
+	}
+	return out
+}
+
+// matchSelectors applies namespaceSelector and objectSelector as k8s does:
+// a cluster-scoped object always matches the namespace selector; the object
+// selector matches if the new or the old object matches.
+func matchSelectors(ctx context.Context, nsSel, objSel *LabelSelector, a *Attributes, ns NamespaceGetter) (bool, error) {
+	if nsSel != nil && (len(nsSel.MatchLabels) > 0 || len(nsSel.MatchExpressions) > 0) && a.Namespace != "" {
+		var labels map[string]string
+		if ns != nil {
+			obj, err := ns.GetNamespace(ctx, a.Namespace)
+			if err != nil {
+				return false, err
+			}
+			labels = labelsOf(obj)
+		}
+		ok, err := nsSel.Matches(labels)
+		if err != nil || !ok {
+			return false, err
+		}
+	}
+	if objSel != nil && (len(objSel.MatchLabels) > 0 || len(objSel.MatchExpressions) > 0) {
+		for _, o := range []map[string]any{a.Object, a.OldObject} {
+			if o == nil {
+				continue
+			}
+			ok, err := objSel.Matches(labelsOf(o))
+			if err != nil {
+				return false, err
+			}
+			if ok {
+				return true, nil
+			}
+		}
+		return false, nil
+	}
+	return true, nil
+}
+
+// userInfo is authentication/v1 UserInfo.
+func userInfo(a *Attributes) map[string]any {
+	u := map[string]any{"username": ""}
+	if a.User != nil {
+		u["username"] = a.User.Name
+		if a.User.UID != "" {
+			u["uid"] = a.User.UID
+		}
+		if len(a.User.Groups) > 0 {
+			u["groups"] = a.User.Groups
+		}
+		if len(a.User.Extra) > 0 {
+			u["extra"] = a.User.Extra
+		}
+	}
+	return u
+}
+
+// requestObject is the AdmissionRequest as CEL sees it (`request`) and,
+// with uid, object and oldObject, as webhooks receive it.
+func requestObject(a *Attributes, uid string) map[string]any {
+	gvk := map[string]any{"group": a.Group, "version": a.Version, "kind": a.Kind}
+	gvr := map[string]any{"group": a.Group, "version": a.Version, "resource": a.Resource}
+	r := map[string]any{
+		"kind": gvk, "resource": gvr, "requestKind": gvk, "requestResource": gvr,
+		"name": a.objectName(), "namespace": a.Namespace, "operation": a.Operation,
+		"userInfo": userInfo(a), "dryRun": a.DryRun,
+	}
+	if uid != "" {
+		r["uid"] = uid
+	}
+	if a.Subresource != "" {
+		r["subResource"] = a.Subresource
+		r["requestSubResource"] = a.Subresource
+	}
+	if a.Options != nil {
+		r["options"] = a.Options
+	}
+	return r
+}
