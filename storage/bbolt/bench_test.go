@@ -8,6 +8,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	bolt "go.etcd.io/bbolt"
 
@@ -155,4 +156,114 @@ func BenchmarkList(b *testing.B) {
 			}
 		})
 	}
+}
+
+// BenchmarkTargets checks the two targets as ratios measured in the
+// same run, interleaving the store and its raw bbolt reference so that load
+// from elsewhere on the machine hits both alike:
+//
+//   - single_writer: a Create takes at most 1.2 times a raw db.Update of the
+//     same bytes (bbolt's default options, fsync on for both);
+//   - writers=64: 64 concurrent writers commit at least 70% of the
+//     throughput of raw db.Batch at 64 writers.
+func BenchmarkTargets(b *testing.B) {
+	ctx := context.Background()
+	openRaw := func(b *testing.B) *bolt.DB {
+		db, err := bolt.Open(filepath.Join(b.TempDir(), "raw"), 0o600, nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { _ = db.Close() })
+		if err := db.Update(func(tx *bolt.Tx) error { _, err := tx.CreateBucket([]byte("b")); return err }); err != nil {
+			b.Fatal(err)
+		}
+		return db
+	}
+	openStore := func(b *testing.B) *Store {
+		s, err := Open(filepath.Join(b.TempDir(), "store"), Options{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { _ = s.Close() })
+		return s
+	}
+	rawPut := func(db *bolt.DB, write func(func(*bolt.Tx) error) error, name string) error {
+		v := benchObject(name)
+		return write(func(tx *bolt.Tx) error { return tx.Bucket([]byte("b")).Put([]byte(testKey(name)), v) })
+	}
+	verdict := func(ok bool) string {
+		if ok {
+			return "met"
+		}
+		return "NOT MET"
+	}
+
+	b.Run("single_writer", func(b *testing.B) {
+		s, db := openStore(b), openRaw(b)
+		var store, raw time.Duration
+		i := 0
+		for b.Loop() {
+			i++
+			name := fmt.Sprint("o", i)
+			data := benchObject(name)
+			t0 := time.Now()
+			if _, err := s.Create(ctx, testKey(name), data); err != nil {
+				b.Fatal(err)
+			}
+			t1 := time.Now()
+			if err := rawPut(db, db.Update, name); err != nil {
+				b.Fatal(err)
+			}
+			store, raw = store+t1.Sub(t0), raw+time.Since(t1)
+		}
+		ratio := float64(store) / float64(raw)
+		b.ReportMetric(float64(store.Microseconds())/float64(i), "store-µs/op")
+		b.ReportMetric(float64(raw.Microseconds())/float64(i), "raw-update-µs/op")
+		b.ReportMetric(ratio, "ratio")
+		b.Logf("target 1 (store create <= 1.2 x raw Update, 1 writer): %.0f µs vs %.0f µs = %.2fx: %s",
+			float64(store.Microseconds())/float64(i), float64(raw.Microseconds())/float64(i), ratio, verdict(ratio <= 1.2))
+	})
+
+	b.Run("writers=64", func(b *testing.B) {
+		const writers, round = 64, 640
+		s, db := openStore(b), openRaw(b)
+		var store, raw time.Duration
+		var seq atomic.Int64
+		run := func(op func(name string) error) time.Duration {
+			var wg sync.WaitGroup
+			var failed atomic.Value
+			start := time.Now()
+			for range writers {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for range round / writers {
+						if err := op(fmt.Sprint("o", seq.Add(1))); err != nil {
+							failed.Store(err)
+							return
+						}
+					}
+				}()
+			}
+			wg.Wait()
+			if err, _ := failed.Load().(error); err != nil {
+				b.Fatal(err)
+			}
+			return time.Since(start)
+		}
+		// b.N counts writes of each side, in rounds of round writes.
+		rounds := 0
+		for n := 0; n < b.N; n += round {
+			rounds++
+			store += run(func(name string) error { _, err := s.Create(ctx, testKey(name), benchObject(name)); return err })
+			raw += run(func(name string) error { return rawPut(db, db.Batch, name) })
+		}
+		ops := float64(rounds * round)
+		ratio := float64(raw) / float64(store) // store throughput / raw throughput
+		b.ReportMetric(ops/store.Seconds(), "store-writes/s")
+		b.ReportMetric(ops/raw.Seconds(), "raw-batch-writes/s")
+		b.ReportMetric(ratio, "ratio")
+		b.Logf("target 2 (store >= 0.7 x raw Batch throughput, 64 writers): %.0f/s vs %.0f/s = %.2fx: %s",
+			ops/store.Seconds(), ops/raw.Seconds(), ratio, verdict(ratio >= 0.7))
+	})
 }

@@ -94,10 +94,7 @@ func (s *Store) commit(batch []*writeOp) {
 				return err // roll the whole batch back
 			}
 		}
-		if rev == s.committed {
-			return nil
-		}
-		return tx.Bucket([]byte(bucketMeta)).Put([]byte(keyRevision), putUint64(nil, rev))
+		return nil
 	})
 	if err != nil {
 		err = fmt.Errorf("bbolt: commit: %w", err)

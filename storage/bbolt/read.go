@@ -15,10 +15,16 @@ import (
 	"github.com/annexapi/annex/storage"
 )
 
-// readMeta returns the revision and compacted revision as of tx.
+// readMeta returns the revision and compacted revision as of tx. The
+// revision is that of the last log entry (compaction never removes it), or
+// the one recorded when the file was created while the log is empty.
 func readMeta(tx *bolt.Tx) (rev, compacted uint64) {
 	m := tx.Bucket([]byte(bucketMeta))
-	return getUint64(m.Get([]byte(keyRevision))), getUint64(m.Get([]byte(keyCompacted)))
+	rev = getUint64(m.Get([]byte(keyRevision)))
+	if k, _ := tx.Bucket([]byte(bucketEvents)).Cursor().Last(); k != nil {
+		rev = max(rev, getUint64(k))
+	}
+	return rev, getUint64(m.Get([]byte(keyCompacted)))
 }
 
 func tooLarge(rv, cur uint64) error {

@@ -5,6 +5,9 @@ package bbolt
 
 import (
 	"encoding/binary"
+	"fmt"
+
+	bolt "go.etcd.io/bbolt"
 
 	"github.com/annexapi/annex/storage"
 )
@@ -32,6 +35,32 @@ func decodeValue(v []byte) (rev uint64, data []byte, err error) {
 		return 0, nil, errCorrupt
 	}
 	return binary.BigEndian.Uint64(v), v[8:], nil
+}
+
+// initialRevision is the revision of a new file: the first write gets 2, so
+// that no list ever carries resourceVersion "0" (etcd also starts at 1).
+const initialRevision = 1
+
+// initialise creates the buckets of a new file, recording initialRevision,
+// and returns the file's current revision.
+func initialise(tx *bolt.Tx) (uint64, error) {
+	if tx.Bucket([]byte(bucketMeta)) == nil {
+		for _, name := range []string{bucketObjects, bucketEvents, bucketMeta} {
+			if _, err := tx.CreateBucket([]byte(name)); err != nil {
+				return 0, err
+			}
+		}
+		if err := tx.Bucket([]byte(bucketMeta)).Put([]byte(keyRevision), putUint64(nil, initialRevision)); err != nil {
+			return 0, err
+		}
+	}
+	for _, name := range []string{bucketObjects, bucketEvents} {
+		if tx.Bucket([]byte(name)) == nil {
+			return 0, fmt.Errorf("bucket %q missing: %w", name, errCorrupt)
+		}
+	}
+	rev, _ := readMeta(tx)
+	return rev, nil
 }
 
 func revKey(rev uint64) []byte {

@@ -80,13 +80,8 @@ func Open(path string, opts Options) (*Store, error) {
 	}
 	var rev uint64
 	err = db.Update(func(tx *bolt.Tx) error {
-		for _, name := range []string{bucketObjects, bucketEvents, bucketMeta} {
-			if _, err := tx.CreateBucketIfNotExists([]byte(name)); err != nil {
-				return err
-			}
-		}
-		rev = getUint64(tx.Bucket([]byte(bucketMeta)).Get([]byte(keyRevision)))
-		return nil
+		rev, err = initialise(tx)
+		return err
 	})
 	if err != nil {
 		_ = db.Close()

@@ -89,8 +89,8 @@ func TestRestartKeepsRevisionAndHistory(t *testing.T) {
 
 	s = openTest(t, path, Options{UnsafeNoSync: true})
 	after, _ := s.CurrentRevision(ctx)
-	if after != before || after != 4 {
-		t.Fatalf("revision after restart = %d, want %d (4)", after, before)
+	if after != before || after != 5 {
+		t.Fatalf("revision after restart = %d, want %d (5)", after, before)
 	}
 	// The snapshot at mid is still readable from the log.
 	l, err := s.List(ctx, testPrefix, storage.ListOptions{ResourceVersion: storage.FormatResourceVersion(mid), ResourceVersionMatch: storage.MatchExact})
@@ -109,8 +109,8 @@ func TestRestartKeepsRevisionAndHistory(t *testing.T) {
 	want := []storage.EventType{storage.EventAdded, storage.EventModified, storage.EventDeleted}
 	for i, typ := range want {
 		ev := recv(t, w)
-		if ev.Type != typ || ev.Object.ResourceVersion != uint64(i+2) {
-			t.Fatalf("event %d = %s@%d, want %s@%d", i, ev.Type, ev.Object.ResourceVersion, typ, i+2)
+		if ev.Type != typ || ev.Object.ResourceVersion != uint64(i+3) {
+			t.Fatalf("event %d = %s@%d, want %s@%d", i, ev.Type, ev.Object.ResourceVersion, typ, i+3)
 		}
 	}
 	// New writes continue the revision sequence.
@@ -118,10 +118,10 @@ func TestRestartKeepsRevisionAndHistory(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.ResourceVersion != 5 {
-		t.Fatalf("first write after restart got rv %d, want 5", c.ResourceVersion)
+	if c.ResourceVersion != 6 {
+		t.Fatalf("first write after restart got rv %d, want 6", c.ResourceVersion)
 	}
-	if ev := recv(t, w); ev.Type != storage.EventAdded || ev.Object.ResourceVersion != 5 {
+	if ev := recv(t, w); ev.Type != storage.EventAdded || ev.Object.ResourceVersion != 6 {
 		t.Fatalf("live event after restart = %s@%d", ev.Type, ev.Object.ResourceVersion)
 	}
 }
@@ -142,30 +142,30 @@ func TestCompactionSchedule(t *testing.T) {
 		}
 		return c
 	}
-	write(1)                                        // rev 1
-	s.compactTick(ctx, t0, false)                   // sample (t0, 1), as Start does
-	write(2)                                        // rev 2
-	s.compactTick(ctx, t0.Add(5*time.Minute), true) // sample (5m, 2); nothing is 10m old
+	write(1)                                        // rev 2
+	s.compactTick(ctx, t0, false)                   // sample (t0, 2), as Start does
+	write(2)                                        // rev 3
+	s.compactTick(ctx, t0.Add(5*time.Minute), true) // sample (5m, 3); nothing is 10m old
 	if c := compacted(); c != 0 {
 		t.Fatalf("compacted %d after 5m with 10m retention", c)
 	}
-	write(3)                                         // rev 3
-	s.compactTick(ctx, t0.Add(10*time.Minute), true) // (t0, 1) is 10m old
-	if c := compacted(); c != 1 {
-		t.Fatalf("compacted %d after 10m, want 1", c)
+	write(3)                                         // rev 4
+	s.compactTick(ctx, t0.Add(10*time.Minute), true) // (t0, 2) is 10m old
+	if c := compacted(); c != 2 {
+		t.Fatalf("compacted %d after 10m, want 2", c)
 	}
 	write(4)
-	s.compactTick(ctx, t0.Add(15*time.Minute), true) // (5m, 2) is 10m old
-	if c := compacted(); c != 2 {
-		t.Fatalf("compacted %d after 15m, want 2", c)
+	s.compactTick(ctx, t0.Add(15*time.Minute), true) // (5m, 3) is 10m old
+	if c := compacted(); c != 3 {
+		t.Fatalf("compacted %d after 15m, want 3", c)
 	}
 	// History at and before the compacted revision is gone.
-	_, err := s.List(ctx, testPrefix, storage.ListOptions{ResourceVersion: "2", ResourceVersionMatch: storage.MatchExact})
+	_, err := s.List(ctx, testPrefix, storage.ListOptions{ResourceVersion: "3", ResourceVersionMatch: storage.MatchExact})
 	var se *storage.Error
-	if !errors.As(err, &se) || !errors.Is(err, storage.ErrExpired) || se.ResourceVersion != 2 {
+	if !errors.As(err, &se) || !errors.Is(err, storage.ErrExpired) || se.ResourceVersion != 3 {
 		t.Fatalf("list at compacted rev: %v", err)
 	}
-	if _, err := s.List(ctx, testPrefix, storage.ListOptions{ResourceVersion: "3", ResourceVersionMatch: storage.MatchExact}); err != nil {
+	if _, err := s.List(ctx, testPrefix, storage.ListOptions{ResourceVersion: "4", ResourceVersionMatch: storage.MatchExact}); err != nil {
 		t.Fatalf("list after compacted rev: %v", err)
 	}
 }
@@ -180,9 +180,9 @@ func TestStartCompactsPeriodically(t *testing.T) {
 	}
 	done := make(chan error, 1)
 	go func() { done <- s.Start(ctx) }()
-	// The revision at Start (3) is compacted down to current-1 = 2 once a
+	// The revision at Start (4) is compacted down to current-1 = 3 once a
 	// tick sees it old enough.
-	waitFor(t, "periodic compaction", func() bool { c, _ := s.compactedRevision(); return c == 2 })
+	waitFor(t, "periodic compaction", func() bool { c, _ := s.compactedRevision(); return c == 3 })
 	cancel()
 	if err := <-done; err != nil {
 		t.Fatalf("Start returned %v after ctx cancel", err)
@@ -239,7 +239,7 @@ func TestGroupCommitBatches(t *testing.T) {
 	for r := range revs {
 		seen[r] = true
 	}
-	for r := uint64(1); r <= writers+1; r++ {
+	for r := uint64(2); r <= writers+2; r++ {
 		if !seen[r] {
 			t.Fatalf("revision %d not assigned; got %v", r, seen)
 		}
@@ -291,18 +291,18 @@ func TestSlowWatcherDoesNotBlock(t *testing.T) {
 		if _, err := s.Create(ctx, testKey(fmt.Sprint("o", i)), testObject("o", "1")); err != nil {
 			t.Fatal(err)
 		}
-		if ev := recv(t, fast); ev.Object.ResourceVersion != uint64(i+1) {
-			t.Fatalf("fast watcher got rv %d, want %d", ev.Object.ResourceVersion, i+1)
+		if ev := recv(t, fast); ev.Object.ResourceVersion != uint64(i+2) {
+			t.Fatalf("fast watcher got rv %d, want %d", ev.Object.ResourceVersion, i+2)
 		}
 	}
 	for i := range n {
-		if ev := recv(t, slow); ev.Type != storage.EventAdded || ev.Object.ResourceVersion != uint64(i+1) {
+		if ev := recv(t, slow); ev.Type != storage.EventAdded || ev.Object.ResourceVersion != uint64(i+2) {
 			t.Fatalf("slow watcher event %d: %s@%d", i, ev.Type, ev.Object.ResourceVersion)
 		}
 	}
 
 	// A lagging watcher whose position gets compacted away ends with 410.
-	lag, err := s.Watch(ctx, testPrefix, storage.WatchOptions{ResourceVersion: storage.FormatResourceVersion(n), Recursive: true})
+	lag, err := s.Watch(ctx, testPrefix, storage.WatchOptions{ResourceVersion: storage.FormatResourceVersion(n + 1), Recursive: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -314,7 +314,7 @@ func TestSlowWatcherDoesNotBlock(t *testing.T) {
 	}
 	// Let its buffer fill, then compact past what it has read.
 	waitFor(t, "the lagging watcher's buffer to fill", func() bool { return len(lag.ResultChan()) == watchBuffer })
-	if err := s.Compact(ctx, n+watchBuffer+10); err != nil {
+	if err := s.Compact(ctx, n+1+watchBuffer+10); err != nil {
 		t.Fatal(err)
 	}
 	var last storage.Event
@@ -346,8 +346,8 @@ func TestProgressBookmarkAfterEvents(t *testing.T) {
 	for {
 		ev := recv(t, w)
 		if ev.Type == storage.EventBookmark {
-			if seen != 5 || ev.Object.ResourceVersion != 5 {
-				t.Fatalf("bookmark at %d after events up to %d, want 5 after 5", ev.Object.ResourceVersion, seen)
+			if seen != 6 || ev.Object.ResourceVersion != 6 {
+				t.Fatalf("bookmark at %d after events up to %d, want 6 after 6", ev.Object.ResourceVersion, seen)
 			}
 			return
 		}
@@ -361,13 +361,13 @@ func TestPeriodicBookmark(t *testing.T) {
 	if _, err := s.Create(ctx, testKey("a"), testObject("a", "1")); err != nil {
 		t.Fatal(err)
 	}
-	w, err := s.Watch(ctx, testPrefix, storage.WatchOptions{ResourceVersion: "1", Recursive: true, ProgressNotify: true})
+	w, err := s.Watch(ctx, testPrefix, storage.WatchOptions{ResourceVersion: "2", Recursive: true, ProgressNotify: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer w.Stop()
-	if ev := recv(t, w); ev.Type != storage.EventBookmark || ev.Object.ResourceVersion != 1 {
-		t.Fatalf("got %s@%d, want a bookmark at 1", ev.Type, ev.Object.ResourceVersion)
+	if ev := recv(t, w); ev.Type != storage.EventBookmark || ev.Object.ResourceVersion != 2 {
+		t.Fatalf("got %s@%d, want a bookmark at 2", ev.Type, ev.Object.ResourceVersion)
 	}
 }
 
@@ -417,10 +417,60 @@ func TestStoredBytesCarryRevision(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if m.ResourceVersion != "1" || g.ResourceVersion != 1 || string(g.Data) != string(o.Data) {
+	if m.ResourceVersion != "2" || g.ResourceVersion != 2 || string(g.Data) != string(o.Data) {
 		t.Fatalf("stored %s (rv %d), created %s", g.Data, g.ResourceVersion, o.Data)
 	}
 	if m.CreationTimestamp != "2024-05-06T06:08:09Z" || m.UID == "" {
 		t.Fatalf("metadata %+v", m)
+	}
+}
+
+// TestFreshStoreStartsAtRevisionOne checks that an empty store, new or
+// reopened, is at revision 1, so that an empty list never carries
+// resourceVersion "0", and that the first write gets revision 2.
+func TestFreshStoreStartsAtRevisionOne(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "annex.db")
+	for _, reopen := range []bool{false, true} {
+		s, err := Open(path, Options{UnsafeNoSync: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rev, err := s.CurrentRevision(ctx); err != nil || rev != 1 {
+			t.Fatalf("reopen=%v: CurrentRevision = %d, %v; want 1", reopen, rev, err)
+		}
+		l, err := s.List(ctx, testPrefix, storage.ListOptions{})
+		if err != nil || len(l.Items) != 0 || l.ResourceVersion != 1 {
+			t.Fatalf("reopen=%v: empty list at rv %d with %d items, %v; want rv 1", reopen, l.ResourceVersion, len(l.Items), err)
+		}
+		// Compacting an empty store never compacts its only revision.
+		if err := s.Compact(ctx, 5); err != nil {
+			t.Fatal(err)
+		}
+		if c, _ := s.compactedRevision(); c != 0 {
+			t.Fatalf("reopen=%v: compacted %d on an empty store", reopen, c)
+		}
+		if err := s.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s := openTest(t, path, Options{UnsafeNoSync: true})
+	o, err := s.Create(ctx, testKey("a"), testObject("a", "1"))
+	if err != nil || o.ResourceVersion != 2 {
+		t.Fatalf("first write: rv %d, %v; want 2", o.ResourceVersion, err)
+	}
+	// The state before the first write is readable at revision 1.
+	l, err := s.List(ctx, testPrefix, storage.ListOptions{ResourceVersion: "1", ResourceVersionMatch: storage.MatchExact})
+	if err != nil || len(l.Items) != 0 || l.ResourceVersion != 1 {
+		t.Fatalf("list at 1: rv %d, %d items, %v", l.ResourceVersion, len(l.Items), err)
+	}
+	if err := s.Compact(ctx, 100); err != nil {
+		t.Fatal(err)
+	}
+	if c, _ := s.compactedRevision(); c != 1 {
+		t.Fatalf("compacted %d after Compact(100) at revision 2, want 1", c)
+	}
+	if g, err := s.Get(ctx, testKey("a"), storage.GetOptions{}); err != nil || g.ResourceVersion != 2 {
+		t.Fatalf("get after compaction: rv %d, %v", g.ResourceVersion, err)
 	}
 }
