@@ -1,7 +1,7 @@
 // This file holds the Cacher: its state (current objects in a B-tree with an
 // immutable snapshot per event, the ring of recent events), New, Start (the
-// upstream list and watch), and how an upstream event is applied and
-// dispatched.
+// upstream list and watch), how an upstream event is applied and handed to
+// the dispatch shards, and how a watcher sees it (translate).
 
 package watch
 
@@ -39,15 +39,36 @@ type tree = btree.BTreeG[*entry]
 
 // event is one change under the prefix, as the cacher keeps it in its ring.
 type event struct {
-	typ  storage.EventType // ADDED, MODIFIED or DELETED, as stored
-	obj  storage.Object    // the new state; for DELETED the last state at the deletion's revision
-	prev *storage.Object   // the state before, for MODIFIED and DELETED
-	// gone is prev at this event's revision: what a watcher whose predicate
-	// the object stops matching receives as DELETED. Computed on first use,
-	// under Cacher.mu.
-	gone   *storage.Object
+	typ    storage.EventType // ADDED, MODIFIED or DELETED, as stored
+	obj    storage.Object    // the new state; for DELETED the last state at the deletion's revision
+	prev   *storage.Object   // the state before, for MODIFIED and DELETED
 	frames *storage.FrameCache
 	snap   *tree // the state after this event
+
+	// The event as watchers see it, built once and shared (a shard copies
+	// one of them into each channel it sends to).
+	asIs  storage.Event // the change as stored
+	added storage.Event // MODIFIED only: the object starts matching
+	// gone (MODIFIED only) is DELETED with prev at this event's revision:
+	// what a watcher whose predicate the object stops matching receives.
+	// Built on first use; nil when it cannot be.
+	goneOnce sync.Once
+	gone     *storage.Event
+}
+
+// newEvent returns the event for an upstream change; prev is the state
+// before it, as the cache had it.
+func newEvent(typ storage.EventType, obj storage.Object, prev *storage.Object) *event {
+	e := &event{typ: typ, obj: obj, prev: prev, frames: &storage.FrameCache{}}
+	e.asIs = storage.Event{Type: typ, Object: obj, Frames: e.frames}
+	switch typ {
+	case storage.EventModified:
+		e.asIs.Prev = prev
+		e.added = storage.Event{Type: storage.EventAdded, Object: obj, Frames: e.frames}
+	case storage.EventDeleted:
+		e.asIs.Prev = prev
+	}
+	return e
 }
 
 // Cacher is a watch cache in front of a storage.Interface, and a
@@ -78,8 +99,12 @@ type Cacher struct {
 	// pendingProgress is a RequestProgress revision not reached yet: every
 	// ProgressNotify watcher gets a bookmark once rev reaches it.
 	pendingProgress uint64
-	reg             registry
 	started         bool
+	// shards deliver to the watchers; nextShard is where the next watcher
+	// goes (round robin).
+	shards    []*shard
+	nextShard int
+	workers   sync.WaitGroup // the shards' goroutines, running during Start
 
 	// queued counts the events queued across all watchers (the dispatch
 	// budget), under each watcher's own lock.
@@ -88,8 +113,9 @@ type Cacher struct {
 	// under its prefix.
 	lastWrite atomic.Uint64
 
-	// visit, when set (tests), is called with every watcher an event visits.
-	visit func(w *watcher)
+	// visit, when set (tests), is called with every watcher an event visits,
+	// from the shards' goroutines.
+	visit atomic.Pointer[func(w *watcher)]
 }
 
 // Interfaces the Cacher implements. The capability interfaces are always
@@ -126,7 +152,9 @@ func New(store storage.Interface, cfg Config) (*Cacher, error) {
 		c.fields = append(c.fields, f)
 	}
 	slices.Sort(c.fields)
-	c.reg.init()
+	for range cfg.DispatchWorkers {
+		c.shards = append(c.shards, newShard(c))
+	}
 	c.ring = make([]*event, cfg.RingSize)
 	c.m.capacity.Set(float64(cfg.RingSize))
 	return c, nil
@@ -143,6 +171,9 @@ func (c *Cacher) Start(ctx context.Context) error {
 		return errors.New("watch: Start called twice")
 	}
 	c.started = true
+	for _, s := range c.shards {
+		c.workers.Go(s.run)
+	}
 	c.mu.Unlock()
 	defer c.shutdown()
 	for {
@@ -257,13 +288,18 @@ func (c *Cacher) setNotReady() {
 	c.notify()
 }
 
-// shutdown ends every watcher when Start returns.
+// shutdown ends every watcher and the shards' goroutines when Start
+// returns.
 func (c *Cacher) shutdown() {
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	c.ready = false
 	c.endAll(&storage.Error{Err: storage.ErrClosed, Msg: ErrStopped.Error()}, ErrStopped)
+	for _, s := range c.shards {
+		s.enqueue(item{kind: itemStop})
+	}
 	c.notify()
+	c.mu.Unlock()
+	c.workers.Wait()
 }
 
 // advance moves the cache's revision forward and wakes the readers waiting
@@ -296,17 +332,24 @@ func (c *Cacher) apply(ev storage.Event) {
 		c.mu.Unlock()
 		return
 	}
-	e := &event{typ: ev.Type, obj: ev.Object, prev: ev.Prev, frames: &storage.FrameCache{}}
 	c.mu.Lock()
-	defer c.mu.Unlock()
-	if e.obj.ResourceVersion <= c.rev {
+	c.applyLocked(ev)
+	c.mu.Unlock()
+	c.waitShards()
+}
+
+// applyLocked applies a change. Called with mu held for writing.
+func (c *Cacher) applyLocked(ev storage.Event) {
+	if ev.Object.ResourceVersion <= c.rev {
 		return // already seen (cannot happen with a gap-free upstream)
 	}
-	probe := &entry{obj: storage.Object{Key: e.obj.Key}}
+	probe := &entry{obj: storage.Object{Key: ev.Object.Key}}
 	old, had := c.tree.Get(probe)
-	if e.prev == nil && had && e.typ != storage.EventAdded {
-		e.prev = &old.obj
+	prev := ev.Prev
+	if prev == nil && had && ev.Type != storage.EventAdded {
+		prev = &old.obj
 	}
+	e := newEvent(ev.Type, ev.Object, prev)
 	if e.typ == storage.EventDeleted {
 		c.tree.Delete(probe)
 	} else {
@@ -318,6 +361,18 @@ func (c *Cacher) apply(ev storage.Event) {
 	c.push(e)
 	c.dispatch(e)
 	c.advance(e.obj.ResourceVersion)
+}
+
+// shardBacklog is how many events a shard may have queued before apply
+// waits for it: a fan-out that cannot keep up slows the intake (the
+// upstream watch buffers) instead of holding events without bound.
+const shardBacklog = 256
+
+// waitShards waits until every shard has room. Called by apply, without mu.
+func (c *Cacher) waitShards() {
+	for _, s := range c.shards {
+		s.waitRoom(shardBacklog)
+	}
 }
 
 // push appends e to the ring, dropping the oldest event when it is full.
@@ -365,42 +420,26 @@ func (c *Cacher) snapshotAt(rev uint64) (*tree, bool) {
 	return c.at(i - 1).snap, true
 }
 
-// dispatch delivers e to every watcher that can match it. Called with mu
-// held for writing, so events and bookmarks reach watchers in order.
+// dispatch hands e to every shard. Called with mu held for writing, so
+// events, bookmarks and new watchers reach every shard in one order.
 func (c *Cacher) dispatch(e *event) {
-	now := c.cfg.Clock()
-	var cut []*watcher
-	c.candidates(e, func(w *watcher, keyMatched bool) {
-		if c.visit != nil {
-			c.visit(w)
-		}
-		ev, ok := c.translate(w, e, keyMatched)
-		if !ok {
-			return
-		}
-		if w.deliver(ev, now, false) {
-			cut = append(cut, w)
-		}
-	})
-	for _, w := range cut {
-		c.m.terminated.Inc()
-		c.reg.remove(w)
+	for _, s := range c.shards {
+		s.enqueue(item{kind: itemEvent, e: e})
 	}
-	c.m.watchers.Set(float64(c.reg.count))
 	c.m.dispatched.Inc()
 }
 
-// translate turns e into the event w sees, applying w's key and predicate to
-// the old and new states (the key check is skipped when keyMatched). Called
-// with mu held for writing.
-func (c *Cacher) translate(w *watcher, e *event, keyMatched bool) (storage.Event, bool) {
+// translate returns the event w sees for e, or nil: it applies w's key and
+// predicate to the old and new states (the key check is skipped when
+// keyMatched). The result is shared: callers copy it.
+func (c *Cacher) translate(w *watcher, e *event, keyMatched bool) *storage.Event {
 	if !keyMatched && !w.matchesKey(e.obj.Key) {
-		return storage.Event{}, false
+		return nil
 	}
 	switch e.typ {
 	case storage.EventAdded:
 		if w.matches(&e.obj) {
-			return storage.Event{Type: storage.EventAdded, Object: e.obj, Frames: e.frames}, true
+			return &e.asIs
 		}
 	case storage.EventDeleted:
 		old := e.prev
@@ -408,30 +447,36 @@ func (c *Cacher) translate(w *watcher, e *event, keyMatched bool) (storage.Event
 			old = &e.obj
 		}
 		if w.matches(old) {
-			return storage.Event{Type: storage.EventDeleted, Object: e.obj, Prev: e.prev, Frames: e.frames}, true
+			return &e.asIs
 		}
 	case storage.EventModified:
 		newM := w.matches(&e.obj)
 		oldM := e.prev != nil && w.matches(e.prev)
 		switch {
 		case newM && oldM:
-			return storage.Event{Type: storage.EventModified, Object: e.obj, Prev: e.prev, Frames: e.frames}, true
+			return &e.asIs
 		case newM:
-			return storage.Event{Type: storage.EventAdded, Object: e.obj, Frames: e.frames}, true
+			return &e.added
 		case oldM:
-			if e.gone == nil {
-				g, err := goneObject(e.prev, e.obj.ResourceVersion)
-				if err != nil {
-					c.cfg.Logger.Error("watch cache: cannot set the resource version of a stored object",
-						zap.String("key", e.obj.Key), zap.Error(err))
-					return storage.Event{}, false
-				}
-				e.gone = &g
-			}
-			return storage.Event{Type: storage.EventDeleted, Object: *e.gone, Prev: e.prev, Frames: e.frames}, true
+			return c.goneEvent(e)
 		}
 	}
-	return storage.Event{}, false
+	return nil
+}
+
+// goneEvent returns e's DELETED form for watchers that stop matching, built
+// on first use (by whichever shard needs it first).
+func (c *Cacher) goneEvent(e *event) *storage.Event {
+	e.goneOnce.Do(func() {
+		g, err := goneObject(e.prev, e.obj.ResourceVersion)
+		if err != nil {
+			c.cfg.Logger.Error("watch cache: cannot set the resource version of a stored object",
+				zap.String("key", e.obj.Key), zap.Error(err))
+			return
+		}
+		e.gone = &storage.Event{Type: storage.EventDeleted, Object: g, Prev: e.prev, Frames: e.frames}
+	})
+	return e.gone
 }
 
 // goneObject is prev with its resource version set to rev.
@@ -453,23 +498,23 @@ func (c *Cacher) broadcastBookmark(rev uint64) {
 	if rev == 0 {
 		return
 	}
-	ev := storage.Event{Type: storage.EventBookmark, Object: storage.Object{ResourceVersion: rev}, Frames: &storage.FrameCache{}}
-	now := c.cfg.Clock()
-	for w := range c.reg.progress {
-		w.deliver(ev, now, true)
+	ev := &storage.Event{Type: storage.EventBookmark, Object: storage.Object{ResourceVersion: rev}, Frames: &storage.FrameCache{}}
+	for _, s := range c.shards {
+		s.enqueue(item{kind: itemBookmark, ev: ev})
 	}
 }
 
-// endAll ends every registered watcher with an EventError. Called with mu
-// held for writing.
+// endAll ends every registered watcher with an EventError, once the shards
+// have delivered what is queued before. Called with mu held for writing.
 func (c *Cacher) endAll(serr *storage.Error, why error) {
 	err := fmt.Errorf("%w: %w", why, serr)
-	for w := range c.reg.all {
-		w.terminate(err)
-		c.reg.remove(w)
+	for _, s := range c.shards {
+		s.enqueue(item{kind: itemEndAll, err: err})
 	}
-	c.m.watchers.Set(float64(c.reg.count))
 }
+
+// watcherGone counts a watcher a shard stopped delivering to.
+func (c *Cacher) watcherGone() { c.m.watchers.Dec() }
 
 // inPrefix reports whether key (a prefix when recursive) lies in the cached
 // prefix.

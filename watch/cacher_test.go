@@ -226,9 +226,8 @@ func TestIndexRouting(t *testing.T) {
 		}
 	}
 	var visits atomic.Int64
-	c.mu.Lock()
-	c.visit = func(*watcher) { visits.Add(1) }
-	c.mu.Unlock()
+	visit := func(*watcher) { visits.Add(1) }
+	c.visit.Store(&visit)
 	o := mustCreate(t, c, key("a", "x"), object("a", "x", "1", "node", "n1"))
 	for _, g := range groups {
 		if !g.wants {

@@ -5,6 +5,7 @@ package watch
 
 import (
 	"fmt"
+	"runtime"
 	"strings"
 	"time"
 
@@ -49,6 +50,11 @@ type Config struct {
 	// watchers that are behind; a watcher that would exceed it is terminated.
 	// Zero means 100,000.
 	DispatchBudget int
+	// DispatchWorkers is how many goroutines deliver events to watchers. Each
+	// watcher belongs to one of them (round robin); each receives every event
+	// in order and delivers it to its own watchers, so the fan-out of one
+	// event runs in parallel. Zero means GOMAXPROCS when New is called.
+	DispatchWorkers int
 	// IndexFields are extra fields watchers can be indexed by: a watcher whose
 	// predicate implements FieldMatcher and requires an exact value for one of
 	// them is visited only by events whose old or new object has that value.
@@ -118,6 +124,9 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.MaxLag <= 0 {
 		c.MaxLag = 5 * time.Second
+	}
+	if c.DispatchWorkers <= 0 {
+		c.DispatchWorkers = runtime.GOMAXPROCS(0)
 	}
 	if c.DispatchBudget <= 0 {
 		c.DispatchBudget = 100_000

@@ -380,15 +380,17 @@ func (c *Cacher) Delete(ctx context.Context, key string, opts storage.DeleteOpti
 	return c.wrote(c.store.Delete(ctx, key, opts))
 }
 
-// cached returns the cached state of key, or nil.
+// cached returns the cached state of key, or nil. It is nil too while the
+// cache has not applied every write made through it: a state known to be
+// stale would only make the store retry (and call Validate twice).
 func (c *Cacher) cached(key string) *storage.Object {
 	if !c.inPrefix(key) {
 		return nil
 	}
 	c.mu.RLock()
-	snap, ready := c.snap, c.ready
+	snap, ready, rev := c.snap, c.ready, c.rev
 	c.mu.RUnlock()
-	if !ready || snap == nil {
+	if !ready || snap == nil || rev < c.lastWrite.Load() {
 		return nil
 	}
 	if en, ok := snap.Get(&entry{obj: storage.Object{Key: key}}); ok {

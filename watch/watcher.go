@@ -1,7 +1,6 @@
-// This file holds the watchers: how they are indexed so that an event visits
-// only the ones that can match it, how an event reaches a watcher without
-// ever blocking the dispatcher, and how a watcher that falls behind is cut
-// off.
+// This file holds the watchers: how a watch starts (initial events or a
+// replay of the ring), how an event reaches a watcher without ever blocking
+// its shard, and how a watcher that falls behind is cut off.
 
 package watch
 
@@ -16,135 +15,23 @@ import (
 	"github.com/annexapi/annex/storage"
 )
 
-// watcherSet is one index bucket.
-type watcherSet map[*watcher]struct{}
-
-// registry indexes the registered watchers. Each watcher sits in exactly one
-// bucket: by its exact key (a single-object watch), by one indexed field
-// value its predicate requires, or by its prefix. Guarded by Cacher.mu.
-type registry struct {
-	byKey    map[string]watcherSet
-	byPrefix map[string]watcherSet
-	byField  map[string]map[string]watcherSet
-	all      watcherSet
-	progress watcherSet // those that asked for ProgressNotify
-	count    int
-}
-
-func (r *registry) init() {
-	r.byKey = map[string]watcherSet{}
-	r.byPrefix = map[string]watcherSet{}
-	r.byField = map[string]map[string]watcherSet{}
-	r.all = watcherSet{}
-	r.progress = watcherSet{}
-}
-
-func addTo(m map[string]watcherSet, k string, w *watcher) {
-	s := m[k]
-	if s == nil {
-		s = watcherSet{}
-		m[k] = s
-	}
-	s[w] = struct{}{}
-}
-
-func removeFrom(m map[string]watcherSet, k string, w *watcher) {
-	if s := m[k]; s != nil {
-		delete(s, w)
-		if len(s) == 0 {
-			delete(m, k)
-		}
-	}
-}
-
-func (r *registry) add(w *watcher) {
-	switch {
-	case !w.recursive:
-		addTo(r.byKey, w.key, w)
-	case w.field != "":
-		m := r.byField[w.field]
-		if m == nil {
-			m = map[string]watcherSet{}
-			r.byField[w.field] = m
-		}
-		addTo(m, w.value, w)
-	default:
-		addTo(r.byPrefix, w.key, w)
-	}
-	r.all[w] = struct{}{}
-	if w.progress {
-		r.progress[w] = struct{}{}
-	}
-	r.count++
-	w.registered = true
-}
-
-func (r *registry) remove(w *watcher) {
-	if !w.registered {
-		return
-	}
-	w.registered = false
-	switch {
-	case !w.recursive:
-		removeFrom(r.byKey, w.key, w)
-	case w.field != "":
-		if m := r.byField[w.field]; m != nil {
-			removeFrom(m, w.value, w)
-			if len(m) == 0 {
-				delete(r.byField, w.field)
-			}
-		}
-	default:
-		removeFrom(r.byPrefix, w.key, w)
-	}
-	delete(r.all, w)
-	delete(r.progress, w)
-	r.count--
-}
-
-// candidates calls f for every watcher that may match e, each once: the
-// watchers of e's exact key, of every prefix of e's key (whole segments from
-// the cached prefix down), and of the indexed field values of e's new and old
-// objects. keyMatched tells f that the bucket already implies the watcher's
-// key or prefix matches. Called with mu held.
-func (c *Cacher) candidates(e *event, f func(w *watcher, keyMatched bool)) {
-	key := e.obj.Key
-	for w := range c.reg.byKey[key] {
-		f(w, true)
-	}
-	for i := len(c.prefix) - 1; i < len(key); i++ {
-		if key[i] == '/' {
-			for w := range c.reg.byPrefix[key[:i+1]] {
-				f(w, true)
-			}
-		}
-	}
-	for field, byValue := range c.reg.byField {
-		idx := c.cfg.IndexFields[field]
-		nv := idx(&e.obj)
-		for w := range byValue[nv] {
-			f(w, false)
-		}
-		if e.prev != nil {
-			if ov := idx(e.prev); ov != nv {
-				for w := range byValue[ov] {
-					f(w, false)
-				}
-			}
-		}
-	}
-}
-
 // queueCounter counts the events queued across all watchers.
 type queueCounter struct{ n atomic.Int64 }
 
-// watcher is one watch served from the cache. The dispatcher sends to its
-// result channel without blocking; when the channel is full, events wait in
-// queue and a pump goroutine (running only while the queue is not empty)
-// moves them to the channel. An idle watcher is thus its struct and a small
+// watcher is one watch served from the cache. Its shard sends to its result
+// channel without blocking; when the channel is full, events wait in queue
+// and a pump goroutine (running only while the queue is not empty) moves
+// them to the channel. An idle watcher is thus its struct and a small
 // channel, and no goroutine.
+//
+// The fast path of a delivery takes no lock: while slow is false nobody but
+// the shard's goroutine sends to out and nobody closes it, so that goroutine
+// tries a non-blocking send and is done. Everything that changes this
+// (a pump, Stop, a cut-off) sets slow first, under mu; out is closed only by
+// the pump or by the shard's goroutine (see closeStopped).
 type watcher struct {
 	c         *Cacher
+	sh        *shard // nil for a watcher that failed at once
 	key       string // the key, or the prefix range when recursive
 	recursive bool
 	pred      storage.Predicate
@@ -152,11 +39,18 @@ type watcher struct {
 	// field and value: the indexed field the watcher is registered under,
 	// when its predicate requires one.
 	field, value string
-	registered   bool // guarded by Cacher.mu
 	out          chan storage.Event
-	stopCtx      func() bool // unregisters the context.AfterFunc
 
-	mu sync.Mutex // guards everything below
+	// Owned by the shard's goroutine.
+	registered bool
+	slots      slots
+
+	// slow is written under mu and read without it: deliver must take mu
+	// (the watcher is behind, stopped or terminated).
+	slow atomic.Bool
+
+	mu      sync.Mutex  // guards everything below
+	stopCtx func() bool // unregisters the context.AfterFunc
 	// queue holds the events not yet in out, in order. limit caps it (the
 	// initial events plus Config.WatcherBuffer).
 	queue       []storage.Event
@@ -173,47 +67,61 @@ var _ storage.Watcher = (*watcher)(nil)
 
 func (w *watcher) ResultChan() <-chan storage.Event { return w.out }
 
-// Stop ends the watch: it leaves the registry and its channel is closed
-// promptly (at once, or as soon as its pump notices).
+// Stop ends the watch: its shard forgets it and its channel is closed
+// promptly (once the shard's goroutine reaches the request, which may be
+// sending to it right now, or as soon as its pump notices).
 func (w *watcher) Stop() {
+	w.mu.Lock()
 	if w.stopCtx != nil {
 		w.stopCtx()
 	}
-	w.c.mu.Lock()
-	w.c.reg.remove(w)
-	w.c.m.watchers.Set(float64(w.c.reg.count))
-	w.c.mu.Unlock()
-	w.mu.Lock()
-	defer w.mu.Unlock()
 	if w.stopped {
+		w.mu.Unlock()
 		return
 	}
 	w.stopped = true
+	w.syncSlowLocked()
 	w.c.queued.n.Add(-int64(len(w.queue)))
 	w.queue = nil
 	if w.pumping {
 		close(w.done) // the pump closes out
-		return
 	}
-	if !w.closed {
+	w.mu.Unlock()
+	if w.sh == nil || !w.sh.enqueue(item{kind: itemRemove, w: w}) {
+		w.closeStopped() // no shard goroutine sends any more
+	}
+}
+
+// closeStopped closes out unless a pump runs (it closes out when it ends).
+// Called by the shard's goroutine, or once it has ended.
+func (w *watcher) closeStopped() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if !w.pumping && !w.closed {
 		w.closed = true
 		close(w.out)
 	}
 }
 
-func (w *watcher) matchesKey(k string) bool {
-	if w.recursive {
-		return strings.HasPrefix(k, w.key)
-	}
-	return k == w.key
+// syncSlowLocked updates slow from the state. Called with w.mu held.
+func (w *watcher) syncSlowLocked() {
+	w.slow.Store(w.pumping || len(w.queue) > 0 || w.stopped || w.terminated)
 }
 
 func (w *watcher) matches(o *storage.Object) bool { return w.pred == nil || w.pred.Matches(o) }
 
 // deliver hands ev to the watcher without blocking. It reports whether the
 // watcher was cut off by this call (it fell too far behind). Bookmarks never
-// cut a watcher off; a bookmark behind a queued one replaces it.
-func (w *watcher) deliver(ev storage.Event, now time.Time, bookmark bool) (cut bool) {
+// cut a watcher off; a bookmark behind a queued one replaces it. Called only
+// by the watcher's shard goroutine.
+func (w *watcher) deliver(ev *storage.Event, now time.Time, bookmark bool) (cut bool) {
+	if !w.slow.Load() {
+		select {
+		case w.out <- *ev:
+			return false
+		default:
+		}
+	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.stopped || w.terminated {
@@ -221,7 +129,7 @@ func (w *watcher) deliver(ev storage.Event, now time.Time, bookmark bool) (cut b
 	}
 	if len(w.queue) == 0 && !w.pumping {
 		select {
-		case w.out <- ev:
+		case w.out <- *ev:
 			return false
 		default:
 		}
@@ -229,7 +137,7 @@ func (w *watcher) deliver(ev storage.Event, now time.Time, bookmark bool) (cut b
 	}
 	if bookmark {
 		if n := len(w.queue); n > 0 && w.queue[n-1].Type == storage.EventBookmark && !w.queue[n-1].InitialEventsEnd {
-			w.queue[n-1] = ev
+			w.queue[n-1] = *ev
 			return false
 		}
 	} else if len(w.queue) >= w.limit || now.Sub(w.behindSince) > w.c.cfg.MaxLag ||
@@ -238,7 +146,7 @@ func (w *watcher) deliver(ev storage.Event, now time.Time, bookmark bool) (cut b
 			Msg: fmt.Sprintf("watcher fell behind (%d events queued, behind for %v)", len(w.queue), now.Sub(w.behindSince).Round(time.Millisecond))}))
 		return true
 	}
-	w.enqueueLocked(ev)
+	w.enqueueLocked(*ev)
 	return false
 }
 
@@ -257,6 +165,7 @@ func (w *watcher) startPumpLocked() {
 		w.done = make(chan struct{})
 	}
 	w.pumping = true
+	w.syncSlowLocked()
 	go w.pump()
 }
 
@@ -274,6 +183,7 @@ func (w *watcher) terminate(err error) {
 // deliver, after which the channel is closed. Called with w.mu held.
 func (w *watcher) terminateLocked(err error) {
 	w.terminated = true
+	w.syncSlowLocked()
 	w.c.queued.n.Add(-int64(len(w.queue)))
 	w.queue = nil
 	w.enqueueLocked(storage.Event{Type: storage.EventError, Err: err})
@@ -286,6 +196,7 @@ func (w *watcher) pump() {
 		w.mu.Lock()
 		if w.stopped || len(w.queue) == 0 {
 			w.pumping = false
+			w.syncSlowLocked()
 			if (w.stopped || w.terminated) && !w.closed {
 				w.closed = true
 				close(w.out)
@@ -401,8 +312,8 @@ func (c *Cacher) Watch(ctx context.Context, key string, opts storage.WatchOption
 			Msg: fmt.Sprintf("too old resource version: %d (%d)", rv.Revision, c.ringStart)}), nil
 	default:
 		for i := c.firstAfter(rv.Revision); i < c.n; i++ {
-			if ev, ok := c.translate(w, c.at(i), false); ok {
-				q = append(q, ev)
+			if ev := c.translate(w, c.at(i), false); ev != nil {
+				q = append(q, *ev)
 			}
 		}
 	}
@@ -420,11 +331,19 @@ func (c *Cacher) Watch(ctx context.Context, key string, opts storage.WatchOption
 		w.startPumpLocked()
 		w.mu.Unlock()
 	}
-	c.reg.add(w)
-	c.m.watchers.Set(float64(c.reg.count))
+	// The shard starts delivering to w after every event up to c.rev (those
+	// are in q, or were before its start) and before any later one: both
+	// are queued under c.mu.
+	w.sh = c.shards[c.nextShard]
+	c.nextShard = (c.nextShard + 1) % len(c.shards)
+	c.m.watchers.Inc()
+	w.sh.enqueue(item{kind: itemAdd, w: w})
 	c.mu.Unlock()
 	if ctx.Done() != nil {
-		w.stopCtx = context.AfterFunc(ctx, w.Stop)
+		stop := context.AfterFunc(ctx, w.Stop)
+		w.mu.Lock()
+		w.stopCtx = stop
+		w.mu.Unlock()
 	}
 	return w, nil
 }
