@@ -28,16 +28,35 @@
 //     of the state after it, so a watch can start from any revision in the
 //     ring and an exact list (or the next page of a list) at such a revision
 //     is served from memory with snapshot semantics;
-//   - to the watchers it concerns: each watcher is indexed by its exact key
-//     (a single-object watch), by one value of an indexed field its predicate
-//     requires ([FieldMatcher]; "metadata.name" always, plus
-//     [Config].IndexFields), or else by its prefix, so an event visits only
-//     the watchers of its key, of the prefixes of its key (namespace, whole
-//     resource) and of its field values.
+//   - to the dispatch shards, which deliver it to the watchers.
 //
-// Each dispatched event carries one [storage.FrameCache], shared by every
-// watcher that receives it, so the REST layer encodes each frame (per event
-// type and output kind) once however many watchers write it.
+// # Fan-out
+//
+// Watchers are spread round robin over [Config].DispatchWorkers shards
+// (GOMAXPROCS by default), each a goroutine with its own queue and its own
+// index of watchers. Every shard receives every event, every bookmark and
+// every watcher registration and removal in one order, the order in which
+// they were queued under the cacher's lock, and works through its queue on
+// its own: per-watcher order and gap-freedom need no barrier between shards,
+// and the fan-out of one event runs on every core. A new watcher is queued
+// after the events its initial events or ring replay already cover, so it
+// sees each later event exactly once. A shard's index holds each watcher
+// by its exact key (a single-object watch), by one value of an indexed
+// field its predicate requires ([FieldMatcher]; "metadata.name" always, plus
+// [Config].IndexFields), or else by its prefix, so an event visits only the
+// watchers of its key, of the prefixes of its key (namespace, whole
+// resource) and of its field values.
+//
+// An event is translated once per form a watcher can see it in (as stored;
+// ADDED for a watcher whose predicate the object starts matching; DELETED
+// for one it stops matching), and every watcher gets a copy of one of them;
+// a delivery takes no lock and allocates nothing while the watcher keeps up
+// (a non-blocking send to its channel). Each event carries one
+// [storage.FrameCache], shared by every watcher in every shard that receives
+// it, so the REST layer encodes each frame (per event type and output kind)
+// once however many watchers write it. When a shard has more than 256
+// events queued, the upstream loop waits for it: a fan-out that cannot keep
+// up slows the intake rather than queueing without bound.
 //
 // # Watch semantics
 //
@@ -58,7 +77,7 @@
 //
 // # Slow watchers
 //
-// The dispatcher never blocks. It sends to a watcher's small result channel
+// A shard never blocks on a watcher. It sends to a watcher's small result channel
 // when there is room, and otherwise queues the event for that watcher, where
 // a goroutine that exists only while the queue is non-empty moves it on. A
 // watcher is cut off (storage.EventError carrying [ErrSlowWatcher] and
@@ -78,7 +97,8 @@
 // before the compacted revision goes to the store, which answers ErrExpired
 // where it must. Keys outside the prefix, and everything while the cache is
 // not ready, go to the store. Writes always go to the store; Update and
-// Delete pass the cached state as Cached to save a read.
+// Delete pass the cached state as Cached to save a read (only once the cache
+// has applied every write made through it, so the state is not known stale).
 //
 // # Caveats
 //
@@ -86,6 +106,9 @@
 //     on a very large prefix delays dispatch by that long.
 //   - A re-list (after the upstream watch failed) ends every watcher with
 //     ErrRelisted (and storage.ErrExpired): the clients re-list.
+//   - Stop closes the watcher's channel once its shard reaches the request in
+//     its queue (the shard may be sending to it at that moment), which is
+//     prompt unless the fan-out is far behind.
 //   - The cache honours compaction only when it goes through Cacher.Compact;
 //     the store's own periodic compaction does not shrink the ring.
 package watch
