@@ -32,7 +32,7 @@ func TestGet(t *testing.T) {
 		{name: "not_found", path: "/namespaces/ns1/environments/b", code: 404, reason: "NotFound",
 			message: `environments.platform.example.com "b" not found`},
 		{name: "too_large_resource_version", path: "/namespaces/ns1/environments/a?resourceVersion=999999", code: 504, reason: "Timeout",
-			message: "Timeout: Too large resource version: 999999, current: 1"},
+			message: "Timeout: Too large resource version: 999999, current: 2"},
 		{name: "invalid_resource_version", path: "/namespaces/ns1/environments/a?resourceVersion=abc", code: 400, reason: "BadRequest",
 			message: `resourceVersion: Invalid value: "abc": strconv.ParseUint: parsing "abc": invalid syntax`},
 		{name: "not_acceptable", path: "/namespaces/ns1/environments/a", headers: []string{"Accept", "application/yaml"}, code: 406, reason: "NotAcceptable",
@@ -120,7 +120,7 @@ func TestListEmpty(t *testing.T) {
 		t.Fatalf("code %d: %s", r.code, r.body)
 	}
 	// The exact bytes: items [] (never null), kind <Kind>List, the list RV.
-	want := `{"kind":"EnvironmentList","apiVersion":"platform.example.com/v1alpha1","metadata":{"resourceVersion":"2"},"items":[]}` + "\n"
+	want := `{"kind":"EnvironmentList","apiVersion":"platform.example.com/v1alpha1","metadata":{"resourceVersion":"3"},"items":[]}` + "\n"
 	if string(r.body) != want {
 		t.Errorf("body = %s\nwant   %s", r.body, want)
 	}
@@ -162,7 +162,7 @@ func TestList(t *testing.T) {
 			message: `ListOptions.meta.k8s.io "" is invalid: sendInitialEvents: Forbidden: sendInitialEvents is forbidden for list`},
 		{name: "invalid_continue", path: "/environments?continue=not-a-token", code: 400},
 		{name: "too_large_rv", path: "/environments?resourceVersion=999999", code: 504,
-			message: "Timeout: Too large resource version: 999999, current: 4"},
+			message: "Timeout: Too large resource version: 999999, current: 5"},
 		{name: "bad_limit", path: "/environments?limit=x", code: 400, message: `strconv.ParseInt: parsing "x": invalid syntax`},
 	}
 	for _, tc := range tests {
@@ -178,7 +178,7 @@ func TestList(t *testing.T) {
 				return
 			}
 			l := decodeList(t, r)
-			if l.Kind != "EnvironmentList" || l.APIVersion != "platform.example.com/v1alpha1" || l.Metadata.ResourceVersion != "4" {
+			if l.Kind != "EnvironmentList" || l.APIVersion != "platform.example.com/v1alpha1" || l.Metadata.ResourceVersion != "5" {
 				t.Errorf("list head = %+v", l)
 			}
 			if got := names(l); !equalStrings(got, tc.names) {

@@ -181,7 +181,7 @@ func TestWatchErrors(t *testing.T) {
 		name, query, message string
 		code                 int
 	}{
-		{"too_large_rv", "resourceVersion=999999", "Timeout: Too large resource version: 999999, current: 3", 504},
+		{"too_large_rv", "resourceVersion=999999", "Timeout: Too large resource version: 999999, current: 4", 504},
 		{"send_initial_events", "sendInitialEvents=true&resourceVersionMatch=NotOlderThan", `ListOptions.meta.k8s.io "" is invalid: sendInitialEvents: Forbidden: sendInitialEvents is forbidden for watch unless the WatchList feature gate is enabled`, 422},
 		{"match_without_initial_events", "resourceVersionMatch=NotOlderThan", `ListOptions.meta.k8s.io "" is invalid: resourceVersionMatch: Forbidden: resourceVersionMatch is forbidden for watch unless sendInitialEvents is provided`, 422},
 	} {
@@ -219,12 +219,12 @@ func TestWatchEnds(t *testing.T) {
 	t.Run("bookmarks_only_when_allowed", func(t *testing.T) {
 		e := newEnv(t, nil)
 		e.create(t, "ns1", "a", nil, "alice")
-		ws := e.watch(t, envBase+"/environments?watch=true&allowWatchBookmarks=true&resourceVersion=1")
+		ws := e.watch(t, envBase+"/environments?watch=true&allowWatchBookmarks=true&resourceVersion=2")
 		if err := e.store.RequestProgress(context.Background()); err != nil {
 			t.Fatal(err)
 		}
 		ev := ws.next(t)
-		if ev.Type != "BOOKMARK" || ev.Object["kind"] != "Environment" || field(ev.Object, "metadata", "resourceVersion") != "1" {
+		if ev.Type != "BOOKMARK" || ev.Object["kind"] != "Environment" || field(ev.Object, "metadata", "resourceVersion") != "2" {
 			t.Errorf("bookmark = %+v", ev)
 		}
 	})
