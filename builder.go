@@ -69,12 +69,29 @@ type Builder struct {
 	// "admin", group system:masters) and <DataDir>/kubeconfig.
 	ClientCAFile string
 
-	// Authenticator decides who sent a request. Nil means x509 client
-	// certificates against the client CA, and anonymous access to the health
-	// paths only.
+	// Delegation, when set, delegates authentication and authorization to
+	// the cluster (a server behind kube-aggregator). Nil means standalone.
+	Delegation *Delegation
+	// TokenAuthFile is a static bearer token file in kube's CSV format
+	// (token,user,uid,"group1,group2"; --token-auth-file). Empty means none.
+	TokenAuthFile string
+	// OIDC, when set, authenticates bearer tokens issued by an OpenID
+	// Connect provider.
+	OIDC *authn.OIDCConfig
+	// AuthorizationPolicyFiles are RBAC YAML files (Roles, ClusterRoles and
+	// their bindings, rbac.authorization.k8s.io/v1) evaluated in process.
+	AuthorizationPolicyFiles []string
+	// AlwaysAllowPaths are non-resource paths everyone may get
+	// (--authorization-always-allow-paths). Nil means /healthz, /livez, /readyz.
+	AlwaysAllowPaths []string
+	// Authenticator replaces the authentication built from the fields above.
+	// Nil means: front proxy (delegated), x509 client certificates, bearer
+	// tokens (token file, OIDC, TokenReview), and anonymous access to the
+	// health paths only.
 	Authenticator authn.Authenticator
-	// Authorizer decides what a user may do. Nil means: the health paths for
-	// everyone, everything for the group system:masters, nothing else.
+	// Authorizer replaces the authorization built from the fields above. Nil
+	// means: the group system:masters may do anything, everyone may get
+	// AlwaysAllowPaths, then RBAC files and SubjectAccessReview (delegated).
 	Authorizer authz.Authorizer
 
 	// Logger receives the server's logs. Nil means no logging.
@@ -125,6 +142,7 @@ const (
 	StageBodyLimit      = "body-limit"
 	StageWarnings       = "warnings"
 	StageAuthentication = "authentication"
+	StageImpersonation  = "impersonation"
 	StageAuthorization  = "authorization"
 )
 
@@ -201,7 +219,11 @@ func (b *Builder) Build() (*Server, error) {
 		}
 	}
 
-	tlsCfg, err := s.setupTLS(&c)
+	fd, err := s.buildFrontDoor(&c)
+	if err != nil {
+		return nil, err
+	}
+	tlsCfg, err := s.setupTLS(&c, fd.advertised)
 	if err != nil {
 		return nil, err
 	}
@@ -216,13 +238,13 @@ func (b *Builder) Build() (*Server, error) {
 	s.listener = ln
 	s.closers = append(s.closers, func() error { _ = ln.Close(); return nil })
 
-	if s.standalone != nil {
+	if s.standalone != nil && s.standalone.admin != nil {
 		if err := s.writeKubeconfig(&c); err != nil {
 			return nil, err
 		}
 	}
 
-	handler, err := s.buildHandler(&c, resources)
+	handler, err := s.buildHandler(&c, resources, fd)
 	if err != nil {
 		return nil, err
 	}

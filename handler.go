@@ -20,8 +20,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"go.uber.org/zap"
 
-	"github.com/annexapi/annex/authn"
-	"github.com/annexapi/annex/authz"
 	"github.com/annexapi/annex/filters"
 	"github.com/annexapi/annex/healthz"
 	"github.com/annexapi/annex/metrics"
@@ -33,7 +31,7 @@ import (
 // always-allow authorizer both cover them.
 func healthPaths() []string { return []string{"/healthz", "/livez", "/readyz"} }
 
-func (s *Server) buildHandler(c *Builder, resources []rest.Resource) (http.Handler, error) {
+func (s *Server) buildHandler(c *Builder, resources []rest.Resource, fd *frontDoor) (http.Handler, error) {
 	var errs []error
 	s.watchCtx, s.cancelWatch = context.WithCancel(context.Background())
 	s.closers = append(s.closers, func() error { s.cancelWatch(); return nil })
@@ -47,29 +45,7 @@ func (s *Server) buildHandler(c *Builder, resources []rest.Resource) (http.Handl
 		errs = append(errs, err)
 	}
 
-	authenticator := c.Authenticator
-	if authenticator == nil {
-		var ca authn.CAProvider
-		if s.clientCA != nil {
-			ca = s.clientCA
-		}
-		authenticator, err = authn.New(authn.Config{ClientCA: ca, Anonymous: &authn.AnonymousConfig{Paths: healthPaths()}})
-		if err != nil {
-			errs = append(errs, err)
-		}
-	}
-	authnFilter, err := authn.WithAuthentication(authn.FilterConfig{Authenticator: authenticator})
-	if err != nil {
-		errs = append(errs, err)
-	}
-	authorizer := c.Authorizer
-	if authorizer == nil {
-		authorizer, err = authz.New(authz.Config{AlwaysAllowPaths: healthPaths()})
-		if err != nil {
-			errs = append(errs, err)
-		}
-	}
-	authzFilter, err := authz.WithAuthorization(authz.FilterConfig{Authorizer: authorizer})
+	doorStages, err := fd.stages()
 	if err != nil {
 		errs = append(errs, err)
 	}
@@ -98,9 +74,8 @@ func (s *Server) buildHandler(c *Builder, resources []rest.Resource) (http.Handl
 		{Name: StageTimeout, Needs: []Provision{ProvidesDeadline}, Filter: filters.WithRequestTimeout(filters.RequestTimeoutConfig{})},
 		{Name: StageBodyLimit, Filter: filters.WithMaxRequestBody(filters.MaxRequestBodyConfig{MaxBytes: c.MaxRequestBodyBytes})},
 		{Name: StageWarnings, Provides: []Provision{ProvidesWarnings}, Filter: filters.WithWarningRecorder(filters.WarningRecorderConfig{})},
-		{Name: StageAuthentication, Provides: []Provision{ProvidesUser}, Filter: authnFilter},
-		{Name: StageAuthorization, Needs: []Provision{ProvidesUser, ProvidesRequestInfo}, Provides: []Provision{ProvidesAuthorized}, Filter: authzFilter},
 	}
+	stages = append(stages, doorStages...)
 	for _, ins := range c.Stages {
 		stages, err = insertStage(stages, ins.After, ins.Stage)
 		if err != nil {

@@ -40,8 +40,6 @@ type Server struct {
 	watchCtx    context.Context
 	cancelWatch context.CancelFunc
 
-	// clientCA verifies client certificates (nil without x509 authentication).
-	clientCA certs.PoolSource
 	// standalone is the generated material of standalone mode, nil otherwise.
 	standalone *standaloneMaterial
 	kubeconfig string
@@ -109,21 +107,14 @@ func openDefaultStore(path string, log *zap.Logger) (*bbolt.Store, error) {
 	return st, nil
 }
 
-// setupTLS prepares the serving certificate and the client CA: from files
-// (reloaded on change) or, in standalone mode, generated into the data dir.
-func (s *Server) setupTLS(c *Builder) (*tls.Config, error) {
+// setupTLS prepares the serving certificate, from files (reloaded on change)
+// or, when none is given, a self-signed CA and serving certificate in the data
+// dir; advertised is the client CA offered in the handshake (nil for none).
+func (s *Server) setupTLS(c *Builder, advertised certs.PoolSource) (*tls.Config, error) {
 	certDir := filepath.Join(c.DataDir, "certs")
-	reload := certs.ReloadConfig{OnError: func(err error) { s.log.Error("reloading TLS material", zap.Error(err)) }}
-	var serving certs.CertificateSource
-	var servingCA *certs.CA
-	if c.CertFile != "" {
-		sc, err := certs.NewServingCert(c.CertFile, c.KeyFile, reload)
-		if err != nil {
-			return nil, err
-		}
-		s.runners = append(s.runners, sc.Start)
-		serving = sc
-	} else {
+	reload := certs.ReloadConfig{OnError: func(err error) { s.log.Error("reloading the serving certificate", zap.Error(err)) }}
+	certFile, keyFile := c.CertFile, c.KeyFile
+	if certFile == "" {
 		ca, err := certs.EnsureCA(certs.CAConfig{Dir: certDir, Name: c.Name + "-serving-ca"})
 		if err != nil {
 			return nil, err
@@ -131,41 +122,18 @@ func (s *Server) setupTLS(c *Builder) (*tls.Config, error) {
 		if _, err := ca.EnsureServingCert(certs.ServingConfig{Dir: certDir, Hosts: c.ServingHosts}); err != nil {
 			return nil, err
 		}
-		sc, err := certs.NewServingCert(filepath.Join(certDir, "serving.crt"), filepath.Join(certDir, "serving.key"), reload)
-		if err != nil {
-			return nil, err
+		certFile, keyFile = filepath.Join(certDir, "serving.crt"), filepath.Join(certDir, "serving.key")
+		if s.standalone == nil {
+			s.standalone = &standaloneMaterial{}
 		}
-		s.runners = append(s.runners, sc.Start)
-		serving, servingCA = sc, ca
+		s.standalone.servingCA = ca
 	}
-
-	var clientCA certs.PoolSource
-	switch {
-	case c.ClientCAFile != "":
-		b, err := certs.NewCABundle(c.ClientCAFile, reload)
-		if err != nil {
-			return nil, err
-		}
-		s.runners = append(s.runners, b.Start)
-		clientCA = b
-	case c.Authenticator == nil:
-		ca, err := certs.EnsureCA(certs.CAConfig{Dir: certDir, Name: c.Name + "-client-ca"})
-		if err != nil {
-			return nil, err
-		}
-		admin, err := ca.EnsureClientCert(certs.ClientConfig{Dir: certDir, Name: "admin", User: "admin", Groups: []string{"system:masters"}})
-		if err != nil {
-			return nil, err
-		}
-		b, err := certs.NewCABundle(ca.CertFile, reload)
-		if err != nil {
-			return nil, err
-		}
-		clientCA = b
-		s.standalone = &standaloneMaterial{servingCA: servingCA, admin: admin}
+	sc, err := certs.NewServingCert(certFile, keyFile, reload)
+	if err != nil {
+		return nil, err
 	}
-	s.clientCA = clientCA
-	return certs.ServerTLSConfig(certs.ServerTLSOptions{Serving: serving, ClientCA: clientCA})
+	s.runners = append(s.runners, sc.Start)
+	return certs.ServerTLSConfig(certs.ServerTLSOptions{Serving: sc, ClientCA: advertised})
 }
 
 // writeKubeconfig writes <DataDir>/kubeconfig for the standalone admin.

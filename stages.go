@@ -26,6 +26,9 @@ const (
 	ProvidesWarnings Provision = "warnings"
 	// ProvidesUser is the authenticated *filters.User.
 	ProvidesUser Provision = "user"
+	// ProvidesImpersonator is the user who sent an impersonating request
+	// (filters.ImpersonatorFrom); ProvidesUser is then the impersonated one.
+	ProvidesImpersonator Provision = "impersonator"
 	// ProvidesAuthorized means the request was authorized: only handlers run
 	// after it.
 	ProvidesAuthorized Provision = "authorized"

@@ -159,9 +159,10 @@ func TestKubectlSession(t *testing.T) {
 	if ok {
 		t.Fatalf("invalid create succeeded:\n%s", out)
 	}
-	wantContains(t, "invalid create", out, `Environment.platform.example.com "bad" is invalid`,
-		`spec.tier: Unsupported value: "qa": supported values: "dev", "prod", "staging"`,
-		`spec.replicas: Invalid value: -1: must be greater than or equal to 0`)
+	// kubectl renders a 422 with causes as one bullet per field.
+	wantContains(t, "invalid create", out, `The Environment "bad" is invalid:`,
+		`* spec.tier: Unsupported value: "qa": supported values: "dev", "prod", "staging"`,
+		`* spec.replicas: Invalid value: -1: must be greater than or equal to 0`)
 
 	// A watch sees a change made by another client.
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)

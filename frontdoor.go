@@ -1,0 +1,282 @@
+// This file assembles the front door: who a request comes from
+// (authentication), who it acts as (impersonation) and what it may do
+// (authorization), in standalone mode (local CA, token file, OIDC, RBAC files)
+// or delegated mode (front proxy, TokenReview and SubjectAccessReview against
+// the cluster, as a server behind kube-aggregator).
+
+package annex
+
+import (
+	"fmt"
+	"path/filepath"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/annexapi/annex/authn"
+	"github.com/annexapi/annex/authz"
+	"github.com/annexapi/annex/certs"
+	"github.com/annexapi/annex/healthz"
+	"github.com/annexapi/annex/kubeclient"
+)
+
+// Delegation configures delegated authentication and authorization: the
+// server trusts kube-aggregator's front proxy and asks the cluster about
+// tokens and permissions. Field names follow kube-apiserver's flags.
+type Delegation struct {
+	// AuthenticationKubeconfig reaches the cluster for the
+	// extension-apiserver-authentication ConfigMap and TokenReviews
+	// (--authentication-kubeconfig). Empty means in-cluster configuration.
+	AuthenticationKubeconfig string
+	// AuthorizationKubeconfig reaches the cluster for SubjectAccessReviews
+	// (--authorization-kubeconfig). Empty means in-cluster configuration.
+	AuthorizationKubeconfig string
+	// RequestHeaderClientCAFile overrides the front-proxy CA the ConfigMap
+	// names (--requestheader-client-ca-file). Empty means the ConfigMap's.
+	RequestHeaderClientCAFile string
+	// RequestHeaderAllowedNames, UsernameHeaders, GroupHeaders,
+	// ExtraHeadersPrefixes and UIDHeaders override the ConfigMap's
+	// --requestheader-* settings when any is set. All empty means the
+	// ConfigMap's.
+	RequestHeaderAllowedNames    []string
+	RequestHeaderUsernameHeaders []string
+	RequestHeaderGroupHeaders    []string
+	RequestHeaderExtraPrefixes   []string
+	RequestHeaderUIDHeaders      []string
+	// TokenCacheTTL is how long TokenReview answers are cached
+	// (--authentication-token-webhook-cache-ttl). Zero means 10s.
+	TokenCacheTTL time.Duration
+	// AuthorizedTTL and UnauthorizedTTL are how long SubjectAccessReview
+	// answers are cached. Zero means 10s each.
+	AuthorizedTTL   time.Duration
+	UnauthorizedTTL time.Duration
+	// TolerateMissingRequestHeaderCA keeps /readyz passing when the cluster
+	// has no front-proxy CA (no aggregation layer). Zero means not ready.
+	TolerateMissingRequestHeaderCA bool
+}
+
+func (d *Delegation) overridesHeaders() bool {
+	return len(d.RequestHeaderAllowedNames)+len(d.RequestHeaderUsernameHeaders)+len(d.RequestHeaderGroupHeaders)+
+		len(d.RequestHeaderExtraPrefixes)+len(d.RequestHeaderUIDHeaders) > 0
+}
+
+// frontDoor is what the stages of authentication, impersonation and
+// authorization are built from.
+type frontDoor struct {
+	authenticator authn.Authenticator
+	authorizer    authz.Authorizer
+	// headerNames are the front-proxy header names the authentication filter
+	// clears (nil: only the defaults).
+	headerNames authn.RequestHeaderNamesProvider
+	// advertised is the union of client CAs offered in the TLS handshake.
+	advertised   authn.CAProvider
+	authnMetrics *authn.Metrics
+	authzMetrics *authz.Metrics
+}
+
+// buildFrontDoor sets up authentication and authorization from c, adding the
+// long-running parts (CA reloaders, the ConfigMap poller) to s.runners and
+// their health to s.readyChecks. In standalone mode without a client CA file
+// it generates the client CA and the admin certificate.
+func (s *Server) buildFrontDoor(c *Builder) (*frontDoor, error) {
+	fd := &frontDoor{}
+	var err error
+	if fd.authnMetrics, err = authn.NewMetrics(c.Registerer); err != nil {
+		return nil, err
+	}
+	if fd.authzMetrics, err = authz.NewMetrics(c.Registerer); err != nil {
+		return nil, err
+	}
+	reload := certs.ReloadConfig{OnError: func(err error) { s.log.Error("reloading a CA bundle", zap.Error(err)) }}
+	caFile := func(path string) (authn.CAProvider, error) {
+		b, err := certs.NewCABundle(path, reload)
+		if err != nil {
+			return nil, err
+		}
+		s.runners = append(s.runners, b.Start)
+		return b, nil
+	}
+
+	var cfg authn.Config
+	cfg.Anonymous = &authn.AnonymousConfig{Paths: healthPaths()}
+	var authorizers []authz.NamedAuthorizer
+	switch {
+	case c.ClientCAFile != "":
+		if cfg.ClientCA, err = caFile(c.ClientCAFile); err != nil {
+			return nil, err
+		}
+	case c.Delegation == nil && c.Authenticator == nil:
+		if cfg.ClientCA, err = s.standaloneClientCA(c); err != nil {
+			return nil, err
+		}
+	}
+
+	if d := c.Delegation; d != nil {
+		if err := s.delegate(c, d, &cfg, &authorizers, fd, caFile); err != nil {
+			return nil, err
+		}
+	}
+	if c.TokenAuthFile != "" {
+		tf, err := authn.NewTokenFile(c.TokenAuthFile)
+		if err != nil {
+			return nil, err
+		}
+		cfg.Tokens = append(cfg.Tokens, tf)
+	}
+	if c.OIDC != nil {
+		o, err := authn.NewOIDC(*c.OIDC)
+		if err != nil {
+			return nil, err
+		}
+		cfg.Tokens = append(cfg.Tokens, authn.NewTokenCache(o, authn.TokenCacheConfig{Metrics: fd.authnMetrics}))
+		s.readyChecks = append(s.readyChecks, healthz.ReadyCheck("oidc", o))
+	}
+	if len(c.AuthorizationPolicyFiles) > 0 {
+		rbac, err := authz.LoadRBACFiles(c.AuthorizationPolicyFiles...)
+		if err != nil {
+			return nil, err
+		}
+		authorizers = append(authorizers, authz.NamedAuthorizer{Name: authz.NameRBAC, Authorizer: rbac})
+	}
+
+	fd.authenticator = c.Authenticator
+	if fd.authenticator == nil {
+		if fd.authenticator, err = authn.New(cfg); err != nil {
+			return nil, err
+		}
+	}
+	var caProviders []authn.CAProvider
+	if cfg.ClientCA != nil {
+		caProviders = append(caProviders, cfg.ClientCA)
+	}
+	if cfg.RequestHeader != nil {
+		caProviders = append(caProviders, cfg.RequestHeader.CA)
+	}
+	if len(caProviders) > 0 {
+		fd.advertised = authn.UnionCA(caProviders...)
+	}
+
+	fd.authorizer = c.Authorizer
+	if fd.authorizer == nil {
+		paths := c.AlwaysAllowPaths
+		if paths == nil {
+			paths = healthPaths()
+		}
+		if fd.authorizer, err = authz.New(authz.Config{AlwaysAllowPaths: paths, Authorizers: authorizers}); err != nil {
+			return nil, err
+		}
+	}
+	return fd, nil
+}
+
+// standaloneClientCA generates (or reuses) the client CA and the admin
+// client certificate (user "admin", group system:masters) in the data dir.
+func (s *Server) standaloneClientCA(c *Builder) (authn.CAProvider, error) {
+	certDir := filepath.Join(c.DataDir, "certs")
+	ca, err := certs.EnsureCA(certs.CAConfig{Dir: certDir, Name: c.Name + "-client-ca"})
+	if err != nil {
+		return nil, err
+	}
+	admin, err := ca.EnsureClientCert(certs.ClientConfig{Dir: certDir, Name: "admin", User: "admin", Groups: []string{"system:masters"}})
+	if err != nil {
+		return nil, err
+	}
+	b, err := certs.NewCABundle(ca.CertFile, certs.ReloadConfig{})
+	if err != nil {
+		return nil, err
+	}
+	if s.standalone == nil {
+		s.standalone = &standaloneMaterial{}
+	}
+	s.standalone.admin = admin
+	return b, nil
+}
+
+// delegate configures the front proxy, TokenReview and SubjectAccessReview
+// against the cluster.
+func (s *Server) delegate(c *Builder, d *Delegation, cfg *authn.Config, authorizers *[]authz.NamedAuthorizer,
+	fd *frontDoor, caFile func(string) (authn.CAProvider, error)) error {
+	clientFor := func(kubeconfig string) (*kubeclient.Client, error) {
+		var kc *kubeclient.Config
+		var err error
+		if kubeconfig != "" {
+			kc, err = kubeclient.LoadKubeconfig(kubeconfig, "")
+		} else {
+			kc, err = kubeclient.InClusterConfig()
+		}
+		if err != nil {
+			return nil, fmt.Errorf("delegation: %w", err)
+		}
+		return kubeclient.New(*kc)
+	}
+	authnClient, err := clientFor(d.AuthenticationKubeconfig)
+	if err != nil {
+		return err
+	}
+	authzClient, err := clientFor(d.AuthorizationKubeconfig)
+	if err != nil {
+		return err
+	}
+	del, err := authn.NewDelegated(authn.DelegatedConfig{Client: authnClient, Logger: s.log.Named("delegation"),
+		TolerateMissingRequestHeaderCA: d.TolerateMissingRequestHeaderCA})
+	if err != nil {
+		return err
+	}
+	s.runners = append(s.runners, del.Start)
+	s.readyChecks = append(s.readyChecks, healthz.ReadyCheck("delegated-authentication", del))
+	if cfg.ClientCA == nil {
+		cfg.ClientCA = del.ClientCA()
+	}
+	rhCA := del.RequestHeaderCA()
+	if d.RequestHeaderClientCAFile != "" {
+		if rhCA, err = caFile(d.RequestHeaderClientCAFile); err != nil {
+			return err
+		}
+	}
+	var names authn.RequestHeaderNamesProvider = del
+	if d.overridesHeaders() {
+		names = authn.StaticRequestHeaderNames(authn.RequestHeaderNames{
+			AllowedNames: d.RequestHeaderAllowedNames, UsernameHeaders: d.RequestHeaderUsernameHeaders,
+			GroupHeaders: d.RequestHeaderGroupHeaders, ExtraHeaderPrefixes: d.RequestHeaderExtraPrefixes,
+			UIDHeaders: d.RequestHeaderUIDHeaders,
+		})
+	}
+	cfg.RequestHeader = &authn.RequestHeaderConfig{CA: rhCA, Names: names}
+	fd.headerNames = names
+	tr, err := authn.NewTokenReview(authn.TokenReviewConfig{Client: authnClient, Metrics: fd.authnMetrics})
+	if err != nil {
+		return err
+	}
+	ttl := d.TokenCacheTTL
+	if ttl <= 0 {
+		ttl = 10 * time.Second
+	}
+	cfg.Tokens = append(cfg.Tokens, authn.NewTokenCache(tr, authn.TokenCacheConfig{SuccessTTL: ttl, FailureTTL: ttl, Metrics: fd.authnMetrics}))
+	wh, err := authz.NewWebhook(authz.WebhookConfig{Client: authzClient, AllowTTL: d.AuthorizedTTL, DenyTTL: d.UnauthorizedTTL, Metrics: fd.authzMetrics})
+	if err != nil {
+		return err
+	}
+	*authorizers = append(*authorizers, authz.NamedAuthorizer{Name: authz.NameWebhook, Authorizer: wh})
+	return nil
+}
+
+// stages returns the authentication, impersonation and authorization stages.
+func (fd *frontDoor) stages() ([]Stage, error) {
+	authnFilter, err := authn.WithAuthentication(authn.FilterConfig{Authenticator: fd.authenticator, RequestHeaders: fd.headerNames, Metrics: fd.authnMetrics})
+	if err != nil {
+		return nil, err
+	}
+	impersonation, err := authz.WithImpersonation(authz.ImpersonationConfig{Authorizer: fd.authorizer})
+	if err != nil {
+		return nil, err
+	}
+	authzFilter, err := authz.WithAuthorization(authz.FilterConfig{Authorizer: fd.authorizer, Metrics: fd.authzMetrics})
+	if err != nil {
+		return nil, err
+	}
+	return []Stage{
+		{Name: StageAuthentication, Provides: []Provision{ProvidesUser}, Filter: authnFilter},
+		{Name: StageImpersonation, Needs: []Provision{ProvidesUser}, Provides: []Provision{ProvidesImpersonator}, Filter: impersonation},
+		{Name: StageAuthorization, Needs: []Provision{ProvidesUser, ProvidesRequestInfo}, Provides: []Provision{ProvidesAuthorized}, Filter: authzFilter},
+	}, nil
+}
