@@ -56,32 +56,12 @@ func startServer(t *testing.T, b Builder) *testServer {
 		t.Fatal(err)
 	}
 	ts := &testServer{srv: srv, dataDir: b.DataDir, done: make(chan struct{})}
-	ctx, cancel := context.WithCancel(context.Background())
-	ts.cancel = cancel
-	go func() { ts.runErr = srv.Run(ctx); close(ts.done) }()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case <-ts.done:
-		case <-time.After(30 * time.Second):
-			t.Error("Run did not return after cancel")
-		}
-	})
+	runInBackground(t, ts)
 	certDir := filepath.Join(b.DataDir, "certs")
 	ts.admin = clientWith(t, filepath.Join(certDir, b.nameOrDefault()+"-serving-ca.crt"), filepath.Join(certDir, "admin.crt"), filepath.Join(certDir, "admin.key"))
 	ts.anon = clientWith(t, filepath.Join(certDir, b.nameOrDefault()+"-serving-ca.crt"), "", "")
 	// Ready means the watch caches have their initial lists.
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		code, body := do(t, ts.anon, http.MethodGet, srv.URL()+"/readyz?verbose", "")
-		if code == 200 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("server not ready: %d %s", code, body)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	waitReady(t, ts.anon, srv.URL())
 	return ts
 }
 
