@@ -20,11 +20,19 @@ type watchStream struct {
 
 func (e *testEnv) watch(t *testing.T, path string) *watchStream {
 	t.Helper()
+	return e.watchWith(t, path, nil)
+}
+
+func (e *testEnv) watchWith(t *testing.T, path string, h http.Header) *watchStream {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	req, err := http.NewRequestWithContext(ctx, "GET", e.srv.URL+path, nil)
 	if err != nil {
 		t.Fatal(err)
+	}
+	for k, v := range h {
+		req.Header[k] = v
 	}
 	resp, err := e.srv.Client().Do(req)
 	if err != nil {
