@@ -31,11 +31,24 @@
 // [StatusForError] is the one function that maps storage errors to Kubernetes
 // Status codes and messages.
 //
+// # Output, patch, validation, admission
+//
+// Accept negotiation serves Table (kubectl get: a name column, the declared
+// [PrinterColumn]s or Age, row objects per includeObject) and
+// PartialObjectMetadata(List) for get, list and watch, and answers JSON to an
+// Accept that lists protobuf first. PATCH takes JSON patch and merge patch
+// (github.com/evanphx/json-patch/v5) inside storage's guaranteed update, with
+// a resourceVersion in the patch as a precondition; strategic merge and apply
+// patches get 415, as for a CRD. A [Resource.Schema] prunes and defaults
+// writes, with fieldValidation Strict (400), Warn (default, Warning headers)
+// or Ignore, and is published at /openapi/v2 and /openapi/v3. An [Admitter]
+// in [Config] runs mutating and validating admission on every write, again on
+// every conflict retry. [Resource.StatusSubresource] serves <plural>/status.
+// A watch-list (sendInitialEvents=true) is served when the store implements
+// [InitialEventsSender] (the watch cache), else refused with 422.
+//
 // # Not yet
 //
-// PATCH answers 405 MethodNotAllowed and discovery does not advertise it
-// (issue 4 implements patches);
-// subresources, Table and PartialObjectMetadata output, finalizers and graceful
-// deletion, and WatchList (sendInitialEvents, rejected with 422 as an apiserver
-// with the feature gate off does) are not implemented.
+// Strategic merge patch, server-side apply, finalizers and graceful deletion,
+// and the scale subresource are not implemented.
 package rest
