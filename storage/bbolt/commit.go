@@ -44,9 +44,10 @@ type writeResult struct {
 	obj storage.Object
 	err error
 	// conflict is set when the key's mod revision was not op.expect;
-	// current is then the key's record (encodeValue form), nil if absent.
+	// current is then the key's state, exists false if it is absent.
 	conflict bool
-	current  []byte
+	current  storage.Object
+	exists   bool
 }
 
 func (s *Store) commitLoop() {
@@ -121,59 +122,61 @@ func apply(objs, evs *bolt.Bucket, op *writeOp, rev *uint64) (writeResult, error
 	if len(key) > bolt.MaxKeySize {
 		return writeResult{err: &storage.Error{Err: storage.ErrInvalidKey, Key: op.key, Msg: "key too long"}}, nil
 	}
-	cur := objs.Get(key)
+	var curRev uint64
+	if v := objs.Get(key); v != nil {
+		if len(v) != 8 {
+			return writeResult{err: corrupt(op.key, errCorrupt)}, nil
+		}
+		curRev = getUint64(v)
+	}
 	next := *rev + 1
 	switch op.kind {
 	case opCreate:
-		if cur != nil {
+		if curRev != 0 {
 			return writeResult{err: &storage.Error{Err: storage.ErrAlreadyExists, Key: op.key}}, nil
 		}
 	case opPut, opDelete:
-		var curRev uint64
-		if cur != nil {
-			r, _, err := decodeValue(cur)
+		if curRev != op.expect || (op.kind == opDelete && curRev == 0) {
+			if curRev == 0 {
+				return writeResult{conflict: true}, nil
+			}
+			o, err := objectAt(evs, op.key, curRev)
 			if err != nil {
-				return writeResult{err: &storage.Error{Err: storage.ErrInvalidObject, Key: op.key, Msg: err.Error()}}, nil
+				return writeResult{err: err}, nil
 			}
-			curRev = r
-		}
-		if curRev != op.expect || (op.kind == opDelete && cur == nil) {
-			var c []byte
-			if cur != nil {
-				c = append([]byte(nil), cur...)
-			}
-			return writeResult{conflict: true, current: c}, nil
+			return writeResult{conflict: true, current: o, exists: true}, nil
 		}
 	}
 	var (
 		data []byte
 		meta storage.Meta
+		ent  []byte
 		err  error
 	)
 	if op.kind == opDelete {
-		_, old, _ := decodeValue(cur)
+		old, verr := valueAt(evs, op.key, curRev)
+		if verr != nil {
+			return writeResult{err: verr}, nil
+		}
 		start, end, ok := storage.ResourceVersionIndex(old)
+		// withRevision copies old out of the transaction.
 		if data, err = withRevision(old, start, end, ok, next); err == nil {
 			meta, err = storage.DecodeMeta(data)
 		}
+		ent = encodeEntry(entryDelete, op.key, curRev, nil)
 	} else {
 		data, err = withRevision(op.data, op.rvStart, op.rvEnd, op.rvOK, next)
 		meta = op.meta
 		meta.ResourceVersion = storage.FormatResourceVersion(next)
+		ent = encodeEntry(entryPut, op.key, curRev, data)
 	}
 	if err != nil {
 		return writeResult{err: withKey(err, op.key)}, nil
 	}
-	kind := entryPut
-	if op.kind == opDelete {
-		kind = entryDelete
-	}
-	// The entry copies cur before the objects bucket changes under it.
-	ent := encodeEntry(kind, op.key, data, cur)
 	if op.kind == opDelete {
 		err = objs.Delete(key)
 	} else {
-		err = objs.Put(key, encodeValue(next, data))
+		err = objs.Put(key, revKey(next))
 	}
 	if err == nil {
 		err = evs.Put(revKey(next), ent)

@@ -5,13 +5,14 @@ package bbolt
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
 	"go.uber.org/zap"
 )
 
-// compactChunk is how many log entries one compaction transaction deletes, so
+// compactChunk is how many log entries one pruning transaction visits, so
 // that compacting a long history never makes one huge transaction.
 const compactChunk = 10000
 
@@ -22,10 +23,19 @@ type revSample struct {
 }
 
 // Compact implements storage.Compactor. It records the compacted revision
-// first (from then on reads at or before it fail with ErrExpired), then
-// deletes the log entries in chunks. A revision at or beyond the current one
-// is lowered to the current revision minus one, so the latest state stays
+// first (from then on reads at or before it fail with ErrExpired), then prunes
+// the log up to it in chunks. A revision at or beyond the current one is
+// lowered to the current revision minus one, so the latest state stays
 // readable at its revision.
+//
+// Pruning keeps exactly the entries at or before the compacted revision C
+// that hold a key's state at C: those are the current values of keys not
+// changed since, and the previous states of the first changes after C, which
+// watches and snapshot reads after C still read. Visiting each entry in
+// (pruned, C] in order, it deletes the entry of the state that entry replaced
+// (now superseded at or before C) and, for a delete, the entry itself. A
+// pruning cut short (ctx, crash) resumes from the pruned revision at the next
+// Compact.
 func (s *Store) Compact(ctx context.Context, revision uint64) error {
 	if s.isClosed() {
 		return errClosed()
@@ -34,51 +44,75 @@ func (s *Store) Compact(ctx context.Context, revision uint64) error {
 	defer s.compactMu.Unlock()
 	cur, _, _ := s.hub.state()
 	if revision >= cur {
-		if cur == 0 {
-			return nil
-		}
-		revision = cur - 1
+		revision = cur - 1 // cur >= initialRevision >= 1
 	}
 	if revision == 0 {
 		return nil
 	}
-	var skip bool
 	err := s.db.Update(func(tx *bolt.Tx) error {
 		if _, compacted := readMeta(tx); revision <= compacted {
-			skip = true
+			revision = compacted // only finish pruning, if anything is left
 			return nil
 		}
 		return tx.Bucket([]byte(bucketMeta)).Put([]byte(keyCompacted), putUint64(nil, revision))
 	})
-	if err != nil || skip {
+	if err != nil {
 		return err
 	}
 	for {
 		if err := ctx.Err(); err != nil {
-			return err // the next compaction deletes what is left
+			return err // the next compaction prunes what is left
 		}
 		done := false
 		err := s.db.Update(func(tx *bolt.Tx) error {
-			c := tx.Bucket([]byte(bucketEvents)).Cursor()
-			n := 0
-			for k, _ := c.First(); ; k, _ = c.Next() {
-				if k == nil || getUint64(k) > revision {
-					done = true
-					return nil
-				}
-				if n == compactChunk {
-					return nil
-				}
-				if err := c.Delete(); err != nil {
-					return err
-				}
-				n++
-			}
+			var err error
+			done, err = pruneChunk(tx, revision)
+			return err
 		})
 		if err != nil || done {
 			return err
 		}
 	}
+}
+
+// pruneChunk prunes up to compactChunk log entries after the pruned revision
+// and at or before upTo, and records how far it got; done is true when the
+// log is pruned up to upTo.
+func pruneChunk(tx *bolt.Tx, upTo uint64) (done bool, err error) {
+	meta, evs := tx.Bucket([]byte(bucketMeta)), tx.Bucket([]byte(bucketEvents))
+	pruned := getUint64(meta.Get([]byte(keyPruned)))
+	if pruned >= upTo {
+		return true, nil
+	}
+	var drop []uint64
+	c := evs.Cursor()
+	n := 0
+	k, v := c.Seek(revKey(pruned + 1))
+	for ; k != nil && getUint64(k) <= upTo && n < compactChunk; k, v = c.Next() {
+		rev := getUint64(k)
+		e, err := decodeEntry(v)
+		if err != nil {
+			return false, corrupt(string(e.key), fmt.Errorf("log entry %d: %w", rev, err))
+		}
+		if e.prevRev != 0 {
+			drop = append(drop, e.prevRev)
+		}
+		if e.kind == entryDelete {
+			drop = append(drop, rev)
+		}
+		pruned = rev
+		n++
+	}
+	if k == nil || getUint64(k) > upTo {
+		done, pruned = true, upTo
+	}
+	// Deleted after the walk: a cursor must not see its bucket change.
+	for _, r := range drop {
+		if err := evs.Delete(revKey(r)); err != nil {
+			return false, err
+		}
+	}
+	return done, meta.Put([]byte(keyPruned), putUint64(nil, pruned))
 }
 
 // Start runs the periodic compactor until ctx is done (it then returns nil)

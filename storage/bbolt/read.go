@@ -60,11 +60,14 @@ func (s *Store) Get(ctx context.Context, key string, opts storage.GetOptions) (s
 		if rv.Revision > cur {
 			return tooLarge(rv.Revision, cur)
 		}
-		v := tx.Bucket([]byte(bucketObjects)).Get([]byte(key))
-		if v == nil {
+		rev, data, err := current(tx.Bucket([]byte(bucketObjects)), tx.Bucket([]byte(bucketEvents)), key)
+		if err != nil {
+			return err
+		}
+		if rev == 0 {
 			return notFound(key)
 		}
-		obj, err = objectFromValue(key, v)
+		obj, err = makeObject(key, rev, data)
 		return err
 	})
 	return obj, err
@@ -171,12 +174,14 @@ func (s *Store) list(req listRequest) (storage.ListResult, error) {
 // merged with, for each key changed after read, the state it had before its
 // first change after read.
 func scan(tx *bolt.Tx, req listRequest, read, cur uint64) (storage.ListResult, error) {
-	// past maps keys changed after read to their record at read (nil: absent).
-	var past map[string][]byte
+	evs := tx.Bucket([]byte(bucketEvents))
+	// past maps keys changed after read to their revision at read (0:
+	// absent).
+	var past map[string]uint64
 	var pastKeys []string
 	if read < cur {
-		past = map[string][]byte{}
-		c := tx.Bucket([]byte(bucketEvents)).Cursor()
+		past = map[string]uint64{}
+		c := evs.Cursor()
 		for k, v := c.Seek(revKey(read + 1)); k != nil; k, v = c.Next() {
 			e, err := decodeEntry(v)
 			if err != nil {
@@ -188,11 +193,7 @@ func scan(tx *bolt.Tx, req listRequest, read, cur uint64) (storage.ListResult, e
 			if _, seen := past[string(e.key)]; seen {
 				continue
 			}
-			var prev []byte
-			if len(e.prev) > 0 {
-				prev = append([]byte(nil), e.prev...)
-			}
-			past[string(e.key)] = prev
+			past[string(e.key)] = e.prevRev
 			pastKeys = append(pastKeys, string(e.key))
 		}
 		sort.Strings(pastKeys)
@@ -202,33 +203,33 @@ func scan(tx *bolt.Tx, req listRequest, read, cur uint64) (storage.ListResult, e
 	c := tx.Bucket([]byte(bucketObjects)).Cursor()
 	k, v := c.Seek([]byte(req.start))
 	pi := 0
-	// next returns the next key of the snapshot and its record.
-	next := func() (string, []byte, bool) {
+	// next returns the next key of the snapshot and its revision at read.
+	next := func() (string, uint64, bool) {
 		for {
 			curOK := k != nil && bytes.HasPrefix(k, []byte(req.prefix))
 			if !curOK && pi >= len(pastKeys) {
-				return "", nil, false
+				return "", 0, false
 			}
 			var key string
-			var val []byte
+			var rev uint64
 			switch {
 			case curOK && (pi >= len(pastKeys) || string(k) < pastKeys[pi]):
 				// Both are sorted: a key changed after read would have
 				// been met in pastKeys already.
-				key, val = string(k), v
+				key, rev = string(k), getUint64(v)
 				k, v = c.Next()
 			case curOK && string(k) == pastKeys[pi]:
-				key, val = pastKeys[pi], past[pastKeys[pi]]
+				key, rev = pastKeys[pi], past[pastKeys[pi]]
 				k, v = c.Next()
 				pi++
 			default:
-				key, val = pastKeys[pi], past[pastKeys[pi]]
+				key, rev = pastKeys[pi], past[pastKeys[pi]]
 				pi++
 			}
-			if val == nil {
+			if rev == 0 {
 				continue // absent at read
 			}
-			return key, val, true
+			return key, rev, true
 		}
 	}
 	var last string
@@ -236,12 +237,12 @@ func scan(tx *bolt.Tx, req listRequest, read, cur uint64) (storage.ListResult, e
 		if req.limit > 0 && int64(len(res.Items)) >= req.limit {
 			break
 		}
-		key, val, ok := next()
+		key, rev, ok := next()
 		if !ok {
 			return res, nil
 		}
 		last = key
-		o, err := objectFromValue(key, val)
+		o, err := objectAt(evs, key, rev)
 		if err != nil {
 			return storage.ListResult{}, err
 		}

@@ -1,5 +1,7 @@
-// This file holds the byte layout of the records in the file: object values
-// (mod revision + JSON) and event log entries.
+// This file holds the byte layout of the records in the file (object index
+// entries and event log entries) and the lookups that join them: every
+// object's JSON is stored once, in the log entry of the write that produced
+// it.
 
 package bbolt
 
@@ -17,32 +19,29 @@ const (
 	bucketObjects = "objects"
 	bucketEvents  = "events"
 	bucketMeta    = "meta"
-	keyRevision   = "revision"
-	keyCompacted  = "compacted"
+	// keyRevision is the revision recorded when the file was created; the
+	// current revision is the larger of it and the last log entry's.
+	keyRevision = "revision"
+	// keyCompacted is the compacted revision, written only by Compact.
+	keyCompacted = "compacted"
+	// keyPruned is the revision up to which compaction has pruned the log
+	// (at most keyCompacted; behind it while a compaction is under way or
+	// was interrupted).
+	keyPruned = "pruned"
+	// keyFormat is the layout version of the file.
+	keyFormat = "format"
 )
 
-// encodeValue is an object's record: 8-byte big-endian mod revision, then the
-// JSON bytes.
-func encodeValue(rev uint64, data []byte) []byte {
-	v := make([]byte, 8+len(data))
-	binary.BigEndian.PutUint64(v, rev)
-	copy(v[8:], data)
-	return v
-}
-
-func decodeValue(v []byte) (rev uint64, data []byte, err error) {
-	if len(v) < 8 {
-		return 0, nil, errCorrupt
-	}
-	return binary.BigEndian.Uint64(v), v[8:], nil
-}
+// fileFormat is the layout this package reads and writes.
+const fileFormat = 2
 
 // initialRevision is the revision of a new file: the first write gets 2, so
 // that no list ever carries resourceVersion "0" (etcd also starts at 1).
 const initialRevision = 1
 
-// initialise creates the buckets of a new file, recording initialRevision,
-// and returns the file's current revision.
+// initialise creates the buckets of a new file, recording initialRevision and
+// the format, checks the layout of an existing one, and returns the file's
+// current revision.
 func initialise(tx *bolt.Tx) (uint64, error) {
 	if tx.Bucket([]byte(bucketMeta)) == nil {
 		for _, name := range []string{bucketObjects, bucketEvents, bucketMeta} {
@@ -50,9 +49,16 @@ func initialise(tx *bolt.Tx) (uint64, error) {
 				return 0, err
 			}
 		}
-		if err := tx.Bucket([]byte(bucketMeta)).Put([]byte(keyRevision), putUint64(nil, initialRevision)); err != nil {
+		m := tx.Bucket([]byte(bucketMeta))
+		if err := m.Put([]byte(keyRevision), putUint64(nil, initialRevision)); err != nil {
 			return 0, err
 		}
+		if err := m.Put([]byte(keyFormat), putUint64(nil, fileFormat)); err != nil {
+			return 0, err
+		}
+	}
+	if f := getUint64(tx.Bucket([]byte(bucketMeta)).Get([]byte(keyFormat))); f != fileFormat {
+		return 0, fmt.Errorf("file format %d, want %d: %w", f, fileFormat, errCorrupt)
 	}
 	for _, name := range []string{bucketObjects, bucketEvents} {
 		if tx.Bucket([]byte(name)) == nil {
@@ -78,35 +84,37 @@ func getUint64(v []byte) uint64 {
 	return binary.BigEndian.Uint64(v)
 }
 
-// Event log entry: kind byte, uvarint key length, key, uvarint value length,
-// value (the new object, or for a delete the last state with the deletion's
-// resource version), then the previous object record (encodeValue form),
-// empty when the key did not exist.
+// An "objects" record is the key's mod revision, 8 bytes big-endian: the
+// revision of the log entry that holds its JSON.
+
+// Event log entry: kind byte, uvarint key length, key, uvarint revision of the
+// key's previous state (0 when the key did not exist), then for a put the
+// object's JSON, final (resourceVersion set). A delete has no value: the
+// deleted state is the previous one, with the deletion's resource version.
 const (
 	entryPut    byte = 'p'
 	entryDelete byte = 'd'
 )
 
 type entry struct {
-	kind  byte
-	key   []byte
-	value []byte
-	prev  []byte
+	kind    byte
+	key     []byte
+	prevRev uint64
+	value   []byte
 }
 
-func encodeEntry(kind byte, key string, value, prev []byte) []byte {
-	b := make([]byte, 0, 1+2*binary.MaxVarintLen32+len(key)+len(value)+len(prev))
+func encodeEntry(kind byte, key string, prevRev uint64, value []byte) []byte {
+	b := make([]byte, 0, 1+2*binary.MaxVarintLen64+len(key)+len(value))
 	b = append(b, kind)
 	b = binary.AppendUvarint(b, uint64(len(key)))
 	b = append(b, key...)
-	b = binary.AppendUvarint(b, uint64(len(value)))
-	b = append(b, value...)
-	return append(b, prev...)
+	b = binary.AppendUvarint(b, prevRev)
+	return append(b, value...)
 }
 
 // decodeEntry splits an entry; the slices alias v.
 func decodeEntry(v []byte) (entry, error) {
-	if len(v) < 1 {
+	if len(v) < 1 || (v[0] != entryPut && v[0] != entryDelete) {
 		return entry{}, errCorrupt
 	}
 	e := entry{kind: v[0]}
@@ -116,12 +124,60 @@ func decodeEntry(v []byte) (entry, error) {
 		return entry{}, errCorrupt
 	}
 	e.key, rest = rest[w:w+int(n)], rest[w+int(n):]
-	n, w = binary.Uvarint(rest)
-	if w <= 0 || uint64(len(rest)-w) < n {
+	e.prevRev, w = binary.Uvarint(rest)
+	if w <= 0 {
 		return entry{}, errCorrupt
 	}
-	e.value, e.prev = rest[w:w+int(n)], rest[w+int(n):]
+	e.value = rest[w:]
+	if e.kind == entryPut && len(e.value) == 0 {
+		return entry{}, errCorrupt
+	}
 	return e, nil
+}
+
+func corrupt(key string, err error) error {
+	return &storage.Error{Err: storage.ErrInvalidObject, Key: key, Msg: "stored record: " + err.Error()}
+}
+
+// valueAt returns the JSON of key's state written at rev (a put), aliasing
+// the transaction's memory.
+func valueAt(evs *bolt.Bucket, key string, rev uint64) ([]byte, error) {
+	v := evs.Get(revKey(rev))
+	if v == nil {
+		return nil, corrupt(key, fmt.Errorf("log entry %d missing", rev))
+	}
+	e, err := decodeEntry(v)
+	if err != nil {
+		return nil, corrupt(key, err)
+	}
+	if e.kind != entryPut || string(e.key) != key {
+		return nil, corrupt(key, fmt.Errorf("log entry %d is not a write of this key", rev))
+	}
+	return e.value, nil
+}
+
+// current returns key's mod revision and JSON (aliasing the transaction's
+// memory); rev is 0 when the key does not exist.
+func current(objs, evs *bolt.Bucket, key string) (rev uint64, data []byte, err error) {
+	v := objs.Get([]byte(key))
+	if v == nil {
+		return 0, nil, nil
+	}
+	if len(v) != 8 {
+		return 0, nil, corrupt(key, errCorrupt)
+	}
+	rev = getUint64(v)
+	data, err = valueAt(evs, key, rev)
+	return rev, data, err
+}
+
+// objectAt reads key's state written at rev into an Object.
+func objectAt(evs *bolt.Bucket, key string, rev uint64) (storage.Object, error) {
+	data, err := valueAt(evs, key, rev)
+	if err != nil {
+		return storage.Object{}, err
+	}
+	return makeObject(key, rev, data)
 }
 
 // makeObject copies data out of a transaction into an Object.
@@ -133,13 +189,4 @@ func makeObject(key string, rev uint64, data []byte) (storage.Object, error) {
 		return storage.Object{}, &storage.Error{Err: storage.ErrInvalidObject, Key: key, Msg: "stored object: " + err.Error()}
 	}
 	return storage.Object{Key: key, ResourceVersion: rev, Data: d, Meta: m}, nil
-}
-
-// objectFromValue decodes an object record.
-func objectFromValue(key string, v []byte) (storage.Object, error) {
-	rev, data, err := decodeValue(v)
-	if err != nil {
-		return storage.Object{}, &storage.Error{Err: storage.ErrInvalidObject, Key: key, Msg: err.Error()}
-	}
-	return makeObject(key, rev, data)
 }

@@ -174,25 +174,15 @@ func (s *Store) Create(ctx context.Context, key string, data []byte) (storage.Ob
 // is missing.
 func (s *Store) readCurrent(key string) (obj storage.Object, exists bool, err error) {
 	err = s.db.View(func(tx *bolt.Tx) error {
-		v := tx.Bucket([]byte(bucketObjects)).Get([]byte(key))
-		if v == nil {
-			return nil
+		rev, data, err := current(tx.Bucket([]byte(bucketObjects)), tx.Bucket([]byte(bucketEvents)), key)
+		if err != nil || rev == 0 {
+			return err
 		}
 		exists = true
-		obj, err = objectFromValue(key, v)
+		obj, err = makeObject(key, rev, data)
 		return err
 	})
 	return obj, exists, err
-}
-
-// stateFromConflict turns the current record returned by a failed write into
-// the state to retry with.
-func stateFromConflict(key string, cur []byte) (storage.Object, bool, error) {
-	if cur == nil {
-		return storage.Object{}, false, nil
-	}
-	o, err := objectFromValue(key, cur)
-	return o, err == nil, err
 }
 
 // checkPreconditions returns ErrConflict, with Kubernetes' message, when pre
@@ -315,11 +305,7 @@ func (s *Store) Update(ctx context.Context, key string, opts storage.UpdateOptio
 		if !r.conflict {
 			return r.obj, r.err
 		}
-		cur, exists, err = stateFromConflict(key, r.current)
-		stale = false
-		if err != nil {
-			return storage.Object{}, err
-		}
+		cur, exists, stale = r.current, r.exists, false
 	}
 }
 
@@ -380,11 +366,7 @@ func (s *Store) Delete(ctx context.Context, key string, opts storage.DeleteOptio
 		if !r.conflict {
 			return r.obj, r.err
 		}
-		cur, exists, err = stateFromConflict(key, r.current)
-		stale = false
-		if err != nil {
-			return storage.Object{}, err
-		}
+		cur, exists, stale = r.current, r.exists, false
 	}
 }
 

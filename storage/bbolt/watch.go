@@ -248,9 +248,9 @@ func (w *watcher) readState() (uint64, []storage.Object, error) {
 	var objs []storage.Object
 	err := w.s.db.View(func(tx *bolt.Tx) error {
 		rev, _ = readMeta(tx)
-		b := tx.Bucket([]byte(bucketObjects))
-		add := func(k, v []byte) error {
-			o, err := objectFromValue(string(k), v)
+		b, evs := tx.Bucket([]byte(bucketObjects)), tx.Bucket([]byte(bucketEvents))
+		add := func(key string, v []byte) error {
+			o, err := objectAt(evs, key, getUint64(v))
 			if err != nil {
 				return err
 			}
@@ -261,13 +261,13 @@ func (w *watcher) readState() (uint64, []storage.Object, error) {
 		}
 		if !w.recursive {
 			if v := b.Get([]byte(w.key)); v != nil {
-				return add([]byte(w.key), v)
+				return add(w.key, v)
 			}
 			return nil
 		}
 		c := b.Cursor()
 		for k, v := c.Seek([]byte(w.key)); k != nil && bytes.HasPrefix(k, []byte(w.key)); k, v = c.Next() {
-			if err := add(k, v); err != nil {
+			if err := add(string(k), v); err != nil {
 				return err
 			}
 		}
@@ -285,7 +285,8 @@ func (w *watcher) readEvents(last, rev uint64) ([]storage.Event, uint64, error) 
 		if _, compacted := readMeta(tx); last < compacted {
 			return expired(compacted)
 		}
-		c := tx.Bucket([]byte(bucketEvents)).Cursor()
+		logb := tx.Bucket([]byte(bucketEvents))
+		c := logb.Cursor()
 		n := 0
 		for k, v := c.Seek(revKey(last + 1)); k != nil && n < watchReadBatch; k, v = c.Next() {
 			r := getUint64(k)
@@ -301,7 +302,7 @@ func (w *watcher) readEvents(last, rev uint64) ([]storage.Event, uint64, error) 
 			if !w.matchesKey(ent.key) {
 				continue
 			}
-			e, ok, err := w.translate(r, ent)
+			e, ok, err := w.translate(logb, r, ent)
 			if err != nil {
 				return err
 			}
@@ -320,12 +321,13 @@ func (w *watcher) readEvents(last, rev uint64) ([]storage.Event, uint64, error) 
 }
 
 // translate turns a log entry into the event this watch sees, applying the
-// predicate to the old and new states as Kubernetes does.
-func (w *watcher) translate(rev uint64, ent entry) (storage.Event, bool, error) {
+// predicate to the old and new states as Kubernetes does. The previous state
+// is read from the log: compaction keeps it while this entry is retained.
+func (w *watcher) translate(evs *bolt.Bucket, rev uint64, ent entry) (storage.Event, bool, error) {
 	key := string(ent.key)
 	var prev *storage.Object
-	if len(ent.prev) > 0 {
-		p, err := objectFromValue(key, ent.prev)
+	if ent.prevRev != 0 {
+		p, err := objectAt(evs, key, ent.prevRev)
 		if err != nil {
 			return storage.Event{}, false, err
 		}
@@ -335,11 +337,11 @@ func (w *watcher) translate(rev uint64, ent entry) (storage.Event, bool, error) 
 		if prev == nil || (w.pred != nil && !w.pred.Matches(prev)) {
 			return storage.Event{}, false, nil
 		}
-		o, err := makeObject(key, rev, ent.value)
+		gone, err := deletedAt(key, prev, rev)
 		if err != nil {
 			return storage.Event{}, false, err
 		}
-		return storage.Event{Type: storage.EventDeleted, Object: o, Prev: prev}, true, nil
+		return storage.Event{Type: storage.EventDeleted, Object: gone, Prev: prev}, true, nil
 	}
 	o, err := makeObject(key, rev, ent.value)
 	if err != nil {
@@ -355,15 +357,24 @@ func (w *watcher) translate(rev uint64, ent entry) (storage.Event, bool, error) 
 	case oldM:
 		// The object left the selection: DELETED with its previous state
 		// at this event's revision.
-		data, err := storage.SetResourceVersion(prev.Data, rev)
-		if err != nil {
-			return storage.Event{}, false, err
-		}
-		gone, err := makeObject(key, rev, data)
+		gone, err := deletedAt(key, prev, rev)
 		if err != nil {
 			return storage.Event{}, false, err
 		}
 		return storage.Event{Type: storage.EventDeleted, Object: gone, Prev: prev}, true, nil
 	}
 	return storage.Event{}, false, nil
+}
+
+// deletedAt is prev with its resource version set to rev: the object of a
+// DELETED event at rev.
+func deletedAt(key string, prev *storage.Object, rev uint64) (storage.Object, error) {
+	start, end, ok := storage.ResourceVersionIndex(prev.Data)
+	data, err := withRevision(prev.Data, start, end, ok, rev)
+	if err != nil {
+		return storage.Object{}, err
+	}
+	m := prev.Meta
+	m.ResourceVersion = storage.FormatResourceVersion(rev)
+	return storage.Object{Key: key, ResourceVersion: rev, Data: data, Meta: m}, nil
 }
