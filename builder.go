@@ -120,6 +120,9 @@ type Builder struct {
 	Stages []InsertedStage
 	// Version is served on /version. Zero fields are filled from the build.
 	Version VersionInfo
+
+	// flags holds what AddFlags registered, applied at Build.
+	flags *flagState
 }
 
 // InsertedStage is a user stage and where it goes.
@@ -173,6 +176,9 @@ func (b *Builder) withDefaults() Builder {
 func (b *Builder) Build() (*Server, error) {
 	c := b.withDefaults()
 	var errs []error
+	if err := c.applyFlags(); err != nil {
+		errs = append(errs, err)
+	}
 	if len(c.Resources) == 0 {
 		errs = append(errs, errors.New("no resources declared"))
 	}

@@ -39,44 +39,32 @@ func main() {
 	}
 }
 
-// options are the command-line flags.
+// options are the command-line flags: the Builder's kube-named ones plus -v.
 type options struct {
-	securePort  int
-	bindAddress string
-	dataDir     string
-	certFile    string
-	keyFile     string
-	clientCA    string
-	verbose     bool
+	builder annex.Builder
+	verbose bool
 }
 
 func parseFlags(args []string) (options, error) {
-	var o options
+	o := options{builder: annex.Builder{
+		Name:        "environments",
+		Resources:   []rest.Resource{Resource()},
+		DataDir:     ".annex/environments",
+		BindAddress: "127.0.0.1",
+		SecurePort:  8443,
+	}}
 	fs := flag.NewFlagSet("environments", flag.ContinueOnError)
-	fs.IntVar(&o.securePort, "secure-port", 8443, "port to serve HTTPS on")
-	fs.StringVar(&o.bindAddress, "bind-address", "127.0.0.1", "address to listen on")
-	fs.StringVar(&o.dataDir, "data-dir", ".annex/environments", "directory for the store, certificates and kubeconfig")
-	fs.StringVar(&o.certFile, "tls-cert-file", "", "serving certificate (PEM); empty generates a self-signed one")
-	fs.StringVar(&o.keyFile, "tls-private-key-file", "", "serving key (PEM)")
-	fs.StringVar(&o.clientCA, "client-ca-file", "", "CA bundle for client certificates; empty generates one and an admin kubeconfig")
+	o.builder.AddFlags(fs)
 	fs.BoolVar(&o.verbose, "v", false, "log every request")
 	return o, fs.Parse(args)
 }
 
 // builder declares the server the flags describe.
 func builder(o options, log *zap.Logger) annex.Builder {
-	return annex.Builder{
-		Name:         "environments",
-		Resources:    []rest.Resource{Resource()},
-		DataDir:      o.dataDir,
-		BindAddress:  o.bindAddress,
-		SecurePort:   o.securePort,
-		CertFile:     o.certFile,
-		KeyFile:      o.keyFile,
-		ClientCAFile: o.clientCA,
-		Logger:       log,
-		Registerer:   prometheus.NewRegistry(),
-	}
+	b := o.builder
+	b.Logger = log
+	b.Registerer = prometheus.NewRegistry()
+	return b
 }
 
 func run(ctx context.Context, args []string, out io.Writer) error {

@@ -1,0 +1,170 @@
+// This file binds the Builder to command-line flags named as kube-apiserver's,
+// so every annex server takes the same flags as the servers it replaces.
+
+package annex
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/annexapi/annex/authn"
+)
+
+// flagState holds what flags set that is not a Builder field as is: the
+// delegation settings (used only when delegation is asked for) and OIDC.
+type flagState struct {
+	delegated      bool
+	delegation     Delegation
+	oidc           authn.OIDCConfig
+	oidcCAFile     string
+	oidcRequired   stringMap
+	policyFiles    stringList
+	alwaysAllow    commaList
+	allowedNames   commaList
+	usernameHdrs   commaList
+	groupHdrs      commaList
+	extraPrefixes  commaList
+	uidHdrs        commaList
+	oidcSigningAlg commaList
+}
+
+// AddFlags registers the server's flags on fs, named and meaning as
+// kube-apiserver's: --secure-port, --bind-address, --tls-cert-file,
+// --tls-private-key-file, --client-ca-file, --token-auth-file,
+// --authorization-policy-file, --authorization-always-allow-paths, the
+// --oidc-* set, and for delegated mode --delegated-auth,
+// --authentication-kubeconfig, --authorization-kubeconfig, the
+// --requestheader-* set and the webhook cache TTLs. The current field values
+// are the defaults. Values take effect at Build; delegation is on when
+// --delegated-auth is set or either kubeconfig flag is given.
+func (b *Builder) AddFlags(fs *flag.FlagSet) {
+	if b.flags == nil {
+		b.flags = &flagState{}
+	}
+	f := b.flags
+	port := b.SecurePort
+	if port == 0 {
+		port = 8443
+	}
+	b.SecurePort = port
+	fs.IntVar(&b.SecurePort, "secure-port", port, "The port on which to serve HTTPS with authentication and authorization.")
+	fs.StringVar(&b.BindAddress, "bind-address", b.BindAddress, "The IP address on which to listen for the --secure-port port. Empty means all interfaces.")
+	fs.StringVar(&b.DataDir, "data-dir", b.DataDir, "The directory for the embedded store and, when none are given, generated certificates and the admin kubeconfig.")
+	fs.StringVar(&b.CertFile, "tls-cert-file", b.CertFile, "File containing the default x509 certificate for HTTPS (CA cert, if any, concatenated after server cert). Empty generates a self-signed one in --data-dir.")
+	fs.StringVar(&b.KeyFile, "tls-private-key-file", b.KeyFile, "File containing the default x509 private key matching --tls-cert-file.")
+	fs.StringVar(&b.ClientCAFile, "client-ca-file", b.ClientCAFile, "If set, any request presenting a client certificate signed by one of the authorities in the client-ca-file is authenticated with an identity corresponding to the CommonName of the client certificate.")
+	fs.StringVar(&b.TokenAuthFile, "token-auth-file", b.TokenAuthFile, "If set, the file that will be used to secure the secure port of the API server via token authentication.")
+	fs.Var(&f.policyFiles, "authorization-policy-file", "RBAC YAML (Roles, ClusterRoles and bindings) evaluated in process. Repeatable.")
+	fs.Var(&f.alwaysAllow, "authorization-always-allow-paths", "A list of HTTP paths to skip during authorization, i.e. these are authorized without contacting the 'core' kubernetes server. Default /healthz,/readyz,/livez.")
+
+	fs.BoolVar(&f.delegated, "delegated-auth", false, "Delegate authentication and authorization to the cluster (front proxy, TokenReview, SubjectAccessReview), as behind kube-aggregator.")
+	fs.StringVar(&f.delegation.AuthenticationKubeconfig, "authentication-kubeconfig", "", "kubeconfig file pointing at the 'core' kubernetes server with enough rights to create tokenreviews.authentication.k8s.io. Empty means in-cluster.")
+	fs.StringVar(&f.delegation.AuthorizationKubeconfig, "authorization-kubeconfig", "", "kubeconfig file pointing at the 'core' kubernetes server with enough rights to create subjectaccessreviews.authorization.k8s.io. Empty means in-cluster.")
+	fs.StringVar(&f.delegation.RequestHeaderClientCAFile, "requestheader-client-ca-file", "", "Root certificate bundle to use to verify client certificates on incoming requests before trusting usernames in headers specified by --requestheader-username-headers.")
+	fs.Var(&f.allowedNames, "requestheader-allowed-names", "List of client certificate common names to allow to provide usernames in headers specified by --requestheader-username-headers. If empty, any client certificate validated by the authorities in --requestheader-client-ca-file is allowed.")
+	fs.Var(&f.usernameHdrs, "requestheader-username-headers", "List of request headers to inspect for usernames. X-Remote-User is common.")
+	fs.Var(&f.groupHdrs, "requestheader-group-headers", "List of request headers to inspect for groups. X-Remote-Group is suggested.")
+	fs.Var(&f.extraPrefixes, "requestheader-extra-headers-prefix", "List of request header prefixes to inspect. X-Remote-Extra- is suggested.")
+	fs.Var(&f.uidHdrs, "requestheader-uid-headers", "List of request headers to inspect for UIDs. X-Remote-Uid is suggested.")
+	fs.DurationVar(&f.delegation.TokenCacheTTL, "authentication-token-webhook-cache-ttl", 10*time.Second, "The duration to cache responses from the webhook token authenticator.")
+	fs.DurationVar(&f.delegation.AuthorizedTTL, "authorization-webhook-cache-authorized-ttl", 10*time.Second, "The duration to cache 'authorized' responses from the webhook authorizer.")
+	fs.DurationVar(&f.delegation.UnauthorizedTTL, "authorization-webhook-cache-unauthorized-ttl", 10*time.Second, "The duration to cache 'unauthorized' responses from the webhook authorizer.")
+
+	fs.StringVar(&f.oidc.IssuerURL, "oidc-issuer-url", "", "The URL of the OpenID issuer, only HTTPS scheme will be accepted. If set, it will be used to verify the OIDC JSON Web Token (JWT).")
+	fs.Var((*audienceFlag)(&f.oidc), "oidc-client-id", "The client ID for the OpenID Connect client, must be set if oidc-issuer-url is set.")
+	fs.StringVar(&f.oidcCAFile, "oidc-ca-file", "", "If set, the OpenID server's certificate will be verified by one of the authorities in the oidc-ca-file.")
+	fs.StringVar(&f.oidc.UsernameClaim, "oidc-username-claim", "sub", "The OpenID claim to use as the user name.")
+	fs.StringVar(&f.oidc.UsernamePrefix, "oidc-username-prefix", "", "If provided, all usernames will be prefixed with this value.")
+	fs.StringVar(&f.oidc.GroupsClaim, "oidc-groups-claim", "", "If provided, the name of a custom OpenID Connect claim for specifying user groups.")
+	fs.StringVar(&f.oidc.GroupsPrefix, "oidc-groups-prefix", "", "If provided, all groups will be prefixed with this value.")
+	fs.Var(&f.oidcRequired, "oidc-required-claim", "A key=value pair that describes a required claim in the ID Token. Repeatable.")
+	fs.Var(&f.oidcSigningAlg, "oidc-signing-algs", "Comma-separated list of allowed JOSE asymmetric signing algorithms. Default RS256.")
+}
+
+// applyFlags moves what AddFlags collected into the Builder's fields.
+func (b *Builder) applyFlags() error {
+	f := b.flags
+	if f == nil {
+		return nil
+	}
+	if len(f.policyFiles) > 0 {
+		b.AuthorizationPolicyFiles = append(b.AuthorizationPolicyFiles, f.policyFiles...)
+	}
+	if len(f.alwaysAllow) > 0 {
+		b.AlwaysAllowPaths = f.alwaysAllow
+	}
+	d := f.delegation
+	if b.Delegation == nil && (f.delegated || d.AuthenticationKubeconfig != "" || d.AuthorizationKubeconfig != "") {
+		d.RequestHeaderAllowedNames, d.RequestHeaderUsernameHeaders = f.allowedNames, f.usernameHdrs
+		d.RequestHeaderGroupHeaders, d.RequestHeaderExtraPrefixes, d.RequestHeaderUIDHeaders = f.groupHdrs, f.extraPrefixes, f.uidHdrs
+		b.Delegation = &d
+	}
+	if b.OIDC == nil && f.oidc.IssuerURL != "" {
+		o := f.oidc
+		if f.oidcCAFile != "" {
+			ca, err := os.ReadFile(f.oidcCAFile)
+			if err != nil {
+				return fmt.Errorf("--oidc-ca-file: %w", err)
+			}
+			o.CAData = ca
+		}
+		o.RequiredClaims = f.oidcRequired
+		o.SigningAlgorithms = f.oidcSigningAlg
+		b.OIDC = &o
+	}
+	return nil
+}
+
+// commaList is a flag of comma-separated values; repeating it appends.
+type commaList []string
+
+func (l *commaList) String() string { return strings.Join(*l, ",") }
+func (l *commaList) Set(v string) error {
+	for _, s := range strings.Split(v, ",") {
+		if s = strings.TrimSpace(s); s != "" {
+			*l = append(*l, s)
+		}
+	}
+	return nil
+}
+
+// stringList is a repeatable flag.
+type stringList []string
+
+func (l *stringList) String() string     { return strings.Join(*l, ",") }
+func (l *stringList) Set(v string) error { *l = append(*l, v); return nil }
+
+// stringMap is a repeatable key=value flag.
+type stringMap map[string]string
+
+func (m *stringMap) String() string {
+	var parts []string
+	for k, v := range *m {
+		parts = append(parts, k+"="+v)
+	}
+	return strings.Join(parts, ",")
+}
+
+func (m *stringMap) Set(v string) error {
+	k, val, ok := strings.Cut(v, "=")
+	if !ok || k == "" {
+		return fmt.Errorf("want key=value, got %q", v)
+	}
+	if *m == nil {
+		*m = stringMap{}
+	}
+	(*m)[k] = val
+	return nil
+}
+
+// audienceFlag sets the OIDC audience (--oidc-client-id).
+type audienceFlag authn.OIDCConfig
+
+func (a *audienceFlag) String() string { return strings.Join(a.Audiences, ",") }
+func (a *audienceFlag) Set(v string) error {
+	a.Audiences = []string{v}
+	return nil
+}
