@@ -135,7 +135,9 @@ func TestKubectlSession(t *testing.T) {
 	wantContains(t, "second create", out,
 		`Error from server (AlreadyExists)`, `environments.platform.example.com "checkout-staging" already exists`)
 
-	wantContains(t, "get", k.mustRun("get", "environments"), "NAME", "checkout-staging")
+	wantContains(t, "get", k.mustRun("get", "environments"), "NAME", "TIER", "OWNER", "PHASE", "AGE",
+		"checkout-staging", "staging", "payments-team", "Pending")
+	wantContains(t, "explain", k.mustRun("explain", "environment.spec.tier"), "Tier is the kind of environment: dev, staging or prod.")
 	y := k.mustRun("get", "environment", "checkout-staging", "-o", "yaml")
 	wantContains(t, "get -o yaml", y, "apiVersion: platform.example.com/v1alpha1", "kind: Environment",
 		"name: checkout-staging", "namespace: default", "owner: payments-team", "phase: Pending", "resourceVersion:", "uid:")

@@ -5,13 +5,21 @@ package main
 
 import (
 	"context"
+	_ "embed"
 	"encoding/json"
 	"fmt"
 	"slices"
 
 	"github.com/annexapi/annex/meta"
 	"github.com/annexapi/annex/rest"
+	"github.com/annexapi/annex/schema"
 )
+
+// schemaYAML is the Environment schema; kubectl explain prints its
+// descriptions.
+//
+//go:embed schema.yaml
+var schemaYAML string
 
 // tiers are the supported values of spec.tier, sorted as k8s lists them.
 func tiers() []string { return []string{"dev", "prod", "staging"} }
@@ -27,6 +35,15 @@ func Resource() rest.Resource {
 		Namespaced: true,
 		ShortNames: []string{"env"},
 		Categories: []string{"all", "platform"},
+		Schema:     schema.MustParseYAML(schemaYAML),
+		PrinterColumns: []rest.PrinterColumn{
+			{Name: "Tier", Type: "string", JSONPath: ".spec.tier", Description: "The kind of environment."},
+			{Name: "Owner", Type: "string", JSONPath: ".spec.owner", Description: "The team accountable."},
+			{Name: "Phase", Type: "string", JSONPath: ".status.phase"},
+			{Name: "Replicas", Type: "integer", JSONPath: ".spec.replicas", Priority: 1},
+			{Name: "Age", Type: "date", JSONPath: ".metadata.creationTimestamp"},
+		},
+		StatusSubresource: true,
 		Strategy: rest.Strategy{
 			PrepareForCreate: func(_ context.Context, obj rest.Object) {
 				status, _ := obj["status"].(map[string]any)
