@@ -1,13 +1,18 @@
-// This file holds the commit loop: the one goroutine that writes to the file.
-// It takes every write queued while it was busy and commits them in one
-// transaction (one fsync), so a lone writer is committed at once and
-// concurrent writers share the cost of a commit.
+// This file holds the group commit. A writer appends its write to the
+// pending list; if no writer is committing (leading), it becomes the leader
+// and commits in its own goroutine every write pending at that moment (up to
+// MaxBatchSize) in one transaction, one fsync. So a lone writer commits at
+// once with no hand-off to another goroutine, and writers that arrive while a
+// transaction is under way share the next one: when it ends, the leader hands
+// the leadership to the first of them, which commits them all.
 
 package bbolt
 
 import (
+	"context"
 	"fmt"
 	"strconv"
+	"sync/atomic"
 
 	bolt "go.etcd.io/bbolt"
 
@@ -22,24 +27,26 @@ const (
 	opDelete               // the key's mod revision must be expect
 )
 
-// writeOp is one write handed to the commit loop.
+// writeOp is one write of the group commit.
 type writeOp struct {
 	kind opKind
 	key  string
-	// data is the object's compact JSON (create, put); the loop sets its
+	// data is the object's compact JSON (create, put); the commit sets its
 	// resource version to the revision it assigns.
 	data []byte
 	// rvStart, rvEnd locate metadata.resourceVersion's value in data when
 	// rvOK (see storage.ResourceVersionIndex).
 	rvStart, rvEnd int
 	rvOK           bool
-	// meta is parsed from data; the loop sets its ResourceVersion.
+	// meta is parsed from data; the commit sets its ResourceVersion.
 	meta   storage.Meta
 	expect uint64
 	res    chan writeResult
+	// state is opPending, opTaken, opAbandoned or opChosen.
+	state atomic.Int32
 }
 
-// writeResult is the loop's answer to a writeOp.
+// writeResult is the outcome of a writeOp.
 type writeResult struct {
 	obj storage.Object
 	err error
@@ -48,31 +55,103 @@ type writeResult struct {
 	conflict bool
 	current  storage.Object
 	exists   bool
+	// lead tells a pending write's writer to become the leader; it carries
+	// no outcome.
+	lead bool
 }
 
-func (s *Store) commitLoop() {
-	defer close(s.loopDone)
-	batch := make([]*writeOp, 0, 64)
+// Write states (writeOp.state).
+const (
+	opPending   int32 = iota // waiting in s.pending
+	opTaken                  // in a transaction: its writer waits for res
+	opAbandoned              // its writer's ctx ended first: skip it
+	opChosen                 // pending, and its writer is told to lead
+)
+
+// submit queues op, commits it (leading) or waits for it to be committed,
+// and returns its result. A write abandoned (ctx) before a leader took it is
+// never committed; once taken, submit waits for the outcome, as the write may
+// commit.
+func (s *Store) submit(ctx context.Context, op *writeOp) writeResult {
+	op.res = make(chan writeResult, 1)
+	s.waiting.Add(1)
+	defer s.waiting.Add(-1)
+	s.queueMu.Lock()
+	if s.stopped {
+		s.queueMu.Unlock()
+		return writeResult{err: errClosed()}
+	}
+	s.pending = append(s.pending, op)
+	lead := !s.leading
+	if lead {
+		s.leading = true
+		s.leaders.Add(1)
+	}
+	s.queueMu.Unlock()
+	if lead {
+		s.lead()
+	}
+	done := ctx.Done()
 	for {
-		batch = batch[:0]
 		select {
-		case op := <-s.queue:
-			batch = append(batch, op)
-		case <-s.quit:
-			return
-		}
-		// Take whatever else is queued right now; never wait for more.
-	drain:
-		for len(batch) < s.opts.MaxBatchSize {
-			select {
-			case op := <-s.queue:
-				batch = append(batch, op)
-			default:
-				break drain
+		case r := <-op.res:
+			if r.lead {
+				s.lead()
+				continue
 			}
+			return r
+		case <-done:
+			if op.state.CompareAndSwap(opPending, opAbandoned) {
+				return writeResult{err: ctx.Err()}
+			}
+			done = nil // taken or chosen: wait for res
 		}
+	}
+}
+
+// lead commits one batch of pending writes, then hands the leadership to the
+// writer of the next pending write, or ends it when none is left. Only the
+// leader runs it.
+func (s *Store) lead() {
+	s.queueMu.Lock()
+	stopped := s.stopped
+	batch := make([]*writeOp, 0, min(len(s.pending), s.opts.MaxBatchSize))
+	n := 0
+	for _, op := range s.pending {
+		if len(batch) == s.opts.MaxBatchSize && !stopped {
+			break
+		}
+		n++
+		if op.state.CompareAndSwap(opPending, opTaken) || op.state.CompareAndSwap(opChosen, opTaken) {
+			batch = append(batch, op)
+		}
+	}
+	clear(s.pending[:n])
+	s.pending = s.pending[n:]
+	s.queueMu.Unlock()
+
+	if stopped {
+		for _, op := range batch {
+			op.res <- writeResult{err: errClosed()}
+		}
+	} else if len(batch) > 0 {
 		s.commit(batch)
 	}
+
+	s.queueMu.Lock()
+	defer s.queueMu.Unlock()
+	for len(s.pending) > 0 {
+		next := s.pending[0]
+		if next.state.CompareAndSwap(opPending, opChosen) {
+			next.res <- writeResult{lead: true}
+			return
+		}
+		s.pending[0] = nil
+		s.pending = s.pending[1:] // abandoned
+	}
+	s.pending = nil
+	s.leading = false
+	s.leaders.Done()
 }
 
 // commit applies batch in one transaction. Each successful write gets its
@@ -114,7 +193,7 @@ func (s *Store) commit(batch []*writeOp) {
 	}
 }
 
-// apply performs one write inside the loop's transaction. A failed check
+// apply performs one write inside the batch's transaction. A failed check
 // (exists, conflict) consumes no revision. An error from the file is returned
 // separately: the transaction may be half-changed and must be rolled back.
 func apply(objs, evs *bolt.Bucket, op *writeOp, rev *uint64) (writeResult, error) {

@@ -1,5 +1,5 @@
 // This file holds the Store: opening and closing the file, and the write
-// methods (Create, Update, Delete) that hand their writes to the commit loop.
+// methods (Create, Update, Delete) that hand their writes to the group commit.
 
 package bbolt
 
@@ -24,19 +24,27 @@ type Store struct {
 	opts Options
 	log  *zap.Logger
 
-	// queue hands writes to the commit loop; unbuffered, so that a write is
-	// either taken by the loop or refused after Close.
-	queue chan *writeOp
 	// quit is closed by Close.
 	quit chan struct{}
-	// loopDone is closed when the commit loop has returned.
-	loopDone chan struct{}
-	// committed is the last committed revision; owned by the commit loop.
+
+	// queueMu guards pending, leading and stopped: the group commit (see
+	// commit.go).
+	queueMu sync.Mutex
+	// pending are the writes waiting for the next transaction.
+	pending []*writeOp
+	// leading is set while some writer goroutine commits on behalf of all
+	// (the leader); leaders counts leaderships started, so that Close can
+	// wait for the last one to end.
+	leading bool
+	leaders sync.WaitGroup
+	// stopped is set by Close: no write is accepted after it.
+	stopped bool
+	// committed is the last committed revision; owned by the leader.
 	committed uint64
-	// commitHook, when set (tests), runs in the commit loop before each
+	// commitHook, when set (tests), runs in the leader before each
 	// transaction with the size of its batch.
 	commitHook func(n int)
-	// commits counts committed transactions of the commit loop.
+	// commits counts committed transactions.
 	commits atomic.Int64
 	// waiting counts writers inside submit, queued or being committed (tests).
 	waiting atomic.Int64
@@ -62,8 +70,7 @@ var (
 	_ storage.ReadinessChecker  = (*Store)(nil)
 )
 
-// Open opens (creating it if needed) the store file at path and starts its
-// commit loop. The caller must Close the Store. Periodic compaction runs only
+// Open opens (creating it if needed) the store file at path. The caller must Close the Store. Periodic compaction runs only
 // while Start runs.
 func Open(path string, opts Options) (*Store, error) {
 	opts = opts.withDefaults()
@@ -91,21 +98,19 @@ func Open(path string, opts Options) (*Store, error) {
 		db:        db,
 		opts:      opts,
 		log:       opts.Logger,
-		queue:     make(chan *writeOp),
 		quit:      make(chan struct{}),
-		loopDone:  make(chan struct{}),
 		committed: rev,
 	}
 	s.hub.init(rev)
 	if opts.UnsafeNoSync {
 		s.log.Warn("bbolt store opened with UnsafeNoSync: a machine crash can lose acknowledged writes", zap.String("path", path))
 	}
-	go s.commitLoop()
 	return s, nil
 }
 
-// Close stops the commit loop, ends every watch with an ErrClosed error event,
-// and closes the file. Writes waiting to be committed fail with ErrClosed.
+// Close refuses new writes, waits for the transaction under way, ends every
+// watch with an ErrClosed error event, and closes the file. Writes waiting to
+// be committed fail with ErrClosed.
 // Close is idempotent.
 func (s *Store) Close() error {
 	s.closeMu.Lock()
@@ -116,7 +121,10 @@ func (s *Store) Close() error {
 	s.closed = true
 	close(s.quit)
 	s.closeMu.Unlock()
-	<-s.loopDone
+	s.queueMu.Lock()
+	s.stopped = true
+	s.queueMu.Unlock()
+	s.leaders.Wait()
 	s.watchers.Wait()
 	return s.db.Close()
 }
@@ -134,23 +142,6 @@ func errClosed() error { return &storage.Error{Err: storage.ErrClosed} }
 
 func (s *Store) now() string { return s.opts.Clock().UTC().Truncate(time.Second).Format(time.RFC3339) }
 
-// submit hands op to the commit loop and waits for its result.
-func (s *Store) submit(ctx context.Context, op *writeOp) writeResult {
-	op.res = make(chan writeResult, 1)
-	s.waiting.Add(1)
-	defer s.waiting.Add(-1)
-	select {
-	case s.queue <- op:
-	case <-ctx.Done():
-		return writeResult{err: ctx.Err()}
-	case <-s.quit:
-		return writeResult{err: errClosed()}
-	}
-	// Once taken, the loop always answers; the write may commit, so wait
-	// for it rather than for ctx.
-	return <-op.res
-}
-
 // Create implements storage.Interface.
 func (s *Store) Create(ctx context.Context, key string, data []byte) (storage.Object, error) {
 	if err := storage.ValidateKey(key); err != nil {
@@ -159,7 +150,7 @@ func (s *Store) Create(ctx context.Context, key string, data []byte) (storage.Ob
 	if s.isClosed() {
 		return storage.Object{}, errClosed()
 	}
-	// The revision is not known yet: stamp 0, the loop sets the real one.
+	// The revision is not known yet: stamp 0, the commit sets the real one.
 	prepared, meta, err := storage.PrepareCreate(data, 0, storage.NewUID(), s.now())
 	if err != nil {
 		return storage.Object{}, withKey(err, key)
@@ -218,8 +209,8 @@ func withKey(err error, key string) error {
 
 // Update implements storage.Interface (GuaranteedUpdate). tryUpdate runs
 // outside any transaction; the write commits only if the key's mod revision
-// is still the one tryUpdate saw, otherwise the loop retries with the state
-// the commit loop found.
+// is still the one tryUpdate saw, otherwise it retries with the state the
+// commit found.
 func (s *Store) Update(ctx context.Context, key string, opts storage.UpdateOptions, tryUpdate storage.UpdateFunc) (storage.Object, error) {
 	if err := storage.ValidateKey(key); err != nil {
 		return storage.Object{}, err

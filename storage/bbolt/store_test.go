@@ -478,3 +478,57 @@ func TestFreshStoreStartsAtRevisionOne(t *testing.T) {
 		t.Fatalf("get after compaction: rv %d, %v", g.ResourceVersion, err)
 	}
 }
+
+// TestGroupCommitAbandonAndClose checks the two ways a pending write ends
+// without being committed: its writer's ctx ends before a leader takes it
+// (it returns the ctx error and is never committed), and Close refuses it
+// (ErrClosed), while the transaction under way still commits.
+func TestGroupCommitAbandonAndClose(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "annex.db")
+	s, err := Open(path, Options{UnsafeNoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = s.Close() }()
+	release := make(chan struct{})
+	s.commitHook = func(int) { <-release }
+	first := make(chan error, 1)
+	go func() { _, err := s.Create(ctx, testKey("first"), testObject("first", "1")); first <- err }()
+	waitFor(t, "the leader to commit", func() bool { return s.waiting.Load() == 1 })
+
+	cctx, cancel := context.WithCancel(ctx)
+	abandoned := make(chan error, 1)
+	go func() { _, err := s.Create(cctx, testKey("abandoned"), testObject("abandoned", "1")); abandoned <- err }()
+	waitFor(t, "the second writer to queue", func() bool { return s.waiting.Load() == 2 })
+	cancel()
+	if err := <-abandoned; !errors.Is(err, context.Canceled) {
+		t.Fatalf("abandoned write returned %v", err)
+	}
+	refused := make(chan error, 1)
+	go func() { _, err := s.Create(ctx, testKey("refused"), testObject("refused", "1")); refused <- err }()
+	waitFor(t, "the third writer to queue", func() bool { return s.waiting.Load() == 2 })
+	closed := make(chan error, 1)
+	go func() { closed <- s.Close() }()
+	waitFor(t, "Close to stop writes", func() bool { s.queueMu.Lock(); defer s.queueMu.Unlock(); return s.stopped })
+	close(release)
+	if err := <-first; err != nil {
+		t.Fatalf("write under way at Close: %v", err)
+	}
+	if err := <-refused; !errors.Is(err, storage.ErrClosed) {
+		t.Fatalf("write pending at Close returned %v, want ErrClosed", err)
+	}
+	if err := <-closed; err != nil {
+		t.Fatal(err)
+	}
+	if c := s.commits.Load(); c != 1 {
+		t.Fatalf("%d transactions, want 1", c)
+	}
+	s2 := openTest(t, path, Options{UnsafeNoSync: true})
+	for key, want := range map[string]bool{"first": true, "abandoned": false, "refused": false} {
+		_, err := s2.Get(ctx, testKey(key), storage.GetOptions{})
+		if got := err == nil; got != want {
+			t.Fatalf("%s stored = %v (%v), want %v", key, got, err, want)
+		}
+	}
+}
