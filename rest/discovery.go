@@ -60,10 +60,15 @@ func buildDiscovery(rs []*resourceHandler) (*discoveryDocs, error) {
 			rl := meta.APIResourceList{TypeMeta: meta.TypeMeta{Kind: "APIResourceList", APIVersion: "v1"}, GroupVersion: gv, APIResources: []meta.APIResource{}}
 			dv := meta.APIVersionDiscovery{Version: v, Resources: []meta.APIResourceDiscovery{}, Freshness: meta.DiscoveryFreshnessCurrent}
 			for _, rh := range byGV[gv] {
+				vs, hash := verbs(), meta.StorageVersionHash(rh.Group, rh.Version, rh.Kind)
+				if rh.computed() {
+					// Not stored: no storage version hash, as metrics-server.
+					vs, hash = rh.computedVerbs(), ""
+				}
 				rl.APIResources = append(rl.APIResources, meta.APIResource{
 					Name: rh.Plural, SingularName: rh.Singular, Namespaced: rh.Namespaced, Kind: rh.Kind,
-					Verbs: verbs(), ShortNames: rh.ShortNames, Categories: rh.Categories,
-					StorageVersionHash: meta.StorageVersionHash(rh.Group, rh.Version, rh.Kind),
+					Verbs: vs, ShortNames: rh.ShortNames, Categories: rh.Categories,
+					StorageVersionHash: hash,
 				})
 				scope := meta.ScopeCluster
 				if rh.Namespaced {
@@ -71,7 +76,7 @@ func buildDiscovery(rs []*resourceHandler) (*discoveryDocs, error) {
 				}
 				res := meta.APIResourceDiscovery{
 					Resource: rh.Plural, ResponseKind: &meta.GroupVersionKind{Group: g, Version: v, Kind: rh.Kind},
-					Scope: scope, SingularResource: rh.Singular, Verbs: verbs(),
+					Scope: scope, SingularResource: rh.Singular, Verbs: vs,
 					ShortNames: rh.ShortNames, Categories: rh.Categories,
 				}
 				if rh.StatusSubresource {

@@ -47,6 +47,16 @@
 // A watch-list (sendInitialEvents=true) is served when the store implements
 // [InitialEventsSender] (the watch cache), else refused with 422.
 //
+// # Computed resources
+//
+// A resource that is not stored (metrics-server's NodeMetrics, computed on
+// read) sets [Resource.Getter] and/or [Resource.Lister] instead of Storage.
+// It serves get and list only, with label and field selectors applied to
+// what the Lister returns, Table output from its PrinterColumns, and list
+// metadata {} (no resourceVersion). Watch answers 405 as k8s does for a store
+// that cannot watch; writes answer the 405 MethodNotAllowed k8s.io/apiserver
+// gives a method without a route. Discovery lists only the served verbs.
+//
 // # Not yet
 //
 // Strategic merge patch, server-side apply, finalizers and graceful deletion,

@@ -169,6 +169,10 @@ func (rh *resourceHandler) serve(w http.ResponseWriter, r *http.Request, info *f
 			return
 		}
 	}
+	if rh.computed() {
+		rh.serveComputed(w, r, out, info, urlName)
+		return
+	}
 	switch info.Verb {
 	case "get":
 		rh.get(w, r, out, info.Namespace, urlName)

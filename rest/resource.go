@@ -38,8 +38,16 @@ type Resource struct {
 	// them: "kubectl get env", "kubectl get all").
 	ShortNames []string
 	Categories []string
-	// Storage keeps the objects. Required.
+	// Storage keeps the objects. Required unless the resource is computed
+	// (Getter or Lister set), which excludes Storage.
 	Storage storage.Interface
+	// Getter and Lister serve a computed resource, one that is not stored but
+	// computed on read (metrics-server's NodeMetrics): get and list only,
+	// with selectors and Table output; watch and every write answer 405
+	// MethodNotAllowed, and discovery lists only the verbs served. Either may
+	// be nil (that verb is then 405 too). Set them with a nil Storage.
+	Getter Getter
+	Lister Lister
 	// Schema is the structural schema of the object (apiVersion, kind and
 	// metadata may be left out). It is published in OpenAPI, and writes are
 	// pruned and defaulted with it; unknown fields are then handled as the
@@ -246,8 +254,13 @@ func validateResources(rs []Resource) error {
 				bad(r, ErrInvalidResource, "printer column "+c.Name+": "+err.Error())
 			}
 		}
-		if r.Storage == nil {
+		switch computed := r.Getter != nil || r.Lister != nil; {
+		case r.Storage == nil && !computed:
 			bad(r, ErrNoStorage, "")
+		case r.Storage != nil && computed:
+			bad(r, ErrInvalidResource, "a resource has Storage or Getter/Lister (computed), not both")
+		case computed && r.StatusSubresource:
+			bad(r, ErrInvalidResource, "a computed resource has no status subresource")
 		}
 		k := gv{r.Group, r.Version}
 		if plurals[k] == nil {
