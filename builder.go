@@ -203,7 +203,11 @@ func (b *Builder) Build() (*Server, error) {
 	if err := os.MkdirAll(c.DataDir, 0o700); err != nil {
 		return nil, fmt.Errorf("data directory: %w", err)
 	}
-	if c.Storage == nil {
+	needsStore := false // computed resources (Getter/Lister) have no storage
+	for _, r := range c.Resources {
+		needsStore = needsStore || (r.Storage == nil && r.Getter == nil && r.Lister == nil)
+	}
+	if c.Storage == nil && needsStore {
 		st, err := openDefaultStore(filepath.Join(c.DataDir, "storage.db"), c.Logger)
 		if err != nil {
 			return nil, err
@@ -214,7 +218,7 @@ func (b *Builder) Build() (*Server, error) {
 	}
 	resources := make([]rest.Resource, len(c.Resources))
 	for i, r := range c.Resources {
-		if r.Storage == nil {
+		if r.Storage == nil && r.Getter == nil && r.Lister == nil {
 			r.Storage = c.Storage
 		}
 		resources[i] = r

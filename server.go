@@ -82,6 +82,9 @@ func (s *Server) Handler() http.Handler { return s.httpServer.Handler }
 // cache is started by Run and reported in /readyz until its initial list is in.
 func (s *Server) addWatchCaches(c *Builder, resources []rest.Resource) error {
 	for i, r := range resources {
+		if r.Storage == nil { // computed on read: nothing to cache
+			continue
+		}
 		resource := r.Plural + "." + r.Group
 		ch, err := watch.New(r.Storage, watch.Config{
 			Prefix:     storage.ResourcePrefix(r.Group, r.Plural, ""),
