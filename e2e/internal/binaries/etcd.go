@@ -1,0 +1,228 @@
+// This file holds the etcd build and a single-member etcd server for tests.
+
+package binaries
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// EtcdVersion is the etcd release the tests build.
+const EtcdVersion = "v3.6.16"
+
+// EtcdModule is the wrapper that builds etcd: etcdmain.Main, as the etcd
+// binary's own main does.
+func EtcdModule() Module {
+	return Module{
+		Name:    "etcd",
+		Require: []Require{{Path: "go.etcd.io/etcd/server/v3", Version: EtcdVersion}},
+		Main: `package main
+
+import (
+	"os"
+
+	"go.etcd.io/etcd/server/v3/etcdmain"
+)
+
+func main() { etcdmain.Main(os.Args) }
+`,
+	}
+}
+
+// EtcdBinary builds etcd (or finds it in the cache) and returns its path.
+func EtcdBinary(t testing.TB) string {
+	t.Helper()
+	return BuildT(t, EtcdModule())
+}
+
+// EtcdServer is a running single-member etcd.
+type EtcdServer struct {
+	// ClientURL is the server's client URL, http://127.0.0.1:<port>.
+	ClientURL string
+	// DataDir is the member's data directory.
+	DataDir string
+	// LogFile holds the server's output.
+	LogFile string
+
+	cmd  *exec.Cmd
+	done chan struct{}
+	err  error
+}
+
+// Etcd starts a single-member etcd on loopback and returns its client URL.
+// The server stops when the test ends.
+func Etcd(t testing.TB) string {
+	t.Helper()
+	return StartEtcd(t).ClientURL
+}
+
+// StartEtcd starts a single-member etcd on loopback with free ports and its
+// data under t.TempDir(); it stops (SIGTERM, then SIGKILL) in t.Cleanup. It
+// fails t when the server is not healthy within a minute.
+func StartEtcd(t testing.TB) *EtcdServer {
+	t.Helper()
+	bin := EtcdBinary(t)
+	dir := t.TempDir()
+	var lastErr error
+	for range 3 { // a free port may be taken between probe and bind
+		s, err := startEtcd(bin, dir)
+		if err == nil {
+			t.Cleanup(func() {
+				if err := s.Stop(); err != nil {
+					t.Errorf("stop etcd: %v", err)
+				}
+			})
+			return s
+		}
+		lastErr = err
+	}
+	t.Fatalf("start etcd: %v", lastErr)
+	return nil
+}
+
+func startEtcd(bin, dir string) (*EtcdServer, error) {
+	ports, err := freePorts(2)
+	if err != nil {
+		return nil, err
+	}
+	client := fmt.Sprintf("http://127.0.0.1:%d", ports[0])
+	peer := fmt.Sprintf("http://127.0.0.1:%d", ports[1])
+	data, err := os.MkdirTemp(dir, "etcd-data-")
+	if err != nil {
+		return nil, err
+	}
+	logPath := data + ".log"
+	logf, err := os.Create(logPath)
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(bin,
+		"--name=annex-e2e",
+		"--data-dir="+data,
+		"--listen-client-urls="+client,
+		"--advertise-client-urls="+client,
+		"--listen-peer-urls="+peer,
+		"--initial-advertise-peer-urls="+peer,
+		"--initial-cluster=annex-e2e="+peer,
+		"--initial-cluster-state=new",
+		"--log-level=warn",
+		// Tests kill annex, never etcd: skip fsync for speed.
+		"--unsafe-no-fsync",
+		"--quota-backend-bytes=2147483648",
+	)
+	cmd.Stdout = logf
+	cmd.Stderr = logf
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		logf.Close()
+		return nil, err
+	}
+	s := &EtcdServer{ClientURL: client, DataDir: data, LogFile: logPath, cmd: cmd, done: make(chan struct{})}
+	go func() {
+		s.err = cmd.Wait()
+		logf.Close()
+		close(s.done)
+	}()
+	if err := s.waitHealthy(time.Minute); err != nil {
+		_ = s.Stop()
+		return nil, fmt.Errorf("%v\n%s", err, tail(logPath, 4096))
+	}
+	return s, nil
+}
+
+// waitHealthy polls /health until etcd says it is healthy.
+func (s *EtcdServer) waitHealthy(timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	var last string
+	for {
+		select {
+		case <-s.done:
+			return fmt.Errorf("etcd exited: %v", s.err)
+		default:
+		}
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, s.ClientURL+"/health", nil)
+		resp, err := http.DefaultClient.Do(req)
+		if err == nil {
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK && bytes.Contains(b, []byte(`"health":"true"`)) {
+				return nil
+			}
+			last = fmt.Sprintf("%d %s", resp.StatusCode, b)
+		} else {
+			last = err.Error()
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("etcd not healthy after %v: %s", timeout, last)
+		case <-s.done:
+			return fmt.Errorf("etcd exited: %v", s.err)
+		case <-tick.C:
+		}
+	}
+}
+
+// Stop ends the server: SIGTERM, then SIGKILL after ten seconds. It may be
+// called more than once.
+func (s *EtcdServer) Stop() error {
+	select {
+	case <-s.done:
+		return nil
+	default:
+	}
+	_ = s.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-s.done:
+		return nil
+	case <-time.After(10 * time.Second):
+	}
+	_ = s.cmd.Process.Kill()
+	<-s.done
+	return fmt.Errorf("etcd did not stop on SIGTERM within 10s")
+}
+
+// freePorts returns n distinct loopback ports that were free a moment ago.
+func freePorts(n int) ([]int, error) {
+	var ls []net.Listener
+	defer func() {
+		for _, l := range ls {
+			l.Close()
+		}
+	}()
+	ports := make([]int, 0, n)
+	for range n {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, err
+		}
+		ls = append(ls, l)
+		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
+	}
+	return ports, nil
+}
+
+// tail returns the last n bytes of a file, for failure messages.
+func tail(path string, n int64) string {
+	b, err := os.ReadFile(filepath.Clean(path))
+	if err != nil {
+		return err.Error()
+	}
+	if int64(len(b)) > n {
+		b = b[int64(len(b))-n:]
+	}
+	return strings.TrimSpace(string(b))
+}
