@@ -146,21 +146,11 @@ type PolicyOptions struct {
 // MutatingAdmissionPolicy and MutatingAdmissionPolicyBinding objects; any
 // other object is a param. Unknown fields are errors.
 func LoadPolicies(data []byte) (policies []Policy, bindings []Binding, params []map[string]any, err error) {
-	dec := yaml.NewDecoder(bytes.NewReader(data))
-	for i := 0; ; i++ {
-		var doc any
-		if err := dec.Decode(&doc); errors.Is(err, io.EOF) {
-			break
-		} else if err != nil {
-			return nil, nil, nil, fmt.Errorf("%w: document %d: %v", ErrInvalidConfig, i, err)
-		}
-		if doc == nil {
-			continue
-		}
-		b, err := json.Marshal(doc)
-		if err != nil {
-			return nil, nil, nil, fmt.Errorf("%w: document %d: %v", ErrInvalidConfig, i, err)
-		}
+	docs, err := yamlDocs(data)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	for i, b := range docs {
 		var tm struct{ Kind string }
 		_ = json.Unmarshal(b, &tm)
 		strict := func(out any) error {
@@ -873,4 +863,26 @@ func applyJSONPatch(obj map[string]any, ops any) (map[string]any, error) {
 		return nil, err
 	}
 	return out, nil
+}
+
+// yamlDocs splits a YAML stream into JSON documents, skipping empty ones.
+func yamlDocs(data []byte) ([][]byte, error) {
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	var out [][]byte
+	for i := 0; ; i++ {
+		var doc any
+		if err := dec.Decode(&doc); errors.Is(err, io.EOF) {
+			return out, nil
+		} else if err != nil {
+			return nil, fmt.Errorf("%w: document %d: %v", ErrInvalidConfig, i, err)
+		}
+		if doc == nil {
+			continue
+		}
+		b, err := json.Marshal(doc)
+		if err != nil {
+			return nil, fmt.Errorf("%w: document %d: %v", ErrInvalidConfig, i, err)
+		}
+		out = append(out, b)
+	}
 }

@@ -272,11 +272,11 @@ spec: {policyName: add-annotation}
 func TestPolicyConfigErrors(t *testing.T) {
 	t.Parallel()
 	for name, doc := range map[string]string{
-		"bad_expression":  "kind: ValidatingAdmissionPolicy\nmetadata: {name: p}\nspec: {validations: [{expression: 'object.'}]}\n",
-		"unknown_field":   "kind: ValidatingAdmissionPolicy\nmetadata: {name: p}\nspec: {validationz: []}\n",
-		"unknown_policy":  "kind: ValidatingAdmissionPolicyBinding\nmetadata: {name: b}\nspec: {policyName: nope, validationActions: [Deny]}\n",
-		"deny_and_warn":   "kind: ValidatingAdmissionPolicy\nmetadata: {name: p}\nspec: {}\n---\nkind: ValidatingAdmissionPolicyBinding\nmetadata: {name: b}\nspec: {policyName: p, validationActions: [Deny, Warn]}\n",
-		"no_actions":      "kind: ValidatingAdmissionPolicy\nmetadata: {name: p}\nspec: {}\n---\nkind: ValidatingAdmissionPolicyBinding\nmetadata: {name: b}\nspec: {policyName: p}\n",
+		"bad_expression": "kind: ValidatingAdmissionPolicy\nmetadata: {name: p}\nspec: {validations: [{expression: 'object.'}]}\n",
+		"unknown_field":  "kind: ValidatingAdmissionPolicy\nmetadata: {name: p}\nspec: {validationz: []}\n",
+		"unknown_policy": "kind: ValidatingAdmissionPolicyBinding\nmetadata: {name: b}\nspec: {policyName: nope, validationActions: [Deny]}\n",
+		"deny_and_warn":  "kind: ValidatingAdmissionPolicy\nmetadata: {name: p}\nspec: {}\n---\nkind: ValidatingAdmissionPolicyBinding\nmetadata: {name: b}\nspec: {policyName: p, validationActions: [Deny, Warn]}\n",
+		"no_actions":     "kind: ValidatingAdmissionPolicy\nmetadata: {name: p}\nspec: {}\n---\nkind: ValidatingAdmissionPolicyBinding\nmetadata: {name: b}\nspec: {policyName: p}\n",
 	} {
 		if _, err := LoadValidatingPolicies([]byte(doc), PolicyOptions{}); !errors.Is(err, ErrInvalidConfig) {
 			t.Errorf("%s: err = %v, want ErrInvalidConfig", name, err)
