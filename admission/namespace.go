@@ -66,7 +66,9 @@ func NewNamespaceLifecycle(cfg NamespaceLifecycleConfig) (*NamespaceLifecycle, e
 func (l *NamespaceLifecycle) Name() string { return "NamespaceLifecycle" }
 
 // Mutate rejects early, before other mutators run.
-func (l *NamespaceLifecycle) Mutate(ctx context.Context, a *Attributes) error { return l.Validate(ctx, a) }
+func (l *NamespaceLifecycle) Mutate(ctx context.Context, a *Attributes) error {
+	return l.Validate(ctx, a)
+}
 
 // Validate rejects a create in a namespace that is missing or terminating.
 func (l *NamespaceLifecycle) Validate(ctx context.Context, a *Attributes) error {
