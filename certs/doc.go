@@ -43,6 +43,10 @@
 // unverifiable certificate must end as a 401, as in Kubernetes, not as a
 // failed handshake.
 //
+// [HostCheck] is a readiness check that the serving certificate is valid for
+// the name clients verify: behind kube-aggregator, <service>.<namespace>.svc,
+// which the aggregator checks even when it dials an endpoint IP.
+//
 // # Caveats
 //
 // The material is for a server that has no cluster to get certificates from.

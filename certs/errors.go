@@ -27,4 +27,7 @@ var (
 	// ErrInvalidKubeconfig is returned by WriteKubeconfig when a required field
 	// (server, CA, client certificate or key) is missing.
 	ErrInvalidKubeconfig = errors.New("certs: incomplete kubeconfig")
+	// ErrHostMismatch is returned by HostCheck and VerifyServingHost when the
+	// serving certificate is not valid for the name clients verify.
+	ErrHostMismatch = errors.New("certs: serving certificate not valid for the host")
 )
