@@ -219,7 +219,7 @@ func apply(objs, evs *bolt.Bucket, op *writeOp, rev *uint64) (writeResult, error
 			if curRev == 0 {
 				return writeResult{conflict: true}, nil
 			}
-			o, err := objectAt(evs, op.key, curRev)
+			o, err := objectAt(evs.Cursor(), op.key, curRev)
 			if err != nil {
 				return writeResult{err: err}, nil
 			}
@@ -233,7 +233,7 @@ func apply(objs, evs *bolt.Bucket, op *writeOp, rev *uint64) (writeResult, error
 		err  error
 	)
 	if op.kind == opDelete {
-		old, verr := valueAt(evs, op.key, curRev)
+		old, verr := valueAt(evs.Cursor(), op.key, curRev)
 		if verr != nil {
 			return writeResult{err: verr}, nil
 		}

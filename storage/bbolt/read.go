@@ -60,7 +60,7 @@ func (s *Store) Get(ctx context.Context, key string, opts storage.GetOptions) (s
 		if rv.Revision > cur {
 			return tooLarge(rv.Revision, cur)
 		}
-		rev, data, err := current(tx.Bucket([]byte(bucketObjects)), tx.Bucket([]byte(bucketEvents)), key)
+		rev, data, err := current(tx, key)
 		if err != nil {
 			return err
 		}
@@ -200,6 +200,7 @@ func scan(tx *bolt.Tx, req listRequest, read, cur uint64) (storage.ListResult, e
 	}
 
 	res := storage.ListResult{ResourceVersion: read}
+	logc := evs.Cursor()
 	c := tx.Bucket([]byte(bucketObjects)).Cursor()
 	k, v := c.Seek([]byte(req.start))
 	pi := 0
@@ -242,7 +243,7 @@ func scan(tx *bolt.Tx, req listRequest, read, cur uint64) (storage.ListResult, e
 			return res, nil
 		}
 		last = key
-		o, err := objectAt(evs, key, rev)
+		o, err := objectAt(logc, key, rev)
 		if err != nil {
 			return storage.ListResult{}, err
 		}

@@ -140,10 +140,13 @@ func corrupt(key string, err error) error {
 }
 
 // valueAt returns the JSON of key's state written at rev (a put), aliasing
-// the transaction's memory.
-func valueAt(evs *bolt.Bucket, key string, rev uint64) ([]byte, error) {
-	v := evs.Get(revKey(rev))
-	if v == nil {
+// the transaction's memory. log is a cursor on the "events" bucket, reused
+// across lookups (one cursor per Bucket.Get would allocate each time).
+func valueAt(log *bolt.Cursor, key string, rev uint64) ([]byte, error) {
+	var rk [8]byte
+	binary.BigEndian.PutUint64(rk[:], rev)
+	k, v := log.Seek(rk[:])
+	if k == nil || getUint64(k) != rev {
 		return nil, corrupt(key, fmt.Errorf("log entry %d missing", rev))
 	}
 	e, err := decodeEntry(v)
@@ -158,8 +161,8 @@ func valueAt(evs *bolt.Bucket, key string, rev uint64) ([]byte, error) {
 
 // current returns key's mod revision and JSON (aliasing the transaction's
 // memory); rev is 0 when the key does not exist.
-func current(objs, evs *bolt.Bucket, key string) (rev uint64, data []byte, err error) {
-	v := objs.Get([]byte(key))
+func current(tx *bolt.Tx, key string) (rev uint64, data []byte, err error) {
+	v := tx.Bucket([]byte(bucketObjects)).Get([]byte(key))
 	if v == nil {
 		return 0, nil, nil
 	}
@@ -167,13 +170,13 @@ func current(objs, evs *bolt.Bucket, key string) (rev uint64, data []byte, err e
 		return 0, nil, corrupt(key, errCorrupt)
 	}
 	rev = getUint64(v)
-	data, err = valueAt(evs, key, rev)
+	data, err = valueAt(tx.Bucket([]byte(bucketEvents)).Cursor(), key, rev)
 	return rev, data, err
 }
 
 // objectAt reads key's state written at rev into an Object.
-func objectAt(evs *bolt.Bucket, key string, rev uint64) (storage.Object, error) {
-	data, err := valueAt(evs, key, rev)
+func objectAt(log *bolt.Cursor, key string, rev uint64) (storage.Object, error) {
+	data, err := valueAt(log, key, rev)
 	if err != nil {
 		return storage.Object{}, err
 	}

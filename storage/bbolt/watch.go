@@ -248,9 +248,9 @@ func (w *watcher) readState() (uint64, []storage.Object, error) {
 	var objs []storage.Object
 	err := w.s.db.View(func(tx *bolt.Tx) error {
 		rev, _ = readMeta(tx)
-		b, evs := tx.Bucket([]byte(bucketObjects)), tx.Bucket([]byte(bucketEvents))
+		b, logc := tx.Bucket([]byte(bucketObjects)), tx.Bucket([]byte(bucketEvents)).Cursor()
 		add := func(key string, v []byte) error {
-			o, err := objectAt(evs, key, getUint64(v))
+			o, err := objectAt(logc, key, getUint64(v))
 			if err != nil {
 				return err
 			}
@@ -286,7 +286,7 @@ func (w *watcher) readEvents(last, rev uint64) ([]storage.Event, uint64, error) 
 			return expired(compacted)
 		}
 		logb := tx.Bucket([]byte(bucketEvents))
-		c := logb.Cursor()
+		c, prevc := logb.Cursor(), logb.Cursor()
 		n := 0
 		for k, v := c.Seek(revKey(last + 1)); k != nil && n < watchReadBatch; k, v = c.Next() {
 			r := getUint64(k)
@@ -302,7 +302,7 @@ func (w *watcher) readEvents(last, rev uint64) ([]storage.Event, uint64, error) 
 			if !w.matchesKey(ent.key) {
 				continue
 			}
-			e, ok, err := w.translate(logb, r, ent)
+			e, ok, err := w.translate(prevc, r, ent)
 			if err != nil {
 				return err
 			}
@@ -323,11 +323,11 @@ func (w *watcher) readEvents(last, rev uint64) ([]storage.Event, uint64, error) 
 // translate turns a log entry into the event this watch sees, applying the
 // predicate to the old and new states as Kubernetes does. The previous state
 // is read from the log: compaction keeps it while this entry is retained.
-func (w *watcher) translate(evs *bolt.Bucket, rev uint64, ent entry) (storage.Event, bool, error) {
+func (w *watcher) translate(log *bolt.Cursor, rev uint64, ent entry) (storage.Event, bool, error) {
 	key := string(ent.key)
 	var prev *storage.Object
 	if ent.prevRev != 0 {
-		p, err := objectAt(evs, key, ent.prevRev)
+		p, err := objectAt(log, key, ent.prevRev)
 		if err != nil {
 			return storage.Event{}, false, err
 		}
