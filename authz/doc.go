@@ -30,6 +30,12 @@
 // Kubernetes' matching rules ([RuleAllows], [SubjectMatches]). It never
 // denies; RoleBindings never reach cluster-scoped attributes.
 //
+// [PermissionCheck] is a readiness check for delegated mode: it asks the
+// cluster with SelfSubjectAccessReviews whether the server's own credentials
+// may create TokenReviews and SubjectAccessReviews and read the
+// extension-apiserver-authentication ConfigMap, and names the missing
+// binding when not.
+//
 // # Impersonation
 //
 // [WithImpersonation] runs after authentication and before authorization.
