@@ -1,0 +1,345 @@
+// Command metrics-server is the annex sample the library is judged by: a
+// metrics-style aggregated API server serving metrics.k8s.io/v1beta1
+// NodeMetrics and PodMetrics, computed on read from an in-memory ring of
+// samples, the way metrics-server serves kubectl top.
+//
+// Standalone (the default) it needs no cluster: a self-signed serving
+// certificate, an admin client certificate and a kubeconfig in its data
+// directory, and simulated nodes and pods:
+//
+//	go run ./examples/metrics-server
+//	kubectl --kubeconfig .annex/metrics-server/kubeconfig get nodemetrics
+//	kubectl --kubeconfig .annex/metrics-server/kubeconfig get --raw /apis/metrics.k8s.io/v1beta1/nodes
+//
+// Behind kube-aggregator (the same binary, as deploy/ runs it) it trusts the
+// aggregator's front-proxy certificate and asks the cluster about tokens and
+// permissions (TokenReview, SubjectAccessReview):
+//
+//	metrics-server --delegated-auth --service metrics-server.kube-system --register-apiservice
+//
+// Samples come from a Source (source.go): the simulated one here; a kubelet
+// scraper would implement the same one-method interface. The resources are
+// read-only: writes answer 405 MethodNotAllowed, as metrics-server's do.
+//
+// /readyz explains why kube-aggregator would mark the APIService unavailable
+// or why proxied requests would fail: the front-proxy CA missing from the
+// cluster's ConfigMap or unreadable (delegated-authentication), TokenReview,
+// SubjectAccessReview or ConfigMap permissions missing
+// (delegation-permissions), a serving certificate without the
+// <service>.<namespace>.svc name (serving-certificate-name). Each failure is
+// also logged at start-up, and /readyz/<check> answers with the reason.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+
+	"github.com/annexapi/annex"
+	"github.com/annexapi/annex/authz"
+	"github.com/annexapi/annex/certs"
+	"github.com/annexapi/annex/filters"
+	"github.com/annexapi/annex/healthz"
+	"github.com/annexapi/annex/kubeclient"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, os.Args[1:], os.Stdout, os.Stderr); err != nil {
+		fmt.Fprintln(os.Stderr, "metrics-server:", err)
+		os.Exit(1)
+	}
+}
+
+// options are the command-line flags: the Builder's kube-named ones plus the
+// example's own.
+type options struct {
+	builder annex.Builder
+	fs      *flag.FlagSet
+
+	nodes, pods        string
+	simulationFile     string
+	variation          float64
+	resolution         time.Duration
+	service            string // name.namespace
+	register           bool
+	apiServicePort     int
+	registrationCAFile string
+	verbose            bool
+	logJSON            bool
+}
+
+func parseFlags(args []string, stderr io.Writer) (*options, error) {
+	o := &options{builder: annex.Builder{
+		Name:        "metrics-server",
+		DataDir:     ".annex/metrics-server",
+		BindAddress: "127.0.0.1",
+		SecurePort:  8443,
+	}}
+	fs := flag.NewFlagSet("metrics-server", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	o.builder.AddFlags(fs)
+	fs.StringVar(&o.nodes, "nodes", "node-1,node-2", "Simulated nodes, comma-separated (ignored with --simulation-file).")
+	fs.StringVar(&o.pods, "pods", "default/web-0,default/web-1,kube-system/coredns-0", "Simulated pods as namespace/name, comma-separated (ignored with --simulation-file).")
+	fs.StringVar(&o.simulationFile, "simulation-file", "", "YAML file declaring simulated nodes and pods with their mean usage (see testdata/cluster.yaml).")
+	fs.Float64Var(&o.variation, "variation", 0.2, "How far simulated usage swings around its mean (0.2 is ±20%; 0 is constant).")
+	fs.DurationVar(&o.resolution, "metric-resolution", 15*time.Second, "The resolution at which metrics are scraped.")
+	fs.StringVar(&o.service, "service", "", "The Service in front of this server as name.namespace (e.g. metrics-server.kube-system): its DNS names go into the generated serving certificate, /readyz checks the certificate carries <name>.<namespace>.svc, and --register-apiservice points the APIService at it.")
+	fs.BoolVar(&o.register, "register-apiservice", false, "Create or update the APIService v1beta1.metrics.k8s.io with the caBundle of the serving certificate (needs --service and delegated mode).")
+	fs.IntVar(&o.apiServicePort, "apiservice-port", 443, "The Service port the APIService names.")
+	fs.StringVar(&o.registrationCAFile, "apiservice-ca-file", "", "The CA bundle to put in the APIService's caBundle. Empty means the generated serving CA, or the last certificate of --tls-cert-file.")
+	fs.BoolVar(&o.verbose, "v", false, "Log every request, with the caller's identity.")
+	fs.BoolVar(&o.logJSON, "log-json", false, "Log JSON lines instead of console text.")
+	o.fs = fs
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	if o.register && o.service == "" {
+		return nil, errors.New("--register-apiservice needs --service name.namespace")
+	}
+	if o.service != "" {
+		name, ns, ok := strings.Cut(o.service, ".")
+		if !ok || name == "" || ns == "" || strings.Contains(ns, ".") {
+			return nil, fmt.Errorf("--service %q: want name.namespace", o.service)
+		}
+		o.builder.ServingHosts = append(o.builder.ServingHosts, name, name+"."+ns, serviceHost(o.service), serviceHost(o.service)+".cluster.local")
+	}
+	return o, nil
+}
+
+// serviceHost is <name>.<namespace>.svc for "name.namespace".
+func serviceHost(service string) string { return service + ".svc" }
+
+// delegated reports whether the flags ask for delegated mode, as the
+// Builder decides it.
+func (o *options) delegated() bool {
+	v := func(name string) string { return o.fs.Lookup(name).Value.String() }
+	return v("delegated-auth") == "true" || v("authentication-kubeconfig") != "" || v("authorization-kubeconfig") != ""
+}
+
+// clusterClient is a client with this server's own credentials
+// (--authentication-kubeconfig, or in-cluster).
+func (o *options) clusterClient() (*kubeclient.Client, error) {
+	var cfg *kubeclient.Config
+	var err error
+	if kc := o.fs.Lookup("authentication-kubeconfig").Value.String(); kc != "" {
+		cfg, err = kubeclient.LoadKubeconfig(kc, "")
+	} else {
+		cfg, err = kubeclient.InClusterConfig()
+	}
+	if err != nil {
+		return nil, err
+	}
+	return kubeclient.New(*cfg)
+}
+
+func newLogger(o *options, stderr io.Writer) *zap.Logger {
+	level := zapcore.InfoLevel
+	if o.verbose {
+		level = zapcore.DebugLevel
+	}
+	enc := zapcore.NewConsoleEncoder(zap.NewDevelopmentEncoderConfig())
+	if o.logJSON {
+		enc = zapcore.NewJSONEncoder(zap.NewProductionEncoderConfig())
+	}
+	return zap.New(zapcore.NewCore(enc, zapcore.AddSync(stderr), level))
+}
+
+// app is a built server and what runs beside it.
+type app struct {
+	opts   *options
+	log    *zap.Logger
+	store  *Store
+	srv    *annex.Server
+	checks []namedCheck
+	client *kubeclient.Client // delegated mode only
+}
+
+// namedCheck is a self-diagnosis check, also served on /readyz/<name>.
+type namedCheck struct {
+	name string
+	rc   healthz.ReadinessChecker
+}
+
+// setup builds the server the flags describe; ln, when not nil, replaces the
+// listening address (tests pass one on port 0).
+func setup(args []string, stderr io.Writer, ln net.Listener) (*app, error) {
+	o, err := parseFlags(args, stderr)
+	if err != nil {
+		return nil, err
+	}
+	a := &app{opts: o, log: newLogger(o, stderr)}
+	var spec Spec
+	if o.simulationFile != "" {
+		spec, err = LoadSpec(o.simulationFile)
+	} else {
+		spec, err = SpecFromNames(splitList(o.nodes), splitList(o.pods), o.variation)
+	}
+	if err != nil {
+		return nil, err
+	}
+	src, err := NewSimulated(spec, nil)
+	if err != nil {
+		return nil, err
+	}
+	a.store = NewStore(src, o.resolution, a.log.Named("store"))
+
+	b := o.builder
+	b.Resources = Resources(a.store)
+	b.Logger = a.log
+	b.Registerer = prometheus.NewRegistry()
+	b.Listener = ln
+	b.Stages = append(b.Stages, annex.InsertedStage{After: annex.StageAuthorization, Stage: identityStage(a.log.Named("identity"), o.verbose)})
+	a.checks = append(a.checks, namedCheck{"metrics-store", a.store})
+	if o.service != "" {
+		a.checks = append(a.checks, namedCheck{"serving-certificate-name", certs.HostCheck{CertFile: a.servingCertFile(), Host: serviceHost(o.service)}})
+	}
+	if o.delegated() {
+		if a.client, err = o.clusterClient(); err != nil {
+			return nil, fmt.Errorf("cluster client: %w", err)
+		}
+		pc, err := authz.NewPermissionCheck(authz.PermissionCheckConfig{Client: a.client, Interval: 30 * time.Second})
+		if err != nil {
+			return nil, err
+		}
+		a.checks = append(a.checks, namedCheck{"delegation-permissions", pc})
+	}
+	for _, c := range a.checks {
+		b.ReadyChecks = append(b.ReadyChecks, healthz.ReadyCheck(c.name, c.rc))
+	}
+	if a.srv, err = b.Build(); err != nil {
+		return nil, err
+	}
+	return a, nil
+}
+
+// servingCertFile is --tls-cert-file, or the certificate Build generates.
+func (a *app) servingCertFile() string {
+	if a.opts.builder.CertFile != "" {
+		return a.opts.builder.CertFile
+	}
+	return filepath.Join(a.opts.builder.DataDir, "certs", "serving.crt")
+}
+
+// identityStage logs who each request comes from (user, uid, groups, extra),
+// as the front proxy told it, when verbose.
+func identityStage(log *zap.Logger, verbose bool) annex.Stage {
+	st := annex.Stage{Name: "identity-log", Needs: []annex.Provision{annex.ProvidesUser}}
+	if verbose {
+		st.Filter = func(next http.Handler) http.Handler {
+			return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if u, ok := filters.UserFrom(r.Context()); ok {
+					log.Info("identity", zap.String("path", r.URL.Path), zap.String("user", u.Name), zap.String("uid", u.UID),
+						zap.Strings("groups", u.Groups), zap.Any("extra", u.Extra))
+				}
+				next.ServeHTTP(w, r)
+			})
+		}
+	}
+	return st
+}
+
+func splitList(s string) []string {
+	var out []string
+	for _, p := range strings.Split(s, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// diagnose runs every self-diagnosis check once and logs the result: what
+// would make the APIService unavailable or proxied requests fail.
+func (a *app) diagnose(ctx context.Context) {
+	for _, c := range a.checks {
+		if c.name == "metrics-store" {
+			continue // waits for scrapes, not a configuration problem
+		}
+		if err := c.rc.Ready(ctx); err != nil {
+			a.log.Error("self-diagnosis: "+c.name+" failed", zap.Error(err))
+		} else {
+			a.log.Info("self-diagnosis: " + c.name + " ok")
+		}
+	}
+}
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	a, err := setup(args, stderr, nil)
+	if err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil
+		}
+		return err
+	}
+	defer func() { _ = a.log.Sync() }()
+	return a.run(ctx, stdout)
+}
+
+// run serves until ctx ends, with the store scraping and, when asked, the
+// APIService registered.
+func (a *app) run(ctx context.Context, stdout io.Writer) error {
+	if kc := a.srv.KubeconfigPath(); kc != "" {
+		fmt.Fprintf(stdout, "Serving metrics.k8s.io on %s\n\n  kubectl --kubeconfig %s get nodemetrics\n  kubectl --kubeconfig %s get --raw /apis/metrics.k8s.io/v1beta1/nodes\n\n", a.srv.URL(), kc, kc)
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	wg.Add(2)
+	go func() { defer wg.Done(); _ = a.store.Start(ctx) }()
+	go func() { defer wg.Done(); a.diagnose(ctx) }()
+	if a.opts.register {
+		ca, err := a.registrationCA()
+		if err != nil {
+			return err
+		}
+		if a.client == nil {
+			return errors.New("--register-apiservice needs delegated mode (--delegated-auth or --authentication-kubeconfig)")
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			name, ns, _ := strings.Cut(a.opts.service, ".")
+			keepRegistered(ctx, a.client, a.log.Named("apiservice"), apiService(ns, name, int32(a.opts.apiServicePort), ca))
+		}()
+	}
+	return a.srv.Run(ctx)
+}
+
+// registrationCA is the caBundle of the APIService: --apiservice-ca-file,
+// the generated serving CA, or the last certificate of --tls-cert-file.
+func (a *app) registrationCA() ([]byte, error) {
+	o := a.opts
+	switch {
+	case o.registrationCAFile != "":
+		return os.ReadFile(o.registrationCAFile)
+	case o.builder.CertFile == "":
+		return os.ReadFile(filepath.Join(o.builder.DataDir, "certs", o.builder.Name+"-serving-ca.crt"))
+	}
+	b, err := os.ReadFile(o.builder.CertFile)
+	if err != nil {
+		return nil, err
+	}
+	cs, err := certs.ParseCerts(b)
+	if err != nil {
+		return nil, err
+	}
+	return certs.EncodeCert(cs[len(cs)-1]), nil
+}
