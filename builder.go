@@ -17,6 +17,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 
+	"github.com/annexapi/annex/admission"
 	"github.com/annexapi/annex/authn"
 	"github.com/annexapi/annex/authz"
 	"github.com/annexapi/annex/healthz"
@@ -93,6 +94,18 @@ type Builder struct {
 	// means: the group system:masters may do anything, everyone may get
 	// AlwaysAllowPaths, then RBAC files and SubjectAccessReview (delegated).
 	Authorizer authz.Authorizer
+
+	// Mutators and Validators are admission plugins written in Go. They run
+	// before the admission policies and webhooks of the files below.
+	Mutators   []admission.Mutator
+	Validators []admission.Validator
+	// AdmissionPolicyFiles are YAML files of ValidatingAdmissionPolicy and
+	// MutatingAdmissionPolicy objects, their bindings and params
+	// (admissionregistration.k8s.io).
+	AdmissionPolicyFiles []string
+	// AdmissionWebhookFiles are YAML files of MutatingWebhookConfiguration
+	// and ValidatingWebhookConfiguration objects.
+	AdmissionWebhookFiles []string
 
 	// Logger receives the server's logs. Nil means no logging.
 	Logger *zap.Logger

@@ -72,6 +72,8 @@ type frontDoor struct {
 	advertised   authn.CAProvider
 	authnMetrics *authn.Metrics
 	authzMetrics *authz.Metrics
+	// cluster reaches the kube-apiserver in delegated mode (nil otherwise).
+	cluster *kubeclient.Client
 }
 
 // buildFrontDoor sets up authentication and authorization from c, adding the
@@ -213,6 +215,7 @@ func (s *Server) delegate(c *Builder, d *Delegation, cfg *authn.Config, authoriz
 	if err != nil {
 		return err
 	}
+	fd.cluster = authnClient
 	authzClient, err := clientFor(d.AuthorizationKubeconfig)
 	if err != nil {
 		return err

@@ -36,7 +36,16 @@ func (s *Server) buildHandler(c *Builder, resources []rest.Resource, fd *frontDo
 	s.watchCtx, s.cancelWatch = context.WithCancel(context.Background())
 	s.closers = append(s.closers, func() error { s.cancelWatch(); return nil })
 
-	apiHandler, err := rest.NewHandler(rest.Config{Resources: resources, MinRequestTimeout: c.MinRequestTimeout, Shutdown: s.watchCtx})
+	m, err := metrics.New(metrics.Config{Registerer: c.Registerer, Known: knownResources(resources)})
+	if err != nil {
+		return nil, err
+	}
+	admit, err := s.buildAdmission(c, resources, fd.cluster, m.ObserveRejection)
+	if err != nil {
+		errs = append(errs, err)
+	}
+	apiHandler, err := rest.NewHandler(rest.Config{Resources: resources, MinRequestTimeout: c.MinRequestTimeout, Shutdown: s.watchCtx,
+		Admission: admit, OpenAPITitle: c.Name})
 	if err != nil {
 		errs = append(errs, err)
 	}
@@ -46,10 +55,6 @@ func (s *Server) buildHandler(c *Builder, resources []rest.Resource, fd *frontDo
 	}
 
 	doorStages, err := fd.stages()
-	if err != nil {
-		errs = append(errs, err)
-	}
-	m, err := metrics.New(metrics.Config{Registerer: c.Registerer, Known: knownResources(resources)})
 	if err != nil {
 		errs = append(errs, err)
 	}

@@ -41,7 +41,10 @@ func startExample(t *testing.T) (dataDir, url string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b := builder(o, zap.NewNop())
+	b, err := builder(o, zap.NewNop())
+	if err != nil {
+		t.Fatal(err)
+	}
 	b.Listener, err = net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

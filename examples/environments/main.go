@@ -60,11 +60,13 @@ func parseFlags(args []string) (options, error) {
 }
 
 // builder declares the server the flags describe.
-func builder(o options, log *zap.Logger) annex.Builder {
+func builder(o options, log *zap.Logger) (annex.Builder, error) {
 	b := o.builder
 	b.Logger = log
 	b.Registerer = prometheus.NewRegistry()
-	return b
+	var err error
+	b.Mutators, b.Validators, err = policies()
+	return b, err
 }
 
 func run(ctx context.Context, args []string, out io.Writer) error {
@@ -84,7 +86,10 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	}
 	defer func() { _ = log.Sync() }()
 
-	b := builder(o, log)
+	b, err := builder(o, log)
+	if err != nil {
+		return err
+	}
 	srv, err := b.Build()
 	if err != nil {
 		return err

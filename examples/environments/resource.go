@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/annexapi/annex/admission"
 	"github.com/annexapi/annex/meta"
 	"github.com/annexapi/annex/rest"
 	"github.com/annexapi/annex/schema"
@@ -20,6 +21,26 @@ import (
 //
 //go:embed schema.yaml
 var schemaYAML string
+
+// policiesYAML holds the example's admission policies: prod environments need
+// an owner label (ValidatingAdmissionPolicy), and every environment gets the
+// label managed-by=annex (MutatingAdmissionPolicy).
+//
+//go:embed policies.yaml
+var policiesYAML []byte
+
+// policies loads the admission policies declared in policies.yaml.
+func policies() ([]admission.Mutator, []admission.Validator, error) {
+	mp, err := admission.LoadMutatingPolicies(policiesYAML, admission.PolicyOptions{})
+	if err != nil {
+		return nil, nil, err
+	}
+	vp, err := admission.LoadValidatingPolicies(policiesYAML, admission.PolicyOptions{})
+	if err != nil {
+		return nil, nil, err
+	}
+	return []admission.Mutator{mp}, []admission.Validator{vp}, nil
+}
 
 // tiers are the supported values of spec.tier, sorted as k8s lists them.
 func tiers() []string { return []string{"dev", "prod", "staging"} }

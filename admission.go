@@ -1,0 +1,124 @@
+// This file connects admission (package admission) to the resource handlers
+// (package rest): the handlers declare the Admitter interface they need, and
+// this glue copies their attributes into admission's. Neither package imports
+// the other.
+
+package annex
+
+import (
+	"context"
+	"fmt"
+	"os"
+
+	"github.com/annexapi/annex/admission"
+	"github.com/annexapi/annex/kubeclient"
+	"github.com/annexapi/annex/rest"
+)
+
+// admitter adapts an admission.Chain to rest.Admitter.
+type admitter struct{ chain *admission.Chain }
+
+var _ rest.Admitter = admitter{}
+
+func toAdmission(a *rest.AdmissionAttributes) *admission.Attributes {
+	return &admission.Attributes{
+		Operation: a.Operation, Group: a.Group, Version: a.Version, Resource: a.Resource, Subresource: a.Subresource,
+		Kind: a.Kind, Namespace: a.Namespace, Name: a.Name, Object: a.Object, OldObject: a.OldObject,
+		DryRun: a.DryRun, User: a.User, Options: a.Options,
+	}
+}
+
+// Mutate runs the mutating plugins, policies and webhooks; they may replace
+// the object, which is handed back to the handler.
+func (ad admitter) Mutate(ctx context.Context, a *rest.AdmissionAttributes) error {
+	attrs := toAdmission(a)
+	err := ad.chain.Mutate(ctx, attrs)
+	a.Object = attrs.Object
+	return err
+}
+
+// Validate runs schema validation, then the validating plugins, policies and
+// webhooks.
+func (ad admitter) Validate(ctx context.Context, a *rest.AdmissionAttributes) error {
+	return ad.chain.Validate(ctx, toAdmission(a))
+}
+
+// buildAdmission assembles the admission chain: Go plugins first, then the
+// admission policies, then the webhooks (the order kube-apiserver runs them
+// in), plus each resource's schema, and, in delegated mode, the namespace
+// lifecycle plugin against the cluster. observe counts rejections by stage.
+func (s *Server) buildAdmission(c *Builder, resources []rest.Resource, cluster *kubeclient.Client, observe func(stage string)) (rest.Admitter, error) {
+	cfg := admission.Config{Registerer: c.Registerer, ObserveRejection: observe}
+	for _, r := range resources {
+		var subs []string
+		if r.StatusSubresource {
+			subs = []string{"status"}
+		}
+		cfg.Resources = append(cfg.Resources, admission.Resource{Group: r.Group, Version: r.Version, Resource: r.Plural, Kind: r.Kind, Schema: r.Schema, Subresources: subs})
+	}
+	var opts admission.PolicyOptions
+	var hookOpts admission.WebhookOptions
+	if cluster != nil {
+		namespaces := &admission.KubeNamespaces{Client: cluster}
+		opts.Namespaces, hookOpts.Namespaces = namespaces, namespaces
+		nl, err := admission.NewNamespaceLifecycle(admission.NamespaceLifecycleConfig{Namespaces: namespaces})
+		if err != nil {
+			return nil, err
+		}
+		cfg.Mutators = append(cfg.Mutators, nl)
+	}
+	cfg.Mutators = append(cfg.Mutators, c.Mutators...)
+	cfg.Validators = append(cfg.Validators, c.Validators...)
+
+	var mutatingPolicies, validatingPolicies []byte
+	for _, f := range c.AdmissionPolicyFiles {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			return nil, fmt.Errorf("admission policy file: %w", err)
+		}
+		// A file may hold both kinds; each engine takes its own.
+		mutatingPolicies = append(append(mutatingPolicies, "\n---\n"...), data...)
+		validatingPolicies = append(append(validatingPolicies, "\n---\n"...), data...)
+	}
+	if len(c.AdmissionPolicyFiles) > 0 {
+		mp, err := admission.LoadMutatingPolicies(mutatingPolicies, opts)
+		if err != nil {
+			return nil, err
+		}
+		vp, err := admission.LoadValidatingPolicies(validatingPolicies, opts)
+		if err != nil {
+			return nil, err
+		}
+		cfg.Mutators = append(cfg.Mutators, mp)
+		cfg.Validators = append(cfg.Validators, vp)
+	}
+	if len(c.AdmissionWebhookFiles) > 0 {
+		var hooks []admission.WebhookConfiguration
+		for _, f := range c.AdmissionWebhookFiles {
+			data, err := os.ReadFile(f)
+			if err != nil {
+				return nil, fmt.Errorf("admission webhook file: %w", err)
+			}
+			cfgs, err := admission.LoadWebhookConfigurations(data)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", f, err)
+			}
+			hooks = append(hooks, cfgs...)
+		}
+		mw, err := admission.NewMutatingWebhooks(hooks, hookOpts)
+		if err != nil {
+			return nil, err
+		}
+		vw, err := admission.NewValidatingWebhooks(hooks, hookOpts)
+		if err != nil {
+			return nil, err
+		}
+		cfg.Mutators = append(cfg.Mutators, mw)
+		cfg.Validators = append(cfg.Validators, vw)
+	}
+	chain, err := admission.New(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return admitter{chain: chain}, nil
+}
