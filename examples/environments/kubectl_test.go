@@ -166,8 +166,26 @@ func TestKubectlSession(t *testing.T) {
 	}
 	// kubectl renders a 422 with causes as one bullet per field.
 	wantContains(t, "invalid create", out, `The Environment "bad" is invalid:`,
-		`* spec.tier: Unsupported value: "qa": supported values: "dev", "prod", "staging"`,
-		`* spec.replicas: Invalid value: -1: must be greater than or equal to 0`)
+		`* spec.tier: Unsupported value: "qa": supported values: "dev", "staging", "prod"`,
+		`* spec.replicas: Invalid value: -1: spec.replicas in body should be greater than or equal to 0`)
+
+	// Defaults from the schema are stored; the mutating policy adds its label.
+	minimal := "apiVersion: platform.example.com/v1alpha1\nkind: Environment\nmetadata:\n  name: minimal\n  namespace: default\nspec:\n  owner: search-team\n"
+	k.mustRun("create", "-f", k.writeFile("minimal.yaml", minimal))
+	wantContains(t, "defaults", k.mustRun("get", "environment", "minimal", "-o", "jsonpath={.spec.tier} {.spec.replicas} {.metadata.labels.managed-by}"), "dev 1 annex")
+	// The CEL rule of the schema and the ValidatingAdmissionPolicy speak through kubectl.
+	prod := strings.NewReplacer("name: minimal", "name: prod-small", "owner: search-team", "owner: search-team\n  tier: prod\n  replicas: 1").Replace(minimal)
+	out, ok = k.run("create", "-f", k.writeFile("prod-small.yaml", prod))
+	if ok {
+		t.Fatalf("prod with one replica was created:\n%s", out)
+	}
+	wantContains(t, "CEL rule", out, "spec.replicas: Invalid value", "prod environments need at least 2 replicas")
+	prod = strings.Replace(prod, "replicas: 1", "replicas: 2", 1)
+	out, ok = k.run("create", "-f", k.writeFile("prod-unowned.yaml", prod))
+	if ok {
+		t.Fatalf("prod without an owner label was created:\n%s", out)
+	}
+	wantContains(t, "admission policy", out, "Error from server (Forbidden)", "prod environment prod-small needs an owner label")
 
 	// A watch sees a change made by another client.
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)

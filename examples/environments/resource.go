@@ -6,12 +6,8 @@ package main
 import (
 	"context"
 	_ "embed"
-	"encoding/json"
-	"fmt"
-	"slices"
 
 	"github.com/annexapi/annex/admission"
-	"github.com/annexapi/annex/meta"
 	"github.com/annexapi/annex/rest"
 	"github.com/annexapi/annex/schema"
 )
@@ -41,9 +37,6 @@ func policies() ([]admission.Mutator, []admission.Validator, error) {
 	}
 	return []admission.Mutator{mp}, []admission.Validator{vp}, nil
 }
-
-// tiers are the supported values of spec.tier, sorted as k8s lists them.
-func tiers() []string { return []string{"dev", "prod", "staging"} }
 
 // Resource is the Environment declaration; its Storage is left to the
 // Builder's default store.
@@ -76,38 +69,7 @@ func Resource() rest.Resource {
 					status["phase"] = "Pending"
 				}
 			},
-			ValidateCreate:   func(_ context.Context, obj rest.Object) []meta.StatusCause { return validate(obj) },
-			ValidateUpdate:   func(_ context.Context, obj, _ rest.Object) []meta.StatusCause { return validate(obj) },
 			SelectableFields: []string{"spec.owner", "spec.tier"},
 		},
 	}
-}
-
-// validate checks spec with the field errors kube-apiserver would word.
-func validate(obj rest.Object) []meta.StatusCause {
-	spec, ok := obj["spec"].(map[string]any)
-	if !ok {
-		return []meta.StatusCause{{Type: meta.CauseTypeFieldValueRequired, Field: "spec", Message: "Required value"}}
-	}
-	var causes []meta.StatusCause
-	if owner, _ := spec["owner"].(string); owner == "" {
-		causes = append(causes, meta.StatusCause{Type: meta.CauseTypeFieldValueRequired, Field: "spec.owner", Message: "Required value"})
-	}
-	tier, _ := spec["tier"].(string)
-	if !slices.Contains(tiers(), tier) {
-		causes = append(causes, meta.StatusCause{Type: meta.CauseTypeFieldValueNotSupported, Field: "spec.tier",
-			Message: fmt.Sprintf("Unsupported value: %q: supported values: \"dev\", \"prod\", \"staging\"", tier)})
-	}
-	if r, ok := spec["replicas"]; ok {
-		num, _ := r.(json.Number)
-		n, err := num.Int64()
-		if err != nil {
-			causes = append(causes, meta.StatusCause{Type: meta.CauseTypeFieldValueInvalid, Field: "spec.replicas",
-				Message: fmt.Sprintf("Invalid value: %v: must be an integer", r)})
-		} else if n < 0 {
-			causes = append(causes, meta.StatusCause{Type: meta.CauseTypeFieldValueInvalid, Field: "spec.replicas",
-				Message: fmt.Sprintf("Invalid value: %d: must be greater than or equal to 0", n)})
-		}
-	}
-	return causes
 }
