@@ -184,7 +184,7 @@ func TestDelegatedModeTrustsOnlyTheFrontProxy(t *testing.T) {
 	}
 }
 
-func runInBackground(t *testing.T, ts *testServer) {
+func runInBackground(t testing.TB, ts *testServer) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	ts.cancel = cancel
@@ -199,7 +199,7 @@ func runInBackground(t *testing.T, ts *testServer) {
 	})
 }
 
-func waitReady(t *testing.T, c *http.Client, url string) {
+func waitReady(t testing.TB, c *http.Client, url string) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
@@ -214,7 +214,7 @@ func waitReady(t *testing.T, c *http.Client, url string) {
 	}
 }
 
-func readAll(t *testing.T, resp *http.Response) string {
+func readAll(t testing.TB, resp *http.Response) string {
 	t.Helper()
 	defer resp.Body.Close()
 	b, err := io.ReadAll(resp.Body)

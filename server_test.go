@@ -36,7 +36,7 @@ type testServer struct {
 	runErr  error         // what Run returned, once done is closed
 }
 
-func startServer(t *testing.T, b Builder) *testServer {
+func startServer(t testing.TB, b Builder) *testServer {
 	t.Helper()
 	if b.DataDir == "" {
 		b.DataDir = t.TempDir()
@@ -72,7 +72,7 @@ func (b Builder) nameOrDefault() string {
 	return b.Name
 }
 
-func clientWith(t *testing.T, caFile, certFile, keyFile string) *http.Client {
+func clientWith(t testing.TB, caFile, certFile, keyFile string) *http.Client {
 	t.Helper()
 	caPEM, err := os.ReadFile(caFile)
 	if err != nil {
@@ -95,7 +95,7 @@ func clientWith(t *testing.T, caFile, certFile, keyFile string) *http.Client {
 	return &http.Client{Transport: tr, Timeout: 20 * time.Second}
 }
 
-func do(t *testing.T, c *http.Client, method, url, body string) (int, string) {
+func do(t testing.TB, c *http.Client, method, url, body string) (int, string) {
 	t.Helper()
 	req, err := http.NewRequest(method, url, strings.NewReader(body))
 	if err != nil {
