@@ -1,0 +1,500 @@
+// This file holds the Store and its writes: Create, Update, Delete.
+
+package etcd
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	"go.etcd.io/etcd/api/v3/mvccpb"
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/annexapi/annex/storage"
+)
+
+// Store is a storage.Interface on etcd. It is safe for concurrent use.
+type Store struct {
+	client     *clientv3.Client
+	opts       Options
+	ownsClient bool
+	closed     atomic.Bool
+	quit       chan struct{} // closed by Close: watches end
+	progress   progressState
+}
+
+var (
+	_ storage.Interface         = (*Store)(nil)
+	_ storage.RevisionReader    = (*Store)(nil)
+	_ storage.Compactor         = (*Store)(nil)
+	_ storage.ProgressRequester = (*Store)(nil)
+	_ storage.Counter           = (*Store)(nil)
+	_ storage.ReadinessChecker  = (*Store)(nil)
+)
+
+// New returns a Store on client. The caller keeps ownership of client: Close
+// does not close it.
+func New(client *clientv3.Client, opts Options) *Store {
+	return &Store{client: client, opts: opts.withDefaults(), quit: make(chan struct{})}
+}
+
+// Client returns the etcd client the store uses.
+func (s *Store) Client() *clientv3.Client { return s.client }
+
+// Prefix returns the etcd key prefix of the store's objects.
+func (s *Store) Prefix() string { return s.opts.Prefix }
+
+// Close marks the store closed (every later call fails with
+// storage.ErrClosed, watches end) and closes the client when the store
+// dialed it (Config.Open).
+func (s *Store) Close() error {
+	if s.closed.Swap(true) {
+		return nil
+	}
+	close(s.quit)
+	if s.ownsClient {
+		return s.client.Close()
+	}
+	return nil
+}
+
+func errClosed() error { return &storage.Error{Err: storage.ErrClosed} }
+
+// etcdKey is the etcd key of a storage key or prefix range.
+func (s *Store) etcdKey(key string) string { return s.opts.Prefix + key }
+
+// storageKey is the storage key of an etcd key.
+func (s *Store) storageKey(k []byte) string { return string(k[len(s.opts.Prefix):]) }
+
+func (s *Store) now() string {
+	return s.opts.Clock().UTC().Truncate(time.Second).Format(time.RFC3339)
+}
+
+// encode returns the stored form of prepared (final JSON with some
+// revision): metadata.resourceVersion emptied, then transformed.
+func (s *Store) encode(ctx context.Context, key string, prepared []byte) ([]byte, error) {
+	start, end, ok := storage.ResourceVersionIndex(prepared)
+	var plain []byte
+	if ok {
+		plain = make([]byte, 0, len(prepared)-(end-start)+2)
+		plain = append(plain, prepared[:start]...)
+		plain = append(plain, '"', '"')
+		plain = append(plain, prepared[end:]...)
+	} else {
+		// Duplicate members: edit them all (SetResourceVersion keeps the
+		// digits; the read splices the real revision again).
+		var err error
+		if plain, err = storage.SetResourceVersion(prepared, 0); err != nil {
+			return nil, err
+		}
+	}
+	out, err := s.opts.Transformer.TransformToStorage(ctx, plain, key)
+	if err != nil {
+		return nil, &storage.Error{Err: storage.ErrInvalidObject, Key: key, Msg: "transform to storage: " + err.Error()}
+	}
+	return out, nil
+}
+
+// decode turns a stored value at revision rev into an Object.
+func (s *Store) decode(ctx context.Context, key string, stored []byte, rev int64) (storage.Object, error) {
+	plain, _, err := s.opts.Transformer.TransformFromStorage(ctx, stored, key)
+	if err != nil {
+		return storage.Object{}, &storage.Error{Err: storage.ErrInvalidObject, Key: key, Msg: "transform from storage: " + err.Error()}
+	}
+	return finalObject(key, plain, uint64(rev))
+}
+
+// finalObject returns data with its resource version set to rev, and its
+// metadata.
+func finalObject(key string, data []byte, rev uint64) (storage.Object, error) {
+	start, end, ok := storage.ResourceVersionIndex(data)
+	out, err := withRevision(data, start, end, ok, rev)
+	if err != nil {
+		return storage.Object{}, withKey(err, key)
+	}
+	m, err := storage.DecodeMeta(out)
+	if err != nil {
+		return storage.Object{}, &storage.Error{Err: storage.ErrInvalidObject, Key: key, Msg: "stored object: " + err.Error()}
+	}
+	return storage.Object{Key: key, ResourceVersion: rev, Data: out, Meta: m}, nil
+}
+
+// withRevision returns data with its resource version set to rev, splicing
+// the digits in at [start, end) when ok.
+func withRevision(data []byte, start, end int, ok bool, rev uint64) ([]byte, error) {
+	if !ok {
+		return storage.SetResourceVersion(data, rev)
+	}
+	out := make([]byte, 0, len(data)-(end-start)+22)
+	out = append(out, data[:start]...)
+	out = append(out, '"')
+	out = strconv.AppendUint(out, rev, 10)
+	out = append(out, '"')
+	return append(out, data[end:]...), nil
+}
+
+func withKey(err error, key string) error {
+	var se *storage.Error
+	if errors.As(err, &se) && se.Key == "" {
+		c := *se
+		c.Key = key
+		return &c
+	}
+	return err
+}
+
+func notFound(key string) error { return &storage.Error{Err: storage.ErrNotFound, Key: key} }
+
+// mapError turns an etcd error into a storage error where one applies.
+func (s *Store) mapError(ctx context.Context, err error, key string) error {
+	if err == nil {
+		return nil
+	}
+	switch {
+	case errors.Is(err, rpctypes.ErrCompacted):
+		return s.expired(ctx)
+	case errors.Is(err, rpctypes.ErrFutureRev):
+		cur, cerr := s.CurrentRevision(ctx)
+		if cerr != nil {
+			cur = 0
+		}
+		return &storage.Error{Err: storage.ErrTooLargeResourceVersion, Key: key, ResourceVersion: cur,
+			Msg: "Too large resource version: " + err.Error()}
+	case s.closed.Load() || errors.Is(err, context.Canceled) && s.client.Ctx().Err() != nil:
+		return errClosed()
+	}
+	return fmt.Errorf("etcd: %w", err)
+}
+
+func tooLarge(rv, cur uint64) error {
+	return &storage.Error{Err: storage.ErrTooLargeResourceVersion, ResourceVersion: cur,
+		Msg: fmt.Sprintf("Too large resource version: %d, current: %d", rv, cur)}
+}
+
+// Create implements storage.Interface: a transaction that puts the key
+// only if it does not exist.
+func (s *Store) Create(ctx context.Context, key string, data []byte) (storage.Object, error) {
+	if err := storage.ValidateKey(key); err != nil {
+		return storage.Object{}, err
+	}
+	if s.closed.Load() {
+		return storage.Object{}, errClosed()
+	}
+	prepared, meta, err := storage.PrepareCreate(data, 0, storage.NewUID(), s.now())
+	if err != nil {
+		return storage.Object{}, withKey(err, key)
+	}
+	stored, err := s.encode(ctx, key, prepared)
+	if err != nil {
+		return storage.Object{}, err
+	}
+	k := s.etcdKey(key)
+	resp, err := s.client.Txn(ctx).
+		If(clientv3.Compare(clientv3.CreateRevision(k), "=", 0)).
+		Then(clientv3.OpPut(k, string(stored))).
+		Commit()
+	if err != nil {
+		return storage.Object{}, s.mapError(ctx, err, key)
+	}
+	if !resp.Succeeded {
+		return storage.Object{}, &storage.Error{Err: storage.ErrAlreadyExists, Key: key}
+	}
+	rev := uint64(resp.Header.Revision)
+	start, end, ok := storage.ResourceVersionIndex(prepared)
+	out, err := withRevision(prepared, start, end, ok, rev)
+	if err != nil {
+		return storage.Object{}, withKey(err, key)
+	}
+	meta.ResourceVersion = storage.FormatResourceVersion(rev)
+	return storage.Object{Key: key, ResourceVersion: rev, Data: out, Meta: meta}, nil
+}
+
+// readCurrent returns the latest state of key; exists is false when the key
+// is missing.
+func (s *Store) readCurrent(ctx context.Context, key string) (storage.Object, bool, error) {
+	resp, err := s.client.Get(ctx, s.etcdKey(key))
+	if err != nil {
+		return storage.Object{}, false, s.mapError(ctx, err, key)
+	}
+	return s.fromKVs(ctx, key, resp.Kvs)
+}
+
+func (s *Store) fromKVs(ctx context.Context, key string, kvs []*mvccpb.KeyValue) (storage.Object, bool, error) {
+	if len(kvs) == 0 {
+		return storage.Object{}, false, nil
+	}
+	o, err := s.decode(ctx, key, kvs[0].Value, kvs[0].ModRevision)
+	return o, err == nil, err
+}
+
+// checkPreconditions returns ErrConflict, with Kubernetes' message, when pre
+// does not hold on obj.
+func checkPreconditions(key string, pre storage.Preconditions, obj storage.Object) error {
+	if pre.UID != "" && pre.UID != obj.Meta.UID {
+		return &storage.Error{Err: storage.ErrConflict, Key: key,
+			Msg: fmt.Sprintf("Precondition failed: UID in precondition: %v, UID in object meta: %v", pre.UID, obj.Meta.UID)}
+	}
+	if pre.ResourceVersion != "" {
+		var have string
+		if obj.ResourceVersion != 0 {
+			have = storage.FormatResourceVersion(obj.ResourceVersion)
+		}
+		if pre.ResourceVersion != have {
+			return &storage.Error{Err: storage.ErrConflict, Key: key,
+				Msg: fmt.Sprintf("Precondition failed: ResourceVersion in precondition: %v, ResourceVersion in object meta: %v", pre.ResourceVersion, have)}
+		}
+	}
+	return nil
+}
+
+// Update implements storage.Interface (GuaranteedUpdate): tryUpdate runs
+// outside etcd; the put commits only if the key's mod revision is still the
+// one tryUpdate saw, otherwise the transaction returns the current state and
+// Update retries from it.
+func (s *Store) Update(ctx context.Context, key string, opts storage.UpdateOptions, tryUpdate storage.UpdateFunc) (storage.Object, error) {
+	if err := storage.ValidateKey(key); err != nil {
+		return storage.Object{}, err
+	}
+	if s.closed.Load() {
+		return storage.Object{}, errClosed()
+	}
+	var (
+		cur    storage.Object
+		exists bool
+		stale  bool // cur came from opts.Cached and was not verified
+		err    error
+	)
+	fresh := func() error {
+		cur, exists, err = s.readCurrent(ctx, key)
+		stale = false
+		return err
+	}
+	if opts.Cached != nil {
+		cur, exists, stale = *opts.Cached, true, true
+	} else if err := fresh(); err != nil {
+		return storage.Object{}, err
+	}
+	k := s.etcdKey(key)
+	for retrying := false; ; retrying = true {
+		if retrying {
+			if err := ctx.Err(); err != nil {
+				return storage.Object{}, err
+			}
+		}
+		if !exists && !opts.IgnoreNotFound {
+			return storage.Object{}, notFound(key)
+		}
+		state := cur
+		if !exists {
+			state = storage.Object{}
+		}
+		if err := checkPreconditions(key, opts.Preconditions, state); err != nil {
+			if stale {
+				if err := fresh(); err != nil {
+					return storage.Object{}, err
+				}
+				continue
+			}
+			return storage.Object{}, err
+		}
+		newData, uerr := tryUpdate(state)
+		if uerr != nil {
+			if stale {
+				prevRev := cur.ResourceVersion
+				if err := fresh(); err != nil {
+					return storage.Object{}, err
+				}
+				if exists && cur.ResourceVersion == prevRev {
+					return storage.Object{}, uerr
+				}
+				continue
+			}
+			return storage.Object{}, uerr
+		}
+		prepared, meta, err := storage.PrepareUpdate(newData, cur.ResourceVersion)
+		if err != nil {
+			return storage.Object{}, withKey(err, key)
+		}
+		if exists && bytes.Equal(prepared, cur.Data) {
+			if stale {
+				prevRev := cur.ResourceVersion
+				if err := fresh(); err != nil {
+					return storage.Object{}, err
+				}
+				if exists && cur.ResourceVersion == prevRev && bytes.Equal(prepared, cur.Data) {
+					return cur, nil
+				}
+				continue
+			}
+			return cur, nil
+		}
+		var expect int64
+		if exists {
+			expect = int64(cur.ResourceVersion)
+		}
+		stored, err := s.encode(ctx, key, prepared)
+		if err != nil {
+			return storage.Object{}, err
+		}
+		resp, err := s.client.Txn(ctx).
+			If(clientv3.Compare(clientv3.ModRevision(k), "=", expect)).
+			Then(clientv3.OpPut(k, string(stored))).
+			Else(clientv3.OpGet(k)).
+			Commit()
+		if err != nil {
+			return storage.Object{}, s.mapError(ctx, err, key)
+		}
+		if !resp.Succeeded {
+			cur, exists, err = s.fromKVs(ctx, key, resp.Responses[0].GetResponseRange().Kvs)
+			if err != nil {
+				return storage.Object{}, err
+			}
+			stale = false
+			continue
+		}
+		rev := uint64(resp.Header.Revision)
+		start, end, ok := storage.ResourceVersionIndex(prepared)
+		out, err := withRevision(prepared, start, end, ok, rev)
+		if err != nil {
+			return storage.Object{}, withKey(err, key)
+		}
+		meta.ResourceVersion = storage.FormatResourceVersion(rev)
+		return storage.Object{Key: key, ResourceVersion: rev, Data: out, Meta: meta}, nil
+	}
+}
+
+// Delete implements storage.Interface: a transaction that deletes the key
+// only if its mod revision is the one checked, retried from the state the
+// transaction returns otherwise.
+func (s *Store) Delete(ctx context.Context, key string, opts storage.DeleteOptions) (storage.Object, error) {
+	if err := storage.ValidateKey(key); err != nil {
+		return storage.Object{}, err
+	}
+	if s.closed.Load() {
+		return storage.Object{}, errClosed()
+	}
+	var (
+		cur    storage.Object
+		exists bool
+		stale  bool
+		err    error
+	)
+	fresh := func() error {
+		cur, exists, err = s.readCurrent(ctx, key)
+		stale = false
+		return err
+	}
+	if opts.Cached != nil {
+		cur, exists, stale = *opts.Cached, true, true
+	} else if err := fresh(); err != nil {
+		return storage.Object{}, err
+	}
+	k := s.etcdKey(key)
+	for first := true; ; first = false {
+		if !first {
+			if err := ctx.Err(); err != nil {
+				return storage.Object{}, err
+			}
+		}
+		if !exists {
+			return storage.Object{}, notFound(key)
+		}
+		if err := checkPreconditions(key, opts.Preconditions, cur); err != nil {
+			if stale {
+				if err := fresh(); err != nil {
+					return storage.Object{}, err
+				}
+				continue
+			}
+			return storage.Object{}, err
+		}
+		if opts.Validate != nil {
+			if verr := opts.Validate(cur); verr != nil {
+				if stale {
+					prevRev := cur.ResourceVersion
+					if err := fresh(); err != nil {
+						return storage.Object{}, err
+					}
+					if exists && cur.ResourceVersion == prevRev {
+						return storage.Object{}, verr
+					}
+					continue
+				}
+				return storage.Object{}, verr
+			}
+		}
+		resp, err := s.client.Txn(ctx).
+			If(clientv3.Compare(clientv3.ModRevision(k), "=", int64(cur.ResourceVersion))).
+			Then(clientv3.OpDelete(k)).
+			Else(clientv3.OpGet(k)).
+			Commit()
+		if err != nil {
+			return storage.Object{}, s.mapError(ctx, err, key)
+		}
+		if !resp.Succeeded {
+			cur, exists, err = s.fromKVs(ctx, key, resp.Responses[0].GetResponseRange().Kvs)
+			if err != nil {
+				return storage.Object{}, err
+			}
+			stale = false
+			continue
+		}
+		rev := uint64(resp.Header.Revision)
+		start, end, ok := storage.ResourceVersionIndex(cur.Data)
+		out, err := withRevision(cur.Data, start, end, ok, rev)
+		if err != nil {
+			return storage.Object{}, withKey(err, key)
+		}
+		m := cur.Meta
+		m.ResourceVersion = storage.FormatResourceVersion(rev)
+		return storage.Object{Key: key, ResourceVersion: rev, Data: out, Meta: m}, nil
+	}
+}
+
+// CurrentRevision implements storage.RevisionReader: the revision of etcd's
+// last committed write, read linearizably.
+func (s *Store) CurrentRevision(ctx context.Context) (uint64, error) {
+	if s.closed.Load() {
+		return 0, errClosed()
+	}
+	resp, err := s.client.Get(ctx, s.opts.CompactionKey, clientv3.WithCountOnly())
+	if err != nil {
+		return 0, fmt.Errorf("etcd: %w", err)
+	}
+	return uint64(resp.Header.Revision), nil
+}
+
+// Count implements storage.Counter.
+func (s *Store) Count(ctx context.Context, prefix string) (int64, error) {
+	pr, err := storage.PrefixRange(prefix)
+	if err != nil {
+		return 0, err
+	}
+	if s.closed.Load() {
+		return 0, errClosed()
+	}
+	resp, err := s.client.Get(ctx, s.etcdKey(pr), clientv3.WithPrefix(), clientv3.WithCountOnly())
+	if err != nil {
+		return 0, s.mapError(ctx, err, prefix)
+	}
+	return resp.Count, nil
+}
+
+// Ready implements storage.ReadinessChecker: etcd answers a linearizable
+// read (it has a leader and a quorum).
+func (s *Store) Ready(ctx context.Context) error {
+	if s.closed.Load() {
+		return errClosed()
+	}
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if _, err := s.client.Get(ctx, s.opts.CompactionKey, clientv3.WithCountOnly()); err != nil {
+		return fmt.Errorf("etcd: %w", err)
+	}
+	return nil
+}
