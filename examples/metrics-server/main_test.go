@@ -333,10 +333,12 @@ func TestSelfDiagnosis(t *testing.T) {
 			})
 			if c.reachable {
 				// With the front proxy working, /readyz/<check> answers the reason.
-				code, body := s.getAs(t, "/readyz/"+c.check, &proxyCert)
-				if code != 500 || !strings.Contains(body, c.wants[0]) {
-					t.Errorf("/readyz/%s = %d %s; want 500 with %q", c.check, code, body, c.wants[0])
-				}
+				// (Polled: the front-proxy CA is read from the ConfigMap
+				// asynchronously at start.)
+				waitFor(t, "/readyz/"+c.check+" answering the reason", func() (bool, string) {
+					code, body := s.getAs(t, "/readyz/"+c.check, &proxyCert)
+					return code == 500 && strings.Contains(body, c.wants[0]), fmt.Sprint(code, " ", body)
+				})
 			}
 		})
 	}
