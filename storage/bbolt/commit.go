@@ -17,6 +17,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/annexapi/annex/storage"
+	"github.com/annexapi/annex/storage/value"
 )
 
 type opKind uint8
@@ -170,7 +171,7 @@ func (s *Store) commit(batch []*writeOp) {
 		evs.FillPercent = 1 // append-only by revision
 		for i, op := range batch {
 			var err error
-			if results[i], err = apply(objs, evs, op, &rev); err != nil {
+			if results[i], err = apply(s.opts.Transformer, objs, evs, op, &rev); err != nil {
 				return err // roll the whole batch back
 			}
 		}
@@ -196,7 +197,7 @@ func (s *Store) commit(batch []*writeOp) {
 // apply performs one write inside the batch's transaction. A failed check
 // (exists, conflict) consumes no revision. An error from the file is returned
 // separately: the transaction may be half-changed and must be rolled back.
-func apply(objs, evs *bolt.Bucket, op *writeOp, rev *uint64) (writeResult, error) {
+func apply(tr value.Transformer, objs, evs *bolt.Bucket, op *writeOp, rev *uint64) (writeResult, error) {
 	key := []byte(op.key)
 	if len(key) > bolt.MaxKeySize {
 		return writeResult{err: &storage.Error{Err: storage.ErrInvalidKey, Key: op.key, Msg: "key too long"}}, nil
@@ -219,7 +220,7 @@ func apply(objs, evs *bolt.Bucket, op *writeOp, rev *uint64) (writeResult, error
 			if curRev == 0 {
 				return writeResult{conflict: true}, nil
 			}
-			o, err := objectAt(evs.Cursor(), op.key, curRev)
+			o, err := objectAt(tr, evs.Cursor(), op.key, curRev)
 			if err != nil {
 				return writeResult{err: err}, nil
 			}
@@ -233,7 +234,7 @@ func apply(objs, evs *bolt.Bucket, op *writeOp, rev *uint64) (writeResult, error
 		err  error
 	)
 	if op.kind == opDelete {
-		old, verr := valueAt(evs.Cursor(), op.key, curRev)
+		old, verr := valueAt(tr, evs.Cursor(), op.key, curRev)
 		if verr != nil {
 			return writeResult{err: verr}, nil
 		}
@@ -247,7 +248,12 @@ func apply(objs, evs *bolt.Bucket, op *writeOp, rev *uint64) (writeResult, error
 		data, err = withRevision(op.data, op.rvStart, op.rvEnd, op.rvOK, next)
 		meta = op.meta
 		meta.ResourceVersion = storage.FormatResourceVersion(next)
-		ent = encodeEntry(entryPut, op.key, curRev, data)
+		if err == nil {
+			var stored []byte
+			if stored, err = toStorage(tr, op.key, data); err == nil {
+				ent = encodeEntry(entryPut, op.key, curRev, stored)
+			}
+		}
 	}
 	if err != nil {
 		return writeResult{err: withKey(err, op.key)}, nil

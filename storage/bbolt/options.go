@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"go.uber.org/zap"
+
+	"github.com/annexapi/annex/storage/value"
 )
 
 // Options configure a Store. The zero value is the default configuration.
@@ -35,6 +37,10 @@ type Options struct {
 	// LockTimeout is how long Open waits for the file lock held by another
 	// process. Zero means 10 seconds.
 	LockTimeout time.Duration
+	// Transformer transforms each object's JSON on its way into and out of
+	// the file (encryption at rest, see storage/value), with the object's
+	// key as context. Nil stores the JSON as it is.
+	Transformer value.Transformer
 	// Logger receives the store's few log lines (open, failed periodic
 	// compactions). Nil means no logging.
 	Logger *zap.Logger

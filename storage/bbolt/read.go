@@ -13,6 +13,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/annexapi/annex/storage"
+	"github.com/annexapi/annex/storage/value"
 )
 
 // readMeta returns the revision and compacted revision as of tx. The
@@ -60,7 +61,7 @@ func (s *Store) Get(ctx context.Context, key string, opts storage.GetOptions) (s
 		if rv.Revision > cur {
 			return tooLarge(rv.Revision, cur)
 		}
-		rev, data, err := current(tx, key)
+		rev, data, err := current(s.opts.Transformer, tx, key)
 		if err != nil {
 			return err
 		}
@@ -164,7 +165,7 @@ func (s *Store) list(req listRequest) (storage.ListResult, error) {
 			read = req.at
 		}
 		var err error
-		res, err = scan(tx, req, read, cur)
+		res, err = scan(s.opts.Transformer, tx, req, read, cur)
 		return err
 	})
 	return res, err
@@ -173,7 +174,7 @@ func (s *Store) list(req listRequest) (storage.ListResult, error) {
 // scan lists req at revision read (cur is the latest): the current objects
 // merged with, for each key changed after read, the state it had before its
 // first change after read.
-func scan(tx *bolt.Tx, req listRequest, read, cur uint64) (storage.ListResult, error) {
+func scan(tr value.Transformer, tx *bolt.Tx, req listRequest, read, cur uint64) (storage.ListResult, error) {
 	evs := tx.Bucket([]byte(bucketEvents))
 	// past maps keys changed after read to their revision at read (0:
 	// absent).
@@ -243,7 +244,7 @@ func scan(tx *bolt.Tx, req listRequest, read, cur uint64) (storage.ListResult, e
 			return res, nil
 		}
 		last = key
-		o, err := objectAt(logc, key, rev)
+		o, err := objectAt(tr, logc, key, rev)
 		if err != nil {
 			return storage.ListResult{}, err
 		}

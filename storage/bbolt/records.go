@@ -6,12 +6,14 @@
 package bbolt
 
 import (
+	"context"
 	"encoding/binary"
 	"fmt"
 
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/annexapi/annex/storage"
+	"github.com/annexapi/annex/storage/value"
 )
 
 // Bucket names and meta keys.
@@ -142,7 +144,10 @@ func corrupt(key string, err error) error {
 // valueAt returns the JSON of key's state written at rev (a put), aliasing
 // the transaction's memory. log is a cursor on the "events" bucket, reused
 // across lookups (one cursor per Bucket.Get would allocate each time).
-func valueAt(log *bolt.Cursor, key string, rev uint64) ([]byte, error) {
+//
+// With a transformer (Options.Transformer), the stored value is decrypted
+// into fresh memory.
+func valueAt(tr value.Transformer, log *bolt.Cursor, key string, rev uint64) ([]byte, error) {
 	var rk [8]byte
 	binary.BigEndian.PutUint64(rk[:], rev)
 	k, v := log.Seek(rk[:])
@@ -156,12 +161,12 @@ func valueAt(log *bolt.Cursor, key string, rev uint64) ([]byte, error) {
 	if e.kind != entryPut || string(e.key) != key {
 		return nil, corrupt(key, fmt.Errorf("log entry %d is not a write of this key", rev))
 	}
-	return e.value, nil
+	return fromStorage(tr, key, e.value)
 }
 
 // current returns key's mod revision and JSON (aliasing the transaction's
 // memory); rev is 0 when the key does not exist.
-func current(tx *bolt.Tx, key string) (rev uint64, data []byte, err error) {
+func current(tr value.Transformer, tx *bolt.Tx, key string) (rev uint64, data []byte, err error) {
 	v := tx.Bucket([]byte(bucketObjects)).Get([]byte(key))
 	if v == nil {
 		return 0, nil, nil
@@ -170,17 +175,42 @@ func current(tx *bolt.Tx, key string) (rev uint64, data []byte, err error) {
 		return 0, nil, corrupt(key, errCorrupt)
 	}
 	rev = getUint64(v)
-	data, err = valueAt(tx.Bucket([]byte(bucketEvents)).Cursor(), key, rev)
+	data, err = valueAt(tr, tx.Bucket([]byte(bucketEvents)).Cursor(), key, rev)
 	return rev, data, err
 }
 
 // objectAt reads key's state written at rev into an Object.
-func objectAt(log *bolt.Cursor, key string, rev uint64) (storage.Object, error) {
-	data, err := valueAt(log, key, rev)
+func objectAt(tr value.Transformer, log *bolt.Cursor, key string, rev uint64) (storage.Object, error) {
+	data, err := valueAt(tr, log, key, rev)
 	if err != nil {
 		return storage.Object{}, err
 	}
 	return makeObject(key, rev, data)
+}
+
+// toStorage returns the stored form of an object's JSON: data itself
+// without a transformer.
+func toStorage(tr value.Transformer, key string, data []byte) ([]byte, error) {
+	if tr == nil {
+		return data, nil
+	}
+	out, err := tr.TransformToStorage(context.Background(), data, key)
+	if err != nil {
+		return nil, &storage.Error{Err: storage.ErrInvalidObject, Key: key, Msg: "transform to storage: " + err.Error()}
+	}
+	return out, nil
+}
+
+// fromStorage returns an object's JSON from its stored form.
+func fromStorage(tr value.Transformer, key string, stored []byte) ([]byte, error) {
+	if tr == nil {
+		return stored, nil
+	}
+	out, _, err := tr.TransformFromStorage(context.Background(), stored, key)
+	if err != nil {
+		return nil, &storage.Error{Err: storage.ErrInvalidObject, Key: key, Msg: "transform from storage: " + err.Error()}
+	}
+	return out, nil
 }
 
 // makeObject copies data out of a transaction into an Object.

@@ -165,7 +165,7 @@ func (s *Store) Create(ctx context.Context, key string, data []byte) (storage.Ob
 // is missing.
 func (s *Store) readCurrent(key string) (obj storage.Object, exists bool, err error) {
 	err = s.db.View(func(tx *bolt.Tx) error {
-		rev, data, err := current(tx, key)
+		rev, data, err := current(s.opts.Transformer, tx, key)
 		if err != nil || rev == 0 {
 			return err
 		}

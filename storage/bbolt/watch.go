@@ -250,7 +250,7 @@ func (w *watcher) readState() (uint64, []storage.Object, error) {
 		rev, _ = readMeta(tx)
 		b, logc := tx.Bucket([]byte(bucketObjects)), tx.Bucket([]byte(bucketEvents)).Cursor()
 		add := func(key string, v []byte) error {
-			o, err := objectAt(logc, key, getUint64(v))
+			o, err := objectAt(w.s.opts.Transformer, logc, key, getUint64(v))
 			if err != nil {
 				return err
 			}
@@ -327,7 +327,7 @@ func (w *watcher) translate(log *bolt.Cursor, rev uint64, ent entry) (storage.Ev
 	key := string(ent.key)
 	var prev *storage.Object
 	if ent.prevRev != 0 {
-		p, err := objectAt(log, key, ent.prevRev)
+		p, err := objectAt(w.s.opts.Transformer, log, key, ent.prevRev)
 		if err != nil {
 			return storage.Event{}, false, err
 		}
@@ -343,7 +343,11 @@ func (w *watcher) translate(log *bolt.Cursor, rev uint64, ent entry) (storage.Ev
 		}
 		return storage.Event{Type: storage.EventDeleted, Object: gone, Prev: prev}, true, nil
 	}
-	o, err := makeObject(key, rev, ent.value)
+	plain, err := fromStorage(w.s.opts.Transformer, key, ent.value)
+	if err != nil {
+		return storage.Event{}, false, err
+	}
+	o, err := makeObject(key, rev, plain)
 	if err != nil {
 		return storage.Event{}, false, err
 	}
