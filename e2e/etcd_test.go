@@ -4,7 +4,9 @@
 package e2e
 
 import (
+	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"sync/atomic"
 	"testing"
@@ -17,6 +19,7 @@ import (
 	"github.com/annexapi/annex/storage"
 	"github.com/annexapi/annex/storage/etcd"
 	"github.com/annexapi/annex/storage/storagetest"
+	"github.com/annexapi/annex/storage/value"
 	"github.com/annexapi/annex/watch"
 )
 
@@ -47,6 +50,7 @@ type privateStores struct {
 	turn   chan struct{}
 	n      atomic.Int64
 	cacher bool
+	tr     value.Transformer // encryption at rest, nil for none
 }
 
 func newPrivateStores(t *testing.T, cacher bool) *privateStores {
@@ -64,7 +68,7 @@ func (p *privateStores) newStore(t *testing.T) storage.Interface {
 		}
 		t.Cleanup(func() { <-p.turn })
 	}
-	s := etcd.New(p.client, etcd.Options{Prefix: fmt.Sprintf("/suite-%d", p.n.Add(1)), CompactionInterval: -1})
+	s := etcd.New(p.client, etcd.Options{Prefix: fmt.Sprintf("/suite-%d", p.n.Add(1)), CompactionInterval: -1, Transformer: p.tr})
 	t.Cleanup(func() {
 		if err := s.Close(); err != nil {
 			t.Errorf("Close: %v", err)
@@ -114,4 +118,81 @@ func TestCacherOverEtcdConformance(t *testing.T) {
 func TestCacherOverEtcdProperty(t *testing.T) {
 	p := newPrivateStores(t, true)
 	storagetest.RunProperty(t, p.newStore, storagetest.Capabilities{})
+}
+
+func aesKeys(t testing.TB, names ...string) value.Transformer {
+	t.Helper()
+	var keys []value.Key
+	for _, n := range names {
+		keys = append(keys, value.Key{Name: n, Secret: bytes.Repeat([]byte(n[len(n)-1:]), 32)})
+	}
+	tr, err := value.NewAESGCM(keys, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tr
+}
+
+// TestEtcdConformanceEncrypted runs the suite with every object encrypted.
+func TestEtcdConformanceEncrypted(t *testing.T) {
+	p := newPrivateStores(t, false)
+	p.tr = aesKeys(t, "key1")
+	storagetest.Run(t, p.newStore, storagetest.Capabilities{})
+}
+
+// TestEtcdEncryptionAtRest writes through a store whose resource is
+// encrypted and reads etcd's raw values: no plaintext, the aesgcm prefix;
+// a store with the keys rotated still reads them, one without the keys
+// cannot, and a resource without encryption is stored as it is.
+func TestEtcdEncryptionAtRest(t *testing.T) {
+	const secret = "s3cr3t-plaintext-marker"
+	client := etcdClient(t)
+	ctx := t.Context()
+	prefix := storage.ResourcePrefix("secrets.example.com", "vaults", "")
+	k := storage.ObjectKey("secrets.example.com", "vaults", "ns", "v")
+	plainKey := storage.ObjectKey("other.example.com", "things", "ns", "t")
+	open := func(tr value.Transformer) *etcd.Store {
+		return etcd.New(client, etcd.Options{Prefix: "/enc", CompactionInterval: -1, Transformer: tr})
+	}
+	s := open(value.Router{{Prefix: prefix, Transformer: aesKeys(t, "key1")}})
+	if _, err := s.Create(ctx, k, []byte(`{"metadata":{"name":"v","namespace":"ns"},"data":"`+secret+`"}`)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Update(ctx, k, storage.UpdateOptions{}, func(cur storage.Object) ([]byte, error) {
+		return bytes.Replace(cur.Data, []byte(secret), []byte(secret+"-2"), 1), nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Create(ctx, plainKey, []byte(`{"metadata":{"name":"t","namespace":"ns"},"data":"visible-marker"}`)); err != nil {
+		t.Fatal(err)
+	}
+	raw, err := client.Get(ctx, "/enc"+k)
+	if err != nil || len(raw.Kvs) != 1 {
+		t.Fatalf("raw get: %v %v", raw, err)
+	}
+	v := raw.Kvs[0].Value
+	if bytes.Contains(v, []byte(secret)) {
+		t.Errorf("etcd holds the plaintext: %q", v)
+	}
+	if !bytes.HasPrefix(v, value.AESGCMPrefix("key1")) {
+		t.Errorf("etcd value %q lacks the prefix %q", v[:min(len(v), 30)], value.AESGCMPrefix("key1"))
+	}
+	// Every revision etcd keeps, not only the latest, is encrypted.
+	hist, err := client.Get(ctx, "/enc"+k, clientv3.WithRev(raw.Kvs[0].CreateRevision))
+	if err != nil || len(hist.Kvs) != 1 || bytes.Contains(hist.Kvs[0].Value, []byte(secret)) {
+		t.Errorf("the first revision of the value: %v, %v", hist, err)
+	}
+	rawPlain, err := client.Get(ctx, "/enc"+plainKey)
+	if err != nil || len(rawPlain.Kvs) != 1 || !bytes.Contains(rawPlain.Kvs[0].Value, []byte("visible-marker")) {
+		t.Errorf("a resource without encryption is not stored as it is: %v, %v", rawPlain, err)
+	}
+
+	rotated := open(value.Router{{Prefix: prefix, Transformer: aesKeys(t, "key2", "key1")}})
+	got, err := rotated.Get(ctx, k, storage.GetOptions{})
+	if err != nil || !bytes.Contains(got.Data, []byte(secret+"-2")) {
+		t.Errorf("after rotation Get = %s, %v", got.Data, err)
+	}
+	if _, err := open(nil).Get(ctx, k, storage.GetOptions{}); !errors.Is(err, storage.ErrInvalidObject) {
+		t.Errorf("Get without the keys: %v, want ErrInvalidObject", err)
+	}
 }
