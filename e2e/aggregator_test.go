@@ -353,6 +353,7 @@ func TestAggregatedMetricsServer(t *testing.T) {
 
 	t.Run("kubectl_top_node", func(t *testing.T) {
 		out := k.mustRun("top", "node")
+		t.Logf("kubectl top node:\n%s", out)
 		// 250m of 4 cores is 6%; 1536Mi of 8Gi is 18%.
 		wantFields(t, out, "node-1", "250m", "6%", "1536Mi", "18%")
 		wantFields(t, out, "node-2", "1500m", "37%", "3072Mi", "37%")
@@ -360,6 +361,7 @@ func TestAggregatedMetricsServer(t *testing.T) {
 
 	t.Run("kubectl_top_pod", func(t *testing.T) {
 		out := k.mustRun("top", "pod", "-n", "default")
+		t.Logf("kubectl top pod -n default:\n%s", out)
 		wantFields(t, out, "web-0", "3m", "16Mi") // two containers summed
 		wantFields(t, out, "db-0", "40m", "256Mi")
 		out = k.mustRun("top", "pod", "-A", "-l", "k8s-app=kube-dns")
