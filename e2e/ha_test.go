@@ -411,4 +411,3 @@ func TestEtcdHA(t *testing.T) {
 func allIn(names []string, m map[string]uint64) bool {
 	return !slices.ContainsFunc(names, func(n string) bool { _, ok := m[n]; return !ok })
 }
-
