@@ -196,3 +196,65 @@ func TestEtcdEncryptionAtRest(t *testing.T) {
 		t.Errorf("Get without the keys: %v, want ErrInvalidObject", err)
 	}
 }
+
+// TestEtcdPeriodicCompaction runs the periodic compactor of two replicas
+// on one etcd: history gets compacted, and the compaction key's version (one
+// increment per winning replica per interval) shows that one replica, not
+// both, compacts each interval.
+func TestEtcdPeriodicCompaction(t *testing.T) {
+	client := etcdClient(t)
+	const interval = 200 * time.Millisecond
+	ctx, cancel := context.WithCancel(t.Context())
+	var done []chan struct{}
+	start := time.Now()
+	for i := range 2 {
+		s := etcd.New(client, etcd.Options{Prefix: fmt.Sprintf("/compact-%d", i), CompactionInterval: interval})
+		ch := make(chan struct{})
+		done = append(done, ch)
+		go func() { defer close(ch); _ = s.Start(ctx) }()
+	}
+	s := etcd.New(client, etcd.Options{Prefix: "/compact-w", CompactionInterval: -1})
+	first, err := s.Create(ctx, "/g/r/ns/a", []byte(`{"metadata":{"name":"a"}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 5 {
+		if _, err := s.Update(ctx, "/g/r/ns/a", storage.UpdateOptions{}, func(cur storage.Object) ([]byte, error) {
+			return fmt.Appendf(nil, `{"metadata":{"name":"a"},"n":%d}`, i), nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The first revision gets compacted within a few intervals.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		_, err := s.List(ctx, "/g/r", storage.ListOptions{ResourceVersion: storage.FormatResourceVersion(first.ResourceVersion), ResourceVersionMatch: storage.MatchExact})
+		if errors.Is(err, storage.ErrExpired) {
+			break
+		}
+		if err != nil {
+			t.Fatalf("exact list: %v", err)
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the first revision was not compacted within 10s")
+		}
+		time.Sleep(interval / 2) // polling interval
+	}
+	cancel()
+	for _, ch := range done {
+		<-ch
+	}
+	elapsed := time.Since(start)
+	resp, err := client.Get(context.Background(), "compact_rev_key")
+	if err != nil || len(resp.Kvs) != 1 {
+		t.Fatalf("compaction key: %v, %v", resp, err)
+	}
+	rounds := int64(elapsed/interval) + 1
+	if v := resp.Kvs[0].Version; v < 2 || v > rounds+1 {
+		t.Errorf("compaction key version %d after %v (%d intervals): want one winning replica per interval", v, elapsed, rounds)
+	}
+	t.Logf("compaction key version %d after %v (%d intervals of %v, two replicas)", resp.Kvs[0].Version, elapsed.Round(time.Millisecond), rounds, interval)
+	if got, err := s.Get(context.Background(), "/g/r/ns/a", storage.GetOptions{}); err != nil || got.ResourceVersion <= first.ResourceVersion {
+		t.Errorf("latest state after compaction: %v, %v", got, err)
+	}
+}
