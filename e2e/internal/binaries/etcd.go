@@ -5,6 +5,7 @@ package binaries
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"fmt"
 	"io"
 	"net"
@@ -55,9 +56,10 @@ type EtcdServer struct {
 	// LogFile holds the server's output.
 	LogFile string
 
-	cmd  *exec.Cmd
-	done chan struct{}
-	err  error
+	cmd       *exec.Cmd
+	done      chan struct{}
+	err       error
+	healthTLS *tls.Config
 }
 
 // Etcd starts a single-member etcd on loopback and returns its client URL.
@@ -67,16 +69,35 @@ func Etcd(t testing.TB) string {
 	return StartEtcd(t).ClientURL
 }
 
+// EtcdOptions tune StartEtcdWith. The zero value is a plain-HTTP server.
+type EtcdOptions struct {
+	// CertFile and KeyFile, when set, make the client URL https with this
+	// serving certificate.
+	CertFile, KeyFile string
+	// ClientCAFile, when set, makes etcd require client certificates signed
+	// by it (--client-cert-auth).
+	ClientCAFile string
+	// HealthTLS is the client TLS configuration the health check uses for
+	// an https server.
+	HealthTLS *tls.Config
+}
+
 // StartEtcd starts a single-member etcd on loopback with free ports and its
 // data under t.TempDir(); it stops (SIGTERM, then SIGKILL) in t.Cleanup. It
 // fails t when the server is not healthy within a minute.
 func StartEtcd(t testing.TB) *EtcdServer {
 	t.Helper()
+	return StartEtcdWith(t, EtcdOptions{})
+}
+
+// StartEtcdWith is StartEtcd with options (TLS).
+func StartEtcdWith(t testing.TB, opts EtcdOptions) *EtcdServer {
+	t.Helper()
 	bin := EtcdBinary(t)
 	dir := t.TempDir()
 	var lastErr error
 	for range 3 { // a free port may be taken between probe and bind
-		s, err := startEtcd(bin, dir)
+		s, err := startEtcd(bin, dir, opts)
 		if err == nil {
 			t.Cleanup(func() {
 				if err := s.Stop(); err != nil {
@@ -91,12 +112,16 @@ func StartEtcd(t testing.TB) *EtcdServer {
 	return nil
 }
 
-func startEtcd(bin, dir string) (*EtcdServer, error) {
+func startEtcd(bin, dir string, opts EtcdOptions) (*EtcdServer, error) {
 	ports, err := freePorts(2)
 	if err != nil {
 		return nil, err
 	}
-	client := fmt.Sprintf("http://127.0.0.1:%d", ports[0])
+	scheme := "http"
+	if opts.CertFile != "" {
+		scheme = "https"
+	}
+	client := fmt.Sprintf("%s://127.0.0.1:%d", scheme, ports[0])
 	peer := fmt.Sprintf("http://127.0.0.1:%d", ports[1])
 	data, err := os.MkdirTemp(dir, "etcd-data-")
 	if err != nil {
@@ -107,20 +132,27 @@ func startEtcd(bin, dir string) (*EtcdServer, error) {
 	if err != nil {
 		return nil, err
 	}
-	cmd := exec.Command(bin,
+	args := []string{
 		"--name=annex-e2e",
-		"--data-dir="+data,
-		"--listen-client-urls="+client,
-		"--advertise-client-urls="+client,
-		"--listen-peer-urls="+peer,
-		"--initial-advertise-peer-urls="+peer,
-		"--initial-cluster=annex-e2e="+peer,
+		"--data-dir=" + data,
+		"--listen-client-urls=" + client,
+		"--advertise-client-urls=" + client,
+		"--listen-peer-urls=" + peer,
+		"--initial-advertise-peer-urls=" + peer,
+		"--initial-cluster=annex-e2e=" + peer,
 		"--initial-cluster-state=new",
 		"--log-level=warn",
 		// Tests kill annex, never etcd: skip fsync for speed.
 		"--unsafe-no-fsync",
 		"--quota-backend-bytes=2147483648",
-	)
+	}
+	if opts.CertFile != "" {
+		args = append(args, "--cert-file="+opts.CertFile, "--key-file="+opts.KeyFile)
+	}
+	if opts.ClientCAFile != "" {
+		args = append(args, "--client-cert-auth", "--trusted-ca-file="+opts.ClientCAFile)
+	}
+	cmd := exec.Command(bin, args...)
 	cmd.Stdout = logf
 	cmd.Stderr = logf
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
@@ -128,7 +160,7 @@ func startEtcd(bin, dir string) (*EtcdServer, error) {
 		logf.Close()
 		return nil, err
 	}
-	s := &EtcdServer{ClientURL: client, DataDir: data, LogFile: logPath, cmd: cmd, done: make(chan struct{})}
+	s := &EtcdServer{ClientURL: client, DataDir: data, LogFile: logPath, cmd: cmd, done: make(chan struct{}), healthTLS: opts.HealthTLS}
 	go func() {
 		s.err = cmd.Wait()
 		logf.Close()
@@ -147,6 +179,8 @@ func (s *EtcdServer) waitHealthy(timeout time.Duration) error {
 	defer cancel()
 	tick := time.NewTicker(50 * time.Millisecond)
 	defer tick.Stop()
+	hc := &http.Client{Transport: &http.Transport{TLSClientConfig: s.healthTLS}}
+	defer hc.CloseIdleConnections()
 	var last string
 	for {
 		select {
@@ -155,7 +189,7 @@ func (s *EtcdServer) waitHealthy(timeout time.Duration) error {
 		default:
 		}
 		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, s.ClientURL+"/health", nil)
-		resp, err := http.DefaultClient.Do(req)
+		resp, err := hc.Do(req)
 		if err == nil {
 			b, _ := io.ReadAll(resp.Body)
 			resp.Body.Close()
