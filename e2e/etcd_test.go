@@ -206,6 +206,22 @@ func TestEtcdEncryptionAtRest(t *testing.T) {
 	if _, err := open(nil).Get(ctx, k, storage.GetOptions{}); !errors.Is(err, storage.ErrInvalidObject) {
 		t.Errorf("Get without the keys: %v, want ErrInvalidObject", err)
 	}
+
+	// Completing the rotation: a no-op update of a value in the old key's
+	// form rewrites it with the new key; once rewritten, a no-op is a no-op.
+	same := func(cur storage.Object) ([]byte, error) { return cur.Data, nil }
+	re, err := rotated.Update(ctx, k, storage.UpdateOptions{}, same)
+	if err != nil || re.ResourceVersion <= got.ResourceVersion {
+		t.Fatalf("no-op update of an old-key value: %v@%d, %v; want a rewrite after %d", re.Key, re.ResourceVersion, err, got.ResourceVersion)
+	}
+	raw, err = client.Get(ctx, "/enc"+k)
+	if err != nil || len(raw.Kvs) != 1 || !bytes.HasPrefix(raw.Kvs[0].Value, value.AESGCMPrefix("key2")) {
+		t.Errorf("after the rewrite the value is not under key2: %v, %v", raw, err)
+	}
+	again, err := rotated.Update(ctx, k, storage.UpdateOptions{}, same)
+	if err != nil || again.ResourceVersion != re.ResourceVersion {
+		t.Errorf("second no-op update: %d, %v; want the unchanged %d", again.ResourceVersion, err, re.ResourceVersion)
+	}
 }
 
 // TestEtcdPeriodicCompaction runs the periodic compactor of two replicas

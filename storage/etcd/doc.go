@@ -22,7 +22,10 @@
 // metadata.resourceVersion stored empty; the revision is the key's etcd
 // mod_revision, spliced into the bytes on every read so that what a reader
 // gets is final. A [value.Transformer] (encryption at rest) sees the bytes
-// with the empty resource version.
+// with the empty resource version. After a key rotation, an Update whose
+// result equals the stored object still rewrites it when its stored form is
+// the old key's (or plaintext), so that updating every object completes the
+// rotation, as in Kubernetes.
 //
 // Create is a transaction "create_revision = 0 → put"; Update and Delete are
 // transactions "mod_revision = the revision read → put/delete, else get",

@@ -71,7 +71,7 @@ func (s *Store) Get(ctx context.Context, key string, opts storage.GetOptions) (s
 	if cur := uint64(resp.Header.Revision); rv.Revision > cur {
 		return storage.Object{}, tooLarge(rv.Revision, cur)
 	}
-	o, exists, err := s.fromKVs(ctx, key, resp.Kvs)
+	o, exists, _, err := s.fromKVs(ctx, key, resp.Kvs)
 	if err != nil {
 		return storage.Object{}, err
 	}

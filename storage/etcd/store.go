@@ -102,11 +102,19 @@ func (s *Store) encode(ctx context.Context, key string, prepared []byte) ([]byte
 
 // decode turns a stored value at revision rev into an Object.
 func (s *Store) decode(ctx context.Context, key string, stored []byte, rev int64) (storage.Object, error) {
-	plain, _, err := s.opts.Transformer.TransformFromStorage(ctx, stored, key)
+	o, _, err := s.decodeStale(ctx, key, stored, rev)
+	return o, err
+}
+
+// decodeStale is decode that also says whether the value's stored form is
+// not the one the transformer writes now (an older key, plaintext).
+func (s *Store) decodeStale(ctx context.Context, key string, stored []byte, rev int64) (storage.Object, bool, error) {
+	plain, stale, err := s.opts.Transformer.TransformFromStorage(ctx, stored, key)
 	if err != nil {
-		return storage.Object{}, &storage.Error{Err: storage.ErrInvalidObject, Key: key, Msg: "transform from storage: " + err.Error()}
+		return storage.Object{}, false, &storage.Error{Err: storage.ErrInvalidObject, Key: key, Msg: "transform from storage: " + err.Error()}
 	}
-	return finalObject(key, plain, uint64(rev))
+	o, err := finalObject(key, plain, uint64(rev))
+	return o, stale, err
 }
 
 // finalObject returns data with its resource version set to rev, and its
@@ -215,21 +223,22 @@ func (s *Store) Create(ctx context.Context, key string, data []byte) (storage.Ob
 }
 
 // readCurrent returns the latest state of key; exists is false when the key
-// is missing.
-func (s *Store) readCurrent(ctx context.Context, key string) (storage.Object, bool, error) {
+// is missing, stale when its stored form is not the transformer's current
+// one.
+func (s *Store) readCurrent(ctx context.Context, key string) (o storage.Object, exists, stale bool, err error) {
 	resp, err := s.client.Get(ctx, s.etcdKey(key))
 	if err != nil {
-		return storage.Object{}, false, s.mapError(ctx, err, key)
+		return storage.Object{}, false, false, s.mapError(ctx, err, key)
 	}
 	return s.fromKVs(ctx, key, resp.Kvs)
 }
 
-func (s *Store) fromKVs(ctx context.Context, key string, kvs []*mvccpb.KeyValue) (storage.Object, bool, error) {
+func (s *Store) fromKVs(ctx context.Context, key string, kvs []*mvccpb.KeyValue) (o storage.Object, exists, stale bool, err error) {
 	if len(kvs) == 0 {
-		return storage.Object{}, false, nil
+		return storage.Object{}, false, false, nil
 	}
-	o, err := s.decode(ctx, key, kvs[0].Value, kvs[0].ModRevision)
-	return o, err == nil, err
+	o, stale, err = s.decodeStale(ctx, key, kvs[0].Value, kvs[0].ModRevision)
+	return o, err == nil, stale, err
 }
 
 // checkPreconditions returns ErrConflict, with Kubernetes' message, when pre
@@ -267,10 +276,14 @@ func (s *Store) Update(ctx context.Context, key string, opts storage.UpdateOptio
 		cur    storage.Object
 		exists bool
 		stale  bool // cur came from opts.Cached and was not verified
-		err    error
+		// oldForm: cur's stored form is not the transformer's current
+		// one (key rotation): a no-op update still rewrites it, so that
+		// rewriting every object completes a rotation, as in Kubernetes.
+		oldForm bool
+		err     error
 	)
 	fresh := func() error {
-		cur, exists, err = s.readCurrent(ctx, key)
+		cur, exists, oldForm, err = s.readCurrent(ctx, key)
 		stale = false
 		return err
 	}
@@ -320,13 +333,13 @@ func (s *Store) Update(ctx context.Context, key string, opts storage.UpdateOptio
 		if err != nil {
 			return storage.Object{}, withKey(err, key)
 		}
-		if exists && bytes.Equal(prepared, cur.Data) {
+		if exists && bytes.Equal(prepared, cur.Data) && !oldForm {
 			if stale {
 				prevRev := cur.ResourceVersion
 				if err := fresh(); err != nil {
 					return storage.Object{}, err
 				}
-				if exists && cur.ResourceVersion == prevRev && bytes.Equal(prepared, cur.Data) {
+				if exists && cur.ResourceVersion == prevRev && bytes.Equal(prepared, cur.Data) && !oldForm {
 					return cur, nil
 				}
 				continue
@@ -350,7 +363,7 @@ func (s *Store) Update(ctx context.Context, key string, opts storage.UpdateOptio
 			return storage.Object{}, s.mapError(ctx, err, key)
 		}
 		if !resp.Succeeded {
-			cur, exists, err = s.fromKVs(ctx, key, resp.Responses[0].GetResponseRange().Kvs)
+			cur, exists, oldForm, err = s.fromKVs(ctx, key, resp.Responses[0].GetResponseRange().Kvs)
 			if err != nil {
 				return storage.Object{}, err
 			}
@@ -385,7 +398,7 @@ func (s *Store) Delete(ctx context.Context, key string, opts storage.DeleteOptio
 		err    error
 	)
 	fresh := func() error {
-		cur, exists, err = s.readCurrent(ctx, key)
+		cur, exists, _, err = s.readCurrent(ctx, key)
 		stale = false
 		return err
 	}
@@ -437,7 +450,7 @@ func (s *Store) Delete(ctx context.Context, key string, opts storage.DeleteOptio
 			return storage.Object{}, s.mapError(ctx, err, key)
 		}
 		if !resp.Succeeded {
-			cur, exists, err = s.fromKVs(ctx, key, resp.Responses[0].GetResponseRange().Kvs)
+			cur, exists, _, err = s.fromKVs(ctx, key, resp.Responses[0].GetResponseRange().Kvs)
 			if err != nil {
 				return storage.Object{}, err
 			}
