@@ -5,6 +5,7 @@
 package annex
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net"
@@ -36,7 +37,9 @@ type Builder struct {
 	// kept in the default store.
 	Resources []rest.Resource
 	// Storage is the default store. Nil means a bbolt file,
-	// <DataDir>/storage.db, opened by Build and closed when Run returns.
+	// <DataDir>/storage.db, opened by Build and closed when Run returns. A
+	// store with a Start(ctx) error method (compaction) is started by Run; the
+	// caller closes a store it gave.
 	Storage storage.Interface
 
 	// DisableWatchCache serves reads and watches straight from storage
@@ -228,6 +231,10 @@ func (b *Builder) Build() (*Server, error) {
 		c.Storage = st
 		s.closers = append(s.closers, st.Close)
 		s.runners = append(s.runners, st.Start)
+	} else if st, ok := c.Storage.(starter); ok && needsStore {
+		// A store given by the caller (etcd, say) is still started by Run:
+		// its periodic compaction runs while the server does.
+		s.runners = append(s.runners, st.Start)
 	}
 	resources := make([]rest.Resource, len(c.Resources))
 	for i, r := range c.Resources {
@@ -295,4 +302,9 @@ func (b *Builder) stores() []storage.Interface {
 		}
 	}
 	return out
+}
+
+// starter is a long-running part of a store (periodic compaction).
+type starter interface {
+	Start(ctx context.Context) error
 }

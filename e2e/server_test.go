@@ -14,9 +14,9 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	clientfeatures "k8s.io/client-go/features"
 	restclient "k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
-	clientfeatures "k8s.io/client-go/features"
 
 	"github.com/annexapi/annex"
 	"github.com/annexapi/annex/rest"

@@ -28,6 +28,7 @@ import (
 
 	"github.com/annexapi/annex"
 	"github.com/annexapi/annex/rest"
+	"github.com/annexapi/annex/storage/etcd"
 )
 
 func main() {
@@ -42,6 +43,7 @@ func main() {
 // options are the command-line flags: the Builder's kube-named ones plus -v.
 type options struct {
 	builder annex.Builder
+	etcd    etcd.Config
 	verbose bool
 }
 
@@ -55,6 +57,7 @@ func parseFlags(args []string) (options, error) {
 	}}
 	fs := flag.NewFlagSet("environments", flag.ContinueOnError)
 	o.builder.AddFlags(fs)
+	o.etcd.AddFlags(fs)
 	fs.BoolVar(&o.verbose, "v", false, "log every request")
 	return o, fs.Parse(args)
 }
@@ -89,6 +92,15 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	b, err := builder(o, log)
 	if err != nil {
 		return err
+	}
+	if o.etcd.Enabled() {
+		// --etcd-servers: several replicas share one etcd cluster.
+		st, err := o.etcd.Open(etcd.Options{Logger: log})
+		if err != nil {
+			return err
+		}
+		defer st.Close()
+		b.Storage = st
 	}
 	srv, err := b.Build()
 	if err != nil {
