@@ -5,10 +5,13 @@
 package admission
 
 import (
+	"errors"
 	"strconv"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	annexmetrics "github.com/annexapi/annex/metrics"
 )
 
 const (
@@ -62,10 +65,16 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Help: "Validation admission policy check total, labeled by policy and further identified by binding and enforcement action taken.",
 		}, []string{"policy", "policy_binding", "error_type", "enforcement_action"}),
 	}
-	for _, c := range []prometheus.Collector{m.step, m.controller, m.webhook, m.webhookReject, m.webhookFailOpen, m.webhookRequests, m.policyCheck} {
-		if err := reg.Register(c); err != nil {
-			return nil, err
-		}
+	var errs []error
+	m.step = register(reg, m.step, &errs)
+	m.controller = register(reg, m.controller, &errs)
+	m.webhook = register(reg, m.webhook, &errs)
+	m.webhookReject = register(reg, m.webhookReject, &errs)
+	m.webhookFailOpen = register(reg, m.webhookFailOpen, &errs)
+	m.webhookRequests = register(reg, m.webhookRequests, &errs)
+	m.policyCheck = register(reg, m.policyCheck, &errs)
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
 	}
 	return m, nil
 }
@@ -112,4 +121,14 @@ func (m *metrics) policyChecked(policy, binding, errorType, action string) {
 		return
 	}
 	m.policyCheck.WithLabelValues(policy, binding, errorType, action).Inc()
+}
+
+// register registers c, or returns the collector already registered in its
+// place (a second server on the same registry), collecting errors in errs.
+func register[C prometheus.Collector](reg prometheus.Registerer, c C, errs *[]error) C {
+	got, err := annexmetrics.Register(reg, c)
+	if err != nil {
+		*errs = append(*errs, err)
+	}
+	return got
 }

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/annexapi/annex/metrics"
 )
 
 // Metrics are the authentication metrics. A nil *Metrics records nothing, so
@@ -58,16 +60,9 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 }
 
 func register[C prometheus.Collector](reg prometheus.Registerer, c C, errp *error) C {
-	if err := reg.Register(c); err != nil {
-		var are prometheus.AlreadyRegisteredError
-		if errors.As(err, &are) {
-			if existing, ok := are.ExistingCollector.(C); ok {
-				return existing
-			}
-		}
-		*errp = errors.Join(*errp, err)
-	}
-	return c
+	got, err := metrics.Register(reg, c)
+	*errp = errors.Join(*errp, err)
+	return got
 }
 
 func (m *Metrics) attempt(result string, d time.Duration) {

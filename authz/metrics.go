@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/annexapi/annex/metrics"
 )
 
 // Metrics are the authorization metrics. A nil *Metrics records nothing.
@@ -63,16 +65,9 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 }
 
 func register[C prometheus.Collector](reg prometheus.Registerer, c C, errp *error) C {
-	if err := reg.Register(c); err != nil {
-		var are prometheus.AlreadyRegisteredError
-		if errors.As(err, &are) {
-			if existing, ok := are.ExistingCollector.(C); ok {
-				return existing
-			}
-		}
-		*errp = errors.Join(*errp, err)
-	}
-	return c
+	got, err := metrics.Register(reg, c)
+	*errp = errors.Join(*errp, err)
+	return got
 }
 
 func (m *Metrics) decision(allowed bool) {

@@ -4,9 +4,9 @@
 package watch
 
 import (
-	"errors"
-
 	"github.com/prometheus/client_golang/prometheus"
+
+	annexmetrics "github.com/annexapi/annex/metrics"
 )
 
 // metrics are the collectors of one cacher, already curried with its
@@ -28,7 +28,7 @@ type metrics struct {
 func newMetrics(reg prometheus.Registerer, resource string) (*metrics, error) {
 	var firstErr error
 	reg1 := func(c prometheus.Collector) prometheus.Collector {
-		got, err := register(reg, c)
+		got, err := annexmetrics.Register(reg, c)
 		if err != nil && firstErr == nil {
 			firstErr = err
 		}
@@ -63,36 +63,4 @@ func newMetrics(reg prometheus.Registerer, resource string) (*metrics, error) {
 		initialized: counter("apiserver_watch_cache_initializations_total", "Counter of watch cache initializations broken by resource type."),
 	}
 	return m, firstErr
-}
-
-// register registers c with reg, or returns the collector already
-// registered under its name (one registry serves the cachers of every
-// resource).
-func register(reg prometheus.Registerer, c prometheus.Collector) (prometheus.Collector, error) {
-	if reg == nil {
-		return c, nil
-	}
-	if err := reg.Register(c); err != nil {
-		var are prometheus.AlreadyRegisteredError
-		if errors.As(err, &are) && sameType(are.ExistingCollector, c) {
-			return are.ExistingCollector, nil
-		}
-		return c, err
-	}
-	return c, nil
-}
-
-func sameType(a, b prometheus.Collector) bool {
-	switch a.(type) {
-	case *prometheus.GaugeVec:
-		_, ok := b.(*prometheus.GaugeVec)
-		return ok
-	case *prometheus.CounterVec:
-		_, ok := b.(*prometheus.CounterVec)
-		return ok
-	case *prometheus.HistogramVec:
-		_, ok := b.(*prometheus.HistogramVec)
-		return ok
-	}
-	return false
 }
