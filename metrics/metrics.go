@@ -34,7 +34,9 @@ type Metrics struct {
 }
 
 // durationBuckets are kube-apiserver's buckets for apiserver_request_duration_seconds.
-var durationBuckets = []float64{0.005, 0.025, 0.05, 0.1, 0.2, 0.4, 0.6, 0.8, 1, 1.25, 1.5, 2, 3, 4, 5, 6, 8, 10, 15, 20, 30, 45, 60}
+func durationBuckets() []float64 {
+	return []float64{0.005, 0.025, 0.05, 0.1, 0.2, 0.4, 0.6, 0.8, 1, 1.25, 1.5, 2, 3, 4, 5, 6, 8, 10, 15, 20, 30, 45, 60}
+}
 
 // New creates the collectors and registers them with cfg.Registerer. It fails
 // when registration fails (for example, a second server on one registry).
@@ -54,7 +56,7 @@ func New(cfg Config) (*Metrics, error) {
 	m.durations = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name:    "apiserver_request_duration_seconds",
 		Help:    "Response latency distribution in seconds for each verb, dry run value, group, version, resource, subresource, scope and component.",
-		Buckets: durationBuckets,
+		Buckets: durationBuckets(),
 	}, labels)
 	m.rejections = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "annex_request_rejections_total",

@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/annexapi/annex/schema"
@@ -197,14 +198,22 @@ func (p param) encode(v3 bool) map[string]any {
 	return m
 }
 
-// The query parameters of Kubernetes operations, with their descriptions.
-var (
-	pPretty          = param{name: "pretty", in: "query", typ: "string", desc: "If 'true', then the output is pretty printed."}
-	pDryRun          = param{name: "dryRun", in: "query", typ: "string", desc: "When present, indicates that modifications should not be persisted. Valid values are: - All: all dry run stages will be processed"}
-	pFieldManager    = param{name: "fieldManager", in: "query", typ: "string", desc: "fieldManager is a name associated with the actor or entity that is making these changes."}
-	pFieldValidation = param{name: "fieldValidation", in: "query", typ: "string", desc: "fieldValidation instructs the server on how to handle objects in the request (POST/PUT/PATCH) containing unknown or duplicate fields. Valid values are: - Ignore - Warn - Strict"}
-	pForce           = param{name: "force", in: "query", typ: "boolean", desc: "Force is going to \"force\" Apply requests. It must be unset for non-apply patch requests."}
-	listParams       = []param{
+// queryParams are the query parameters of Kubernetes operations, with their
+// descriptions; kubeParams returns a fresh set, so callers may append freely.
+type queryParams struct {
+	pretty, dryRun, fieldManager, fieldValidation, force param
+	list, delete                                         []param
+}
+
+func kubeParams() queryParams {
+	var q queryParams
+
+	q.pretty = param{name: "pretty", in: "query", typ: "string", desc: "If 'true', then the output is pretty printed."}
+	q.dryRun = param{name: "dryRun", in: "query", typ: "string", desc: "When present, indicates that modifications should not be persisted. Valid values are: - All: all dry run stages will be processed"}
+	q.fieldManager = param{name: "fieldManager", in: "query", typ: "string", desc: "fieldManager is a name associated with the actor or entity that is making these changes."}
+	q.fieldValidation = param{name: "fieldValidation", in: "query", typ: "string", desc: "fieldValidation instructs the server on how to handle objects in the request (POST/PUT/PATCH) containing unknown or duplicate fields. Valid values are: - Ignore - Warn - Strict"}
+	q.force = param{name: "force", in: "query", typ: "boolean", desc: "Force is going to \"force\" Apply requests. It must be unset for non-apply patch requests."}
+	q.list = []param{
 		{name: "allowWatchBookmarks", in: "query", typ: "boolean", desc: "allowWatchBookmarks requests watch events with type \"BOOKMARK\"."},
 		{name: "continue", in: "query", typ: "string", desc: "The continue option should be set when retrieving more results from the server."},
 		{name: "fieldSelector", in: "query", typ: "string", desc: "A selector to restrict the list of returned objects by their fields. Defaults to everything."},
@@ -216,13 +225,14 @@ var (
 		{name: "timeoutSeconds", in: "query", typ: "integer", desc: "Timeout for the list/watch call."},
 		{name: "watch", in: "query", typ: "boolean", desc: "Watch for changes to the described resources and return them as a stream of add, update, and remove notifications."},
 	}
-	deleteParams = []param{
-		pDryRun,
+	q.delete = []param{
+		q.dryRun,
 		{name: "gracePeriodSeconds", in: "query", typ: "integer", desc: "The duration in seconds before the object should be deleted."},
 		{name: "orphanDependents", in: "query", typ: "boolean", desc: "Deprecated: please use the PropagationPolicy."},
 		{name: "propagationPolicy", in: "query", typ: "string", desc: "Whether and how garbage collection will be performed."},
 	}
-)
+	return q
+}
 
 // op is one operation before encoding.
 type op struct {
@@ -293,6 +303,7 @@ func (o op) encode(v3 bool, g, v string) map[string]any {
 
 // addResource adds r's paths and definitions.
 func addResource(r Resource, v3 bool, paths, defs map[string]any) {
+	qp := kubeParams()
 	g, v := r.Group, r.Version
 	def, listDef := DefinitionName(g, v, r.Kind), DefinitionName(g, v, r.ListKind)
 	defs[def] = objectSchema(r, v3)
@@ -306,24 +317,24 @@ func addResource(r Resource, v3 bool, paths, defs map[string]any) {
 		base += "namespaces/{namespace}/"
 		pathParams = append(pathParams, param{name: "namespace", in: "path", typ: "string", required: true, desc: "object name and auth scope, such as for teams and projects"})
 	}
-	write := []param{pDryRun, pFieldManager}
+	write := []param{qp.dryRun, qp.fieldManager}
 	if r.FieldValidation {
-		write = append(write, pFieldValidation)
+		write = append(write, qp.fieldValidation)
 	}
 	ok := map[string]string{"200": "OK"}
 	created := map[string]string{"200": "OK", "201": "Created", "202": "Accepted"}
-	coll := map[string]any{"parameters": encodeParams(v3, append(pathParams, pPretty))}
+	coll := map[string]any{"parameters": encodeParams(v3, append(slices.Clip(pathParams), qp.pretty))}
 	coll["get"] = op{method: "get", action: "list", id: "list" + gv + scope + r.Kind, desc: "list or watch objects of kind " + r.Kind,
-		params: listParams, responses: ok, responseRef: listDef, kind: r.Kind}.encode(v3, g, v)
+		params: qp.list, responses: ok, responseRef: listDef, kind: r.Kind}.encode(v3, g, v)
 	coll["post"] = op{method: "post", action: "post", id: "create" + gv + scope + r.Kind, desc: "create " + article(r.Kind),
 		params: write, bodyTypes: []string{"application/json", "application/yaml"}, bodyRef: def,
 		responses: created, responseRef: def, kind: r.Kind}.encode(v3, g, v)
 	coll["delete"] = op{method: "delete", action: "deletecollection", id: "deletecollection" + gv + scope + r.Kind, desc: "delete collection of " + r.Kind,
-		params: append(append([]param{}, deleteParams...), listParams...), bodyTypes: []string{"application/json", "application/yaml"}, bodyRef: defDeleteOptions,
+		params: append(append([]param{}, qp.delete...), qp.list...), bodyTypes: []string{"application/json", "application/yaml"}, bodyRef: defDeleteOptions,
 		responses: ok, responseRef: defStatus, kind: r.Kind}.encode(v3, g, v)
 	paths[base+r.Plural] = coll
 
-	named := append(append([]param{}, pathParams...), param{name: "name", in: "path", typ: "string", required: true, desc: "name of the " + r.Kind}, pPretty)
+	named := append(append([]param{}, pathParams...), param{name: "name", in: "path", typ: "string", required: true, desc: "name of the " + r.Kind}, qp.pretty)
 	item := func(suffix, idSuffix string, withDelete bool) map[string]any {
 		p := map[string]any{"parameters": encodeParams(v3, named)}
 		p["get"] = op{method: "get", action: "get", id: "read" + gv + scope + r.Kind + idSuffix, desc: "read the specified " + r.Kind,
@@ -333,12 +344,12 @@ func addResource(r Resource, v3 bool, paths, defs map[string]any) {
 			responses: map[string]string{"200": "OK", "201": "Created"}, responseRef: def, kind: r.Kind}.encode(v3, g, v)
 		if len(r.PatchTypes) > 0 {
 			p["patch"] = op{method: "patch", action: "patch", id: "patch" + gv + scope + r.Kind + idSuffix, desc: "partially update the specified " + r.Kind,
-				params: append(append([]param{}, write...), pForce), bodyTypes: r.PatchTypes, bodyRef: defPatch,
+				params: append(append([]param{}, write...), qp.force), bodyTypes: r.PatchTypes, bodyRef: defPatch,
 				responses: map[string]string{"200": "OK", "201": "Created"}, responseRef: def, kind: r.Kind}.encode(v3, g, v)
 		}
 		if withDelete {
 			p["delete"] = op{method: "delete", action: "delete", id: "delete" + gv + scope + r.Kind, desc: "delete " + article(r.Kind),
-				params: deleteParams, bodyTypes: []string{"application/json", "application/yaml"}, bodyRef: defDeleteOptions,
+				params: qp.delete, bodyTypes: []string{"application/json", "application/yaml"}, bodyRef: defDeleteOptions,
 				responses: map[string]string{"200": "OK", "202": "Accepted"}, responseRef: def, kind: r.Kind}.encode(v3, g, v)
 		}
 		return p
@@ -348,9 +359,9 @@ func addResource(r Resource, v3 bool, paths, defs map[string]any) {
 		paths[base+r.Plural+"/{name}/"+sub] = item(sub, strings.ToUpper(sub[:1])+sub[1:], false)
 	}
 	if r.Namespaced {
-		all := map[string]any{"parameters": encodeParams(v3, []param{pPretty})}
+		all := map[string]any{"parameters": encodeParams(v3, []param{qp.pretty})}
 		all["get"] = op{method: "get", action: "list", id: "list" + gv + r.Kind + "ForAllNamespaces", desc: "list or watch objects of kind " + r.Kind,
-			params: listParams, responses: ok, responseRef: listDef, kind: r.Kind}.encode(v3, g, v)
+			params: qp.list, responses: ok, responseRef: listDef, kind: r.Kind}.encode(v3, g, v)
 		paths["/apis/"+g+"/"+v+"/"+r.Plural] = all
 	}
 }
