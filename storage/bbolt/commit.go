@@ -61,6 +61,17 @@ type writeResult struct {
 	lead bool
 }
 
+// commit is r as the shared write loops take it.
+func (r writeResult) commit() (storage.Commit, error) {
+	if r.err != nil {
+		return storage.Commit{}, r.err
+	}
+	if r.conflict {
+		return storage.Commit{Conflict: true, Current: storage.State{Object: r.current, Exists: r.exists}}, nil
+	}
+	return storage.Commit{Object: r.obj}, nil
+}
+
 // Write states (writeOp.state).
 const (
 	opPending   int32 = iota // waiting in s.pending

@@ -6,7 +6,6 @@ package bbolt
 import (
 	"bytes"
 	"context"
-	"fmt"
 	"sort"
 	"strings"
 
@@ -28,20 +27,6 @@ func readMeta(tx *bolt.Tx) (rev, compacted uint64) {
 	return rev, getUint64(m.Get([]byte(keyCompacted)))
 }
 
-func tooLarge(rv, cur uint64) error {
-	return &storage.Error{Err: storage.ErrTooLargeResourceVersion, ResourceVersion: cur,
-		Msg: fmt.Sprintf("Too large resource version: %d, current: %d", rv, cur)}
-}
-
-func expired(compacted uint64) error {
-	return &storage.Error{Err: storage.ErrExpired, ResourceVersion: compacted,
-		Msg: fmt.Sprintf("required revision has been compacted (compacted revision %d)", compacted)}
-}
-
-func invalidRV(msg string) error {
-	return &storage.Error{Err: storage.ErrInvalidResourceVersion, Msg: msg}
-}
-
 // Get implements storage.Interface. Every resource version mode is served
 // from the latest state, which is never older than what was asked.
 func (s *Store) Get(ctx context.Context, key string, opts storage.GetOptions) (storage.Object, error) {
@@ -59,7 +44,7 @@ func (s *Store) Get(ctx context.Context, key string, opts storage.GetOptions) (s
 	err = s.db.View(func(tx *bolt.Tx) error {
 		cur, _ := readMeta(tx)
 		if rv.Revision > cur {
-			return tooLarge(rv.Revision, cur)
+			return storage.TooLargeError(rv.Revision, cur)
 		}
 		rev, data, err := current(s.opts.Transformer, tx, key)
 		if err != nil {
@@ -74,95 +59,32 @@ func (s *Store) Get(ctx context.Context, key string, opts storage.GetOptions) (s
 	return obj, err
 }
 
-// List implements storage.Interface.
+// List implements storage.Interface: storage.ParseListOptions, then one read
+// transaction.
 func (s *Store) List(ctx context.Context, prefix string, opts storage.ListOptions) (storage.ListResult, error) {
-	pr, err := storage.PrefixRange(prefix)
+	req, err := storage.ParseListOptions(prefix, opts)
 	if err != nil {
 		return storage.ListResult{}, err
-	}
-	switch opts.ResourceVersionMatch {
-	case storage.MatchDefault, storage.MatchExact, storage.MatchNotOlderThan:
-	default:
-		return storage.ListResult{}, invalidRV(fmt.Sprintf("unsupported resourceVersionMatch %q", opts.ResourceVersionMatch))
-	}
-	rv, err := storage.ParseResourceVersion(opts.ResourceVersion)
-	if err != nil {
-		return storage.ListResult{}, err
-	}
-	if opts.Limit < 0 {
-		opts.Limit = 0
 	}
 	if s.isClosed() {
 		return storage.ListResult{}, errClosed()
 	}
-	req := listRequest{prefix: pr, start: pr, limit: opts.Limit, pred: opts.Predicate}
-	switch {
-	case opts.Continue != "":
-		if opts.ResourceVersionMatch != "" {
-			return storage.ListResult{}, invalidRV("resourceVersionMatch is forbidden when continue is provided")
-		}
-		if !rv.Unset && rv.Revision != 0 {
-			return storage.ListResult{}, invalidRV("specifying resource version is not allowed when using continue")
-		}
-		start, tokRev, err := storage.DecodeContinue(opts.Continue, pr)
-		if err != nil {
-			return storage.ListResult{}, err
-		}
-		req.start = start
-		if tokRev > 0 {
-			req.at, req.fromToken = uint64(tokRev), true
-		}
-	case opts.ResourceVersionMatch != "" && rv.Unset:
-		return storage.ListResult{}, invalidRV("resourceVersionMatch is forbidden unless resourceVersion is provided")
-	case opts.ResourceVersionMatch == storage.MatchExact && rv.Revision == 0:
-		return storage.ListResult{}, invalidRV("resourceVersionMatch \"Exact\" is forbidden for resourceVersion \"0\"")
-	case rv.Revision != 0 && (opts.ResourceVersionMatch == storage.MatchExact ||
-		(opts.ResourceVersionMatch == storage.MatchDefault && opts.Limit > 0)):
-		req.at = rv.Revision
-	case rv.Revision != 0:
-		req.notOlder = rv.Revision
-	}
 	return s.list(req)
 }
 
-// listRequest is a validated List.
-type listRequest struct {
-	prefix string // as storage.PrefixRange returns
-	start  string // first key to consider (>= prefix)
-	// at is the revision to read at exactly; 0 means the latest.
-	at uint64
-	// fromToken says at came from a continue token (ErrExpired then carries
-	// a fresh token).
-	fromToken bool
-	// notOlder is the revision the latest state must have reached.
-	notOlder uint64
-	limit    int64
-	pred     storage.Predicate
-}
-
-func (s *Store) list(req listRequest) (storage.ListResult, error) {
+func (s *Store) list(req storage.ListRequest) (storage.ListResult, error) {
 	var res storage.ListResult
 	err := s.db.View(func(tx *bolt.Tx) error {
 		cur, compacted := readMeta(tx)
+		if err := req.CheckRevision(cur); err != nil {
+			return err
+		}
 		read := cur
 		switch {
-		case req.notOlder > cur:
-			return tooLarge(req.notOlder, cur)
-		case req.at > cur:
-			return tooLarge(req.at, cur)
-		case req.at != 0 && req.at <= compacted:
-			e := expired(compacted).(*storage.Error)
-			if req.fromToken {
-				e.Msg = "The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter, or use the continue token in this response to retrieve the remainder of the results. Continuing with the provided token results in an inconsistent list - objects that were created, modified, or deleted between the time the first chunk was returned and now may show up in the list."
-				tok, err := storage.EncodeContinue(req.start, req.prefix, -1)
-				if err != nil {
-					return err
-				}
-				e.Continue = tok
-			}
-			return e
-		case req.at != 0:
-			read = req.at
+		case req.At != 0 && req.At <= compacted:
+			return req.ExpiredContinue(storage.ExpiredError(compacted))
+		case req.At != 0:
+			read = req.At
 		}
 		var err error
 		res, err = scan(s.opts.Transformer, tx, req, read, cur)
@@ -174,7 +96,7 @@ func (s *Store) list(req listRequest) (storage.ListResult, error) {
 // scan lists req at revision read (cur is the latest): the current objects
 // merged with, for each key changed after read, the state it had before its
 // first change after read.
-func scan(tr value.Transformer, tx *bolt.Tx, req listRequest, read, cur uint64) (storage.ListResult, error) {
+func scan(tr value.Transformer, tx *bolt.Tx, req storage.ListRequest, read, cur uint64) (storage.ListResult, error) {
 	evs := tx.Bucket([]byte(bucketEvents))
 	// past maps keys changed after read to their revision at read (0:
 	// absent).
@@ -188,7 +110,7 @@ func scan(tr value.Transformer, tx *bolt.Tx, req listRequest, read, cur uint64) 
 			if err != nil {
 				return storage.ListResult{}, &storage.Error{Err: storage.ErrInvalidObject, Msg: "event log: " + err.Error()}
 			}
-			if !bytes.HasPrefix(e.key, []byte(req.prefix)) || string(e.key) < req.start {
+			if !bytes.HasPrefix(e.key, []byte(req.Prefix)) || string(e.key) < req.Start {
 				continue
 			}
 			if _, seen := past[string(e.key)]; seen {
@@ -203,12 +125,12 @@ func scan(tr value.Transformer, tx *bolt.Tx, req listRequest, read, cur uint64) 
 	res := storage.ListResult{ResourceVersion: read}
 	logc := evs.Cursor()
 	c := tx.Bucket([]byte(bucketObjects)).Cursor()
-	k, v := c.Seek([]byte(req.start))
+	k, v := c.Seek([]byte(req.Start))
 	pi := 0
 	// next returns the next key of the snapshot and its revision at read.
 	next := func() (string, uint64, bool) {
 		for {
-			curOK := k != nil && bytes.HasPrefix(k, []byte(req.prefix))
+			curOK := k != nil && bytes.HasPrefix(k, []byte(req.Prefix))
 			if !curOK && pi >= len(pastKeys) {
 				return "", 0, false
 			}
@@ -236,7 +158,7 @@ func scan(tr value.Transformer, tx *bolt.Tx, req listRequest, read, cur uint64) 
 	}
 	var last string
 	for {
-		if req.limit > 0 && int64(len(res.Items)) >= req.limit {
+		if req.Limit > 0 && int64(len(res.Items)) >= req.Limit {
 			break
 		}
 		key, rev, ok := next()
@@ -248,7 +170,7 @@ func scan(tr value.Transformer, tx *bolt.Tx, req listRequest, read, cur uint64) 
 		if err != nil {
 			return storage.ListResult{}, err
 		}
-		if req.pred == nil || req.pred.Matches(&o) {
+		if req.Predicate == nil || req.Predicate.Matches(&o) {
 			res.Items = append(res.Items, o)
 		}
 	}
@@ -259,19 +181,19 @@ func scan(tr value.Transformer, tx *bolt.Tx, req listRequest, read, cur uint64) 
 			break
 		}
 		remaining++
-		if req.pred != nil {
+		if req.Predicate != nil {
 			break // only whether there is more matters
 		}
 	}
 	if remaining == 0 {
 		return res, nil
 	}
-	tok, err := storage.EncodeContinue(last+"\x00", req.prefix, int64(read))
+	tok, err := storage.EncodeContinue(last+"\x00", req.Prefix, int64(read))
 	if err != nil {
 		return storage.ListResult{}, err
 	}
 	res.Continue = tok
-	if req.pred == nil {
+	if req.Predicate == nil {
 		res.RemainingItemCount = &remaining
 	}
 	return res, nil

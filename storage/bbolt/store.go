@@ -4,7 +4,6 @@
 package bbolt
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"sync"
@@ -144,11 +143,8 @@ func (s *Store) now() string { return s.opts.Clock().UTC().Truncate(time.Second)
 
 // Create implements storage.Interface.
 func (s *Store) Create(ctx context.Context, key string, data []byte) (storage.Object, error) {
-	if err := storage.ValidateKey(key); err != nil {
+	if err := s.writable(key); err != nil {
 		return storage.Object{}, err
-	}
-	if s.isClosed() {
-		return storage.Object{}, errClosed()
 	}
 	// The revision is not known yet: stamp 0, the commit sets the real one.
 	prepared, meta, err := storage.PrepareCreate(data, 0, storage.NewUID(), s.now())
@@ -161,37 +157,14 @@ func (s *Store) Create(ctx context.Context, key string, data []byte) (storage.Ob
 	return r.obj, r.err
 }
 
-// readCurrent returns the current state of key; exists is false when the key
-// is missing.
-func (s *Store) readCurrent(key string) (obj storage.Object, exists bool, err error) {
-	err = s.db.View(func(tx *bolt.Tx) error {
-		rev, data, err := current(s.opts.Transformer, tx, key)
-		if err != nil || rev == 0 {
-			return err
-		}
-		exists = true
-		obj, err = makeObject(key, rev, data)
+// writable checks what every write checks first: the key, then that the
+// store is open.
+func (s *Store) writable(key string) error {
+	if err := storage.ValidateKey(key); err != nil {
 		return err
-	})
-	return obj, exists, err
-}
-
-// checkPreconditions returns ErrConflict, with Kubernetes' message, when pre
-// does not hold on obj.
-func checkPreconditions(key string, pre storage.Preconditions, obj storage.Object) error {
-	if pre.UID != "" && pre.UID != obj.Meta.UID {
-		return &storage.Error{Err: storage.ErrConflict, Key: key,
-			Msg: fmt.Sprintf("Precondition failed: UID in precondition: %v, UID in object meta: %v", pre.UID, obj.Meta.UID)}
 	}
-	if pre.ResourceVersion != "" {
-		var have string
-		if obj.ResourceVersion != 0 {
-			have = storage.FormatResourceVersion(obj.ResourceVersion)
-		}
-		if pre.ResourceVersion != have {
-			return &storage.Error{Err: storage.ErrConflict, Key: key,
-				Msg: fmt.Sprintf("Precondition failed: ResourceVersion in precondition: %v, ResourceVersion in object meta: %v", pre.ResourceVersion, have)}
-		}
+	if s.isClosed() {
+		return errClosed()
 	}
 	return nil
 }
@@ -207,158 +180,59 @@ func withKey(err error, key string) error {
 	return err
 }
 
-// Update implements storage.Interface (GuaranteedUpdate). tryUpdate runs
-// outside any transaction; the write commits only if the key's mod revision
-// is still the one tryUpdate saw, otherwise it retries with the state the
-// commit found.
+// Update implements storage.Interface with storage.GuaranteedUpdate:
+// tryUpdate runs outside any transaction; the write commits (in the group
+// commit) only if the key's mod revision is still the one tryUpdate saw,
+// otherwise it retries with the state the commit found.
 func (s *Store) Update(ctx context.Context, key string, opts storage.UpdateOptions, tryUpdate storage.UpdateFunc) (storage.Object, error) {
-	if err := storage.ValidateKey(key); err != nil {
+	if err := s.writable(key); err != nil {
 		return storage.Object{}, err
 	}
-	if s.isClosed() {
-		return storage.Object{}, errClosed()
-	}
-	var (
-		cur      storage.Object
-		exists   bool
-		stale    bool // cur came from opts.Cached and was not verified
-		err      error
-		fresh    = func() error { cur, exists, err = s.readCurrent(key); stale = false; return err }
-		retrying bool
-	)
-	if opts.Cached != nil {
-		cur, exists, stale = *opts.Cached, true, true
-	} else if err := fresh(); err != nil {
-		return storage.Object{}, err
-	}
-	for {
-		if retrying {
-			if err := ctx.Err(); err != nil {
-				return storage.Object{}, err
-			}
-		}
-		retrying = true
-		if !exists && !opts.IgnoreNotFound {
-			return storage.Object{}, notFound(key)
-		}
-		state := cur
-		if !exists {
-			state = storage.Object{}
-		}
-		if err := checkPreconditions(key, opts.Preconditions, state); err != nil {
-			if stale {
-				if err := fresh(); err != nil {
-					return storage.Object{}, err
-				}
-				continue
-			}
-			return storage.Object{}, err
-		}
-		newData, uerr := tryUpdate(state)
-		if uerr != nil {
-			if stale {
-				prevRev := cur.ResourceVersion
-				if err := fresh(); err != nil {
-					return storage.Object{}, err
-				}
-				if exists && cur.ResourceVersion == prevRev {
-					return storage.Object{}, uerr
-				}
-				continue
-			}
-			return storage.Object{}, uerr
-		}
-		prepared, meta, err := storage.PrepareUpdate(newData, cur.ResourceVersion)
-		if err != nil {
-			return storage.Object{}, withKey(err, key)
-		}
-		if exists && bytes.Equal(prepared, cur.Data) {
-			if stale {
-				// Verify the no-op against the real state.
-				prevRev := cur.ResourceVersion
-				if err := fresh(); err != nil {
-					return storage.Object{}, err
-				}
-				if exists && cur.ResourceVersion == prevRev && bytes.Equal(prepared, cur.Data) {
-					return cur, nil
-				}
-				continue
-			}
-			return cur, nil
-		}
-		var expect uint64
-		if exists {
-			expect = cur.ResourceVersion
-		}
-		op := &writeOp{kind: opPut, key: key, data: prepared, meta: meta, expect: expect}
-		op.rvStart, op.rvEnd, op.rvOK = storage.ResourceVersionIndex(prepared)
-		r := s.submit(ctx, op)
-		if !r.conflict {
-			return r.obj, r.err
-		}
-		cur, exists, stale = r.current, r.exists, false
-	}
+	return storage.GuaranteedUpdate(ctx, (*committer)(s), key, opts, tryUpdate)
 }
 
-// Delete implements storage.Interface.
+// Delete implements storage.Interface with storage.GuaranteedDelete.
 func (s *Store) Delete(ctx context.Context, key string, opts storage.DeleteOptions) (storage.Object, error) {
-	if err := storage.ValidateKey(key); err != nil {
+	if err := s.writable(key); err != nil {
 		return storage.Object{}, err
 	}
-	if s.isClosed() {
-		return storage.Object{}, errClosed()
-	}
-	var (
-		cur    storage.Object
-		exists bool
-		stale  bool
-		err    error
-		fresh  = func() error { cur, exists, err = s.readCurrent(key); stale = false; return err }
-	)
-	if opts.Cached != nil {
-		cur, exists, stale = *opts.Cached, true, true
-	} else if err := fresh(); err != nil {
-		return storage.Object{}, err
-	}
-	for first := true; ; first = false {
-		if !first {
-			if err := ctx.Err(); err != nil {
-				return storage.Object{}, err
-			}
+	return storage.GuaranteedDelete(ctx, (*committer)(s), key, opts)
+}
+
+// committer is the Store as the shared write loops see it: reads from a
+// read transaction, conditional writes through the group commit.
+type committer Store
+
+var (
+	_ storage.UpdateCommitter = (*committer)(nil)
+	_ storage.DeleteCommitter = (*committer)(nil)
+)
+
+// ReadState implements storage.StateReader.
+func (c *committer) ReadState(ctx context.Context, key string) (storage.State, error) {
+	var st storage.State
+	err := c.db.View(func(tx *bolt.Tx) error {
+		rev, data, err := current(c.opts.Transformer, tx, key)
+		if err != nil || rev == 0 {
+			return err
 		}
-		if !exists {
-			return storage.Object{}, notFound(key)
-		}
-		if err := checkPreconditions(key, opts.Preconditions, cur); err != nil {
-			if stale {
-				if err := fresh(); err != nil {
-					return storage.Object{}, err
-				}
-				continue
-			}
-			return storage.Object{}, err
-		}
-		if opts.Validate != nil {
-			if verr := opts.Validate(cur); verr != nil {
-				if stale {
-					prevRev := cur.ResourceVersion
-					if err := fresh(); err != nil {
-						return storage.Object{}, err
-					}
-					if exists && cur.ResourceVersion == prevRev {
-						return storage.Object{}, verr
-					}
-					continue
-				}
-				return storage.Object{}, verr
-			}
-		}
-		r := s.submit(ctx, &writeOp{kind: opDelete, key: key, expect: cur.ResourceVersion})
-		if !r.conflict {
-			return r.obj, r.err
-		}
-		cur, exists, stale = r.current, r.exists, false
-	}
+		st.Exists = true
+		st.Object, err = makeObject(key, rev, data)
+		return err
+	})
+	return st, err
+}
+
+// CommitUpdate implements storage.UpdateCommitter.
+func (c *committer) CommitUpdate(ctx context.Context, key string, data []byte, meta storage.Meta, expect uint64) (storage.Commit, error) {
+	op := &writeOp{kind: opPut, key: key, data: data, meta: meta, expect: expect}
+	op.rvStart, op.rvEnd, op.rvOK = storage.ResourceVersionIndex(data)
+	return (*Store)(c).submit(ctx, op).commit()
+}
+
+// CommitDelete implements storage.DeleteCommitter.
+func (c *committer) CommitDelete(ctx context.Context, key string, expect uint64) (storage.Commit, error) {
+	return (*Store)(c).submit(ctx, &writeOp{kind: opDelete, key: key, expect: expect}).commit()
 }
 
 // CurrentRevision implements storage.RevisionReader: the revision of the

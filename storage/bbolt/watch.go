@@ -88,25 +88,12 @@ func (w *watcher) Stop() { w.cancel() }
 // Watch implements storage.Interface. See the file comment for how a slow
 // consumer is handled.
 func (s *Store) Watch(ctx context.Context, key string, opts storage.WatchOptions) (storage.Watcher, error) {
-	w := &watcher{s: s, recursive: opts.Recursive, pred: opts.Predicate, progress: opts.ProgressNotify}
-	if opts.Recursive {
-		pr, err := storage.PrefixRange(key)
-		if err != nil {
-			return nil, err
-		}
-		w.key = pr
-	} else {
-		if err := storage.ValidateKey(key); err != nil {
-			return nil, err
-		}
-		w.key = key
-	}
-	rv, err := storage.ParseResourceVersion(opts.ResourceVersion)
+	req, err := storage.ParseWatchOptions(key, opts)
 	if err != nil {
 		return nil, err
 	}
-	w.initial = rv.Revision == 0
-	w.start = rv.Revision
+	w := &watcher{s: s, key: req.Key, recursive: req.Recursive, pred: opts.Predicate, progress: opts.ProgressNotify,
+		initial: req.Initial, start: req.After}
 	_, _, w.progressCh = s.hub.state()
 	if s.isClosed() {
 		return nil, errClosed()
@@ -235,7 +222,7 @@ func (w *watcher) run() {
 func (w *watcher) checkStart() error {
 	return w.s.db.View(func(tx *bolt.Tx) error {
 		if _, compacted := readMeta(tx); w.start <= compacted && compacted > 0 {
-			return expired(compacted)
+			return storage.ExpiredError(compacted)
 		}
 		return nil
 	})
@@ -283,7 +270,7 @@ func (w *watcher) readEvents(last, rev uint64) ([]storage.Event, uint64, error) 
 	upTo := last
 	err := w.s.db.View(func(tx *bolt.Tx) error {
 		if _, compacted := readMeta(tx); last < compacted {
-			return expired(compacted)
+			return storage.ExpiredError(compacted)
 		}
 		logb := tx.Bucket([]byte(bucketEvents))
 		c, prevc := logb.Cursor(), logb.Cursor()
