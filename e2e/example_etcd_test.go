@@ -18,12 +18,7 @@ import (
 // read, listed and deleted through the other, with kubectl.
 func TestEnvironmentsExampleOnEtcd(t *testing.T) {
 	etcdURL := binaries.Etcd(t)
-	bin := filepath.Join(t.TempDir(), "environments")
-	build := exec.Command("go", "build", "-o", bin, "./examples/environments")
-	build.Dir = ".."
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("build the example: %v\n%s", err, out)
-	}
+	bin := buildEnvironments(t)
 	kubectl := kubectlPath(t)
 	replica := func(name string) (kubeconfig string) {
 		dir := t.TempDir()
@@ -77,4 +72,16 @@ func kubectlCmd(t *testing.T, kubectl, kubeconfig string, args ...string) *exec.
 	cmd := exec.CommandContext(ctx, kubectl, args...)
 	cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig, "HOME="+t.TempDir())
 	return cmd
+}
+
+// buildEnvironments builds examples/environments from this checkout.
+func buildEnvironments(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "environments")
+	build := exec.Command("go", "build", "-o", bin, "./examples/environments")
+	build.Dir = ".."
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("build the example: %v\n%s", err, out)
+	}
+	return bin
 }
