@@ -160,12 +160,12 @@ func TestKubectlSession(t *testing.T) {
 
 	// Validation errors read as kube's.
 	bad := strings.NewReplacer("checkout-staging", "bad", "tier: staging", "tier: qa", "replicas: 3", "replicas: -1").Replace(string(manifest))
-	out, ok = k.run("create", "-f", k.writeFile("bad.yaml", bad))
+	out, ok = k.run("apply", "-f", k.writeFile("bad.yaml", bad))
 	if ok {
-		t.Fatalf("invalid create succeeded:\n%s", out)
+		t.Fatalf("invalid apply succeeded:\n%s", out)
 	}
 	// kubectl renders a 422 with causes as one bullet per field.
-	wantContains(t, "invalid create", out, `The Environment "bad" is invalid:`,
+	wantContains(t, "invalid apply", out, `The Environment "bad" is invalid:`,
 		`* spec.tier: Unsupported value: "qa": supported values: "dev", "staging", "prod"`,
 		`* spec.replicas: Invalid value: -1: spec.replicas in body should be greater than or equal to 0`)
 
