@@ -72,11 +72,12 @@ type UpdateCommitter interface {
 // Implementations must be safe for concurrent use.
 type DeleteCommitter interface {
 	StateReader
-	// CommitDelete removes key if its mod revision is still expect, and
-	// returns the last state (see Commit.Object). Otherwise, or when the
+	// CommitDelete removes key if its mod revision is still
+	// last.ResourceVersion, and returns last with its resource version set
+	// to the deletion's revision (see Commit.Object). Otherwise, or when the
 	// key is missing, it removes nothing and returns Conflict with the
 	// current state.
-	CommitDelete(ctx context.Context, key string, expect uint64) (Commit, error)
+	CommitDelete(ctx context.Context, key string, last Object) (Commit, error)
 }
 
 // Check returns ErrConflict, with Kubernetes' message, when p does not hold
@@ -266,7 +267,7 @@ func GuaranteedDelete(ctx context.Context, b DeleteCommitter, key string, opts D
 				return Object{}, verr
 			}
 		}
-		c, err := b.CommitDelete(ctx, key, t.Object.ResourceVersion)
+		c, err := b.CommitDelete(ctx, key, t.Object)
 		if err != nil {
 			return Object{}, err
 		}

@@ -231,8 +231,9 @@ func (c *committer) CommitUpdate(ctx context.Context, key string, data []byte, m
 }
 
 // CommitDelete implements storage.DeleteCommitter.
-func (c *committer) CommitDelete(ctx context.Context, key string, expect uint64) (storage.Commit, error) {
-	return (*Store)(c).submit(ctx, &writeOp{kind: opDelete, key: key, expect: expect}).commit()
+// The commit reads the last state from the log, in its transaction.
+func (c *committer) CommitDelete(ctx context.Context, key string, last storage.Object) (storage.Commit, error) {
+	return (*Store)(c).submit(ctx, &writeOp{kind: opDelete, key: key, expect: last.ResourceVersion}).commit()
 }
 
 // CurrentRevision implements storage.RevisionReader: the revision of the

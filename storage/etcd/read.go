@@ -5,7 +5,6 @@ package etcd
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -13,16 +12,10 @@ import (
 	"github.com/annexapi/annex/storage"
 )
 
-func invalidRV(msg string) error {
-	return &storage.Error{Err: storage.ErrInvalidResourceVersion, Msg: msg}
-}
-
 // expired returns ErrExpired with the compacted revision in annex's terms
 // (etcd's compact revision minus one), looked up from etcd.
 func (s *Store) expired(ctx context.Context) *storage.Error {
-	c := s.compactedRevision(ctx)
-	return &storage.Error{Err: storage.ErrExpired, ResourceVersion: c,
-		Msg: fmt.Sprintf("required revision has been compacted (compacted revision %d)", c)}
+	return storage.ExpiredError(s.compactedRevision(ctx))
 }
 
 // compactedRevision asks etcd for its compact revision the one way etcd
@@ -69,83 +62,27 @@ func (s *Store) Get(ctx context.Context, key string, opts storage.GetOptions) (s
 		return storage.Object{}, s.mapError(ctx, err, key)
 	}
 	if cur := uint64(resp.Header.Revision); rv.Revision > cur {
-		return storage.Object{}, tooLarge(rv.Revision, cur)
+		return storage.Object{}, storage.TooLargeError(rv.Revision, cur)
 	}
-	o, exists, _, err := s.fromKVs(ctx, key, resp.Kvs)
+	st, err := s.fromKVs(ctx, key, resp.Kvs)
 	if err != nil {
 		return storage.Object{}, err
 	}
-	if !exists {
+	if !st.Exists {
 		return storage.Object{}, notFound(key)
 	}
-	return o, nil
+	return st.Object, nil
 }
 
-// listRequest is a validated List.
-type listRequest struct {
-	prefix string // as storage.PrefixRange returns
-	start  string // first key to consider (>= prefix)
-	// at is the revision to read at exactly; 0 means the latest.
-	at uint64
-	// fromToken says at came from a continue token.
-	fromToken bool
-	// notOlder is the revision the latest state must have reached.
-	notOlder uint64
-	// anyState allows a serializable read ("0").
-	anyState bool
-	limit    int64
-	pred     storage.Predicate
-}
-
-// List implements storage.Interface.
+// List implements storage.Interface: storage.ParseListOptions, then ranges
+// at one revision.
 func (s *Store) List(ctx context.Context, prefix string, opts storage.ListOptions) (storage.ListResult, error) {
-	pr, err := storage.PrefixRange(prefix)
+	req, err := storage.ParseListOptions(prefix, opts)
 	if err != nil {
 		return storage.ListResult{}, err
-	}
-	switch opts.ResourceVersionMatch {
-	case storage.MatchDefault, storage.MatchExact, storage.MatchNotOlderThan:
-	default:
-		return storage.ListResult{}, invalidRV(fmt.Sprintf("unsupported resourceVersionMatch %q", opts.ResourceVersionMatch))
-	}
-	rv, err := storage.ParseResourceVersion(opts.ResourceVersion)
-	if err != nil {
-		return storage.ListResult{}, err
-	}
-	if opts.Limit < 0 {
-		opts.Limit = 0
 	}
 	if s.closed.Load() {
 		return storage.ListResult{}, errClosed()
-	}
-	req := listRequest{prefix: pr, start: pr, limit: opts.Limit, pred: opts.Predicate}
-	switch {
-	case opts.Continue != "":
-		if opts.ResourceVersionMatch != "" {
-			return storage.ListResult{}, invalidRV("resourceVersionMatch is forbidden when continue is provided")
-		}
-		if !rv.Unset && rv.Revision != 0 {
-			return storage.ListResult{}, invalidRV("specifying resource version is not allowed when using continue")
-		}
-		start, tokRev, err := storage.DecodeContinue(opts.Continue, pr)
-		if err != nil {
-			return storage.ListResult{}, err
-		}
-		req.start = start
-		if tokRev > 0 {
-			req.at, req.fromToken = uint64(tokRev), true
-		}
-	case opts.ResourceVersionMatch != "" && rv.Unset:
-		return storage.ListResult{}, invalidRV("resourceVersionMatch is forbidden unless resourceVersion is provided")
-	case opts.ResourceVersionMatch == storage.MatchExact && rv.Revision == 0:
-		return storage.ListResult{}, invalidRV("resourceVersionMatch \"Exact\" is forbidden for resourceVersion \"0\"")
-	case rv.Revision != 0 && (opts.ResourceVersionMatch == storage.MatchExact ||
-		(opts.ResourceVersionMatch == storage.MatchDefault && opts.Limit > 0)):
-		req.at = rv.Revision
-	case rv.Revision != 0:
-		req.notOlder = rv.Revision
-	case !rv.Unset:
-		req.anyState = true
 	}
 	return s.list(ctx, req)
 }
@@ -154,20 +91,20 @@ func (s *Store) List(ctx context.Context, prefix string, opts storage.ListOption
 const maxBatch = 10000
 
 // list reads req page by page from etcd, every range at the revision of the
-// first (or the requested one), until the page has req.limit matching
+// first (or the requested one), until the page has req.Limit matching
 // objects or the prefix ends.
-func (s *Store) list(ctx context.Context, req listRequest) (storage.ListResult, error) {
-	end := clientv3.GetPrefixRangeEnd(s.etcdKey(req.prefix))
-	from := s.etcdKey(req.start)
-	read := int64(req.at)
-	batch := req.limit
+func (s *Store) list(ctx context.Context, req storage.ListRequest) (storage.ListResult, error) {
+	end := clientv3.GetPrefixRangeEnd(s.etcdKey(req.Prefix))
+	from := s.etcdKey(req.Start)
+	read := int64(req.At)
+	batch := req.Limit
 	var res storage.ListResult
 	var last string // storage key of the last key looked at
 	for first := true; ; first = false {
 		ops := []clientv3.OpOption{clientv3.WithRange(end)}
 		if read > 0 {
 			ops = append(ops, clientv3.WithRev(read))
-		} else if req.anyState {
+		} else if req.AnyState {
 			ops = append(ops, clientv3.WithSerializable())
 		}
 		if batch > 0 {
@@ -178,12 +115,8 @@ func (s *Store) list(ctx context.Context, req listRequest) (storage.ListResult, 
 			return storage.ListResult{}, s.listError(ctx, err, req)
 		}
 		if first {
-			cur := uint64(resp.Header.Revision)
-			switch {
-			case req.notOlder > cur:
-				return storage.ListResult{}, tooLarge(req.notOlder, cur)
-			case req.at > cur:
-				return storage.ListResult{}, tooLarge(req.at, cur)
+			if err := req.CheckRevision(uint64(resp.Header.Revision)); err != nil {
+				return storage.ListResult{}, err
 			}
 			if read == 0 {
 				read = resp.Header.Revision
@@ -193,7 +126,7 @@ func (s *Store) list(ctx context.Context, req listRequest) (storage.ListResult, 
 		full := false
 		consumed := 0
 		for _, kv := range resp.Kvs {
-			if req.limit > 0 && int64(len(res.Items)) >= req.limit {
+			if req.Limit > 0 && int64(len(res.Items)) >= req.Limit {
 				full = true
 				break
 			}
@@ -204,11 +137,11 @@ func (s *Store) list(ctx context.Context, req listRequest) (storage.ListResult, 
 			if err != nil {
 				return storage.ListResult{}, err
 			}
-			if req.pred == nil || req.pred.Matches(&o) {
+			if req.Predicate == nil || req.Predicate.Matches(&o) {
 				res.Items = append(res.Items, o)
 			}
 		}
-		if req.limit > 0 && int64(len(res.Items)) >= req.limit {
+		if req.Limit > 0 && int64(len(res.Items)) >= req.Limit {
 			full = true
 		}
 		more := consumed < len(resp.Kvs) || resp.More
@@ -217,12 +150,12 @@ func (s *Store) list(ctx context.Context, req listRequest) (storage.ListResult, 
 		}
 		if full {
 			// remaining: the keys after last at this revision.
-			tok, err := storage.EncodeContinue(last+"\x00", req.prefix, read)
+			tok, err := storage.EncodeContinue(last+"\x00", req.Prefix, read)
 			if err != nil {
 				return storage.ListResult{}, err
 			}
 			res.Continue = tok
-			if req.pred == nil {
+			if req.Predicate == nil {
 				// Count is the number of keys in [from, end) at read.
 				rem := resp.Count - int64(consumed)
 				res.RemainingItemCount = &rem
@@ -239,17 +172,10 @@ func (s *Store) list(ctx context.Context, req listRequest) (storage.ListResult, 
 
 // listError maps a list's etcd error; an expired continue token's error
 // carries a fresh inconsistent token.
-func (s *Store) listError(ctx context.Context, err error, req listRequest) error {
-	e := s.mapError(ctx, err, req.prefix)
-	se, ok := e.(*storage.Error)
-	if !ok || se.Err != storage.ErrExpired || !req.fromToken {
-		return e
+func (s *Store) listError(ctx context.Context, err error, req storage.ListRequest) error {
+	e := s.mapError(ctx, err, req.Prefix)
+	if se, ok := e.(*storage.Error); ok && se.Err == storage.ErrExpired {
+		return req.ExpiredContinue(se)
 	}
-	se.Msg = "The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter, or use the continue token in this response to retrieve the remainder of the results. Continuing with the provided token results in an inconsistent list - objects that were created, modified, or deleted between the time the first chunk was returned and now may show up in the list."
-	tok, terr := storage.EncodeContinue(req.start, req.prefix, -1)
-	if terr != nil {
-		return terr
-	}
-	se.Continue = tok
-	return se
+	return e
 }

@@ -3,7 +3,6 @@
 package etcd
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -179,19 +178,11 @@ func (s *Store) mapError(ctx context.Context, err error, key string) error {
 	return fmt.Errorf("etcd: %w", err)
 }
 
-func tooLarge(rv, cur uint64) error {
-	return &storage.Error{Err: storage.ErrTooLargeResourceVersion, ResourceVersion: cur,
-		Msg: fmt.Sprintf("Too large resource version: %d, current: %d", rv, cur)}
-}
-
 // Create implements storage.Interface: a transaction that puts the key
 // only if it does not exist.
 func (s *Store) Create(ctx context.Context, key string, data []byte) (storage.Object, error) {
-	if err := storage.ValidateKey(key); err != nil {
+	if err := s.writable(key); err != nil {
 		return storage.Object{}, err
-	}
-	if s.closed.Load() {
-		return storage.Object{}, errClosed()
 	}
 	prepared, meta, err := storage.PrepareCreate(data, 0, storage.NewUID(), s.now())
 	if err != nil {
@@ -212,7 +203,11 @@ func (s *Store) Create(ctx context.Context, key string, data []byte) (storage.Ob
 	if !resp.Succeeded {
 		return storage.Object{}, &storage.Error{Err: storage.ErrAlreadyExists, Key: key}
 	}
-	rev := uint64(resp.Header.Revision)
+	return written(key, prepared, meta, uint64(resp.Header.Revision))
+}
+
+// written is the object a write of prepared (with meta) committed at rev.
+func written(key string, prepared []byte, meta storage.Meta, rev uint64) (storage.Object, error) {
 	start, end, ok := storage.ResourceVersionIndex(prepared)
 	out, err := withRevision(prepared, start, end, ok, rev)
 	if err != nil {
@@ -222,251 +217,124 @@ func (s *Store) Create(ctx context.Context, key string, data []byte) (storage.Ob
 	return storage.Object{Key: key, ResourceVersion: rev, Data: out, Meta: meta}, nil
 }
 
-// readCurrent returns the latest state of key; exists is false when the key
-// is missing, stale when its stored form is not the transformer's current
-// one.
-func (s *Store) readCurrent(ctx context.Context, key string) (o storage.Object, exists, stale bool, err error) {
-	resp, err := s.client.Get(ctx, s.etcdKey(key))
-	if err != nil {
-		return storage.Object{}, false, false, s.mapError(ctx, err, key)
+// writable checks what every write checks first: the key, then that the
+// store is open.
+func (s *Store) writable(key string) error {
+	if err := storage.ValidateKey(key); err != nil {
+		return err
 	}
-	return s.fromKVs(ctx, key, resp.Kvs)
-}
-
-func (s *Store) fromKVs(ctx context.Context, key string, kvs []*mvccpb.KeyValue) (o storage.Object, exists, stale bool, err error) {
-	if len(kvs) == 0 {
-		return storage.Object{}, false, false, nil
-	}
-	o, stale, err = s.decodeStale(ctx, key, kvs[0].Value, kvs[0].ModRevision)
-	return o, err == nil, stale, err
-}
-
-// checkPreconditions returns ErrConflict, with Kubernetes' message, when pre
-// does not hold on obj.
-func checkPreconditions(key string, pre storage.Preconditions, obj storage.Object) error {
-	if pre.UID != "" && pre.UID != obj.Meta.UID {
-		return &storage.Error{Err: storage.ErrConflict, Key: key,
-			Msg: fmt.Sprintf("Precondition failed: UID in precondition: %v, UID in object meta: %v", pre.UID, obj.Meta.UID)}
-	}
-	if pre.ResourceVersion != "" {
-		var have string
-		if obj.ResourceVersion != 0 {
-			have = storage.FormatResourceVersion(obj.ResourceVersion)
-		}
-		if pre.ResourceVersion != have {
-			return &storage.Error{Err: storage.ErrConflict, Key: key,
-				Msg: fmt.Sprintf("Precondition failed: ResourceVersion in precondition: %v, ResourceVersion in object meta: %v", pre.ResourceVersion, have)}
-		}
+	if s.closed.Load() {
+		return errClosed()
 	}
 	return nil
 }
 
-// Update implements storage.Interface (GuaranteedUpdate): tryUpdate runs
-// outside etcd; the put commits only if the key's mod revision is still the
-// one tryUpdate saw, otherwise the transaction returns the current state and
-// Update retries from it.
-func (s *Store) Update(ctx context.Context, key string, opts storage.UpdateOptions, tryUpdate storage.UpdateFunc) (storage.Object, error) {
-	if err := storage.ValidateKey(key); err != nil {
-		return storage.Object{}, err
+// fromKVs is the state a range read of one key returned. State.Outdated is
+// set when the value's stored form is not the transformer's current one (an
+// older key, plaintext).
+func (s *Store) fromKVs(ctx context.Context, key string, kvs []*mvccpb.KeyValue) (storage.State, error) {
+	if len(kvs) == 0 {
+		return storage.State{}, nil
 	}
-	if s.closed.Load() {
-		return storage.Object{}, errClosed()
+	o, outdated, err := s.decodeStale(ctx, key, kvs[0].Value, kvs[0].ModRevision)
+	if err != nil {
+		return storage.State{}, err
 	}
-	var (
-		cur    storage.Object
-		exists bool
-		stale  bool // cur came from opts.Cached and was not verified
-		// oldForm: cur's stored form is not the transformer's current
-		// one (key rotation): a no-op update still rewrites it, so that
-		// rewriting every object completes a rotation, as in Kubernetes.
-		oldForm bool
-		err     error
-	)
-	fresh := func() error {
-		cur, exists, oldForm, err = s.readCurrent(ctx, key)
-		stale = false
-		return err
-	}
-	if opts.Cached != nil {
-		cur, exists, stale = *opts.Cached, true, true
-	} else if err := fresh(); err != nil {
-		return storage.Object{}, err
-	}
-	k := s.etcdKey(key)
-	for retrying := false; ; retrying = true {
-		if retrying {
-			if err := ctx.Err(); err != nil {
-				return storage.Object{}, err
-			}
-		}
-		if !exists && !opts.IgnoreNotFound {
-			return storage.Object{}, notFound(key)
-		}
-		state := cur
-		if !exists {
-			state = storage.Object{}
-		}
-		if err := checkPreconditions(key, opts.Preconditions, state); err != nil {
-			if stale {
-				if err := fresh(); err != nil {
-					return storage.Object{}, err
-				}
-				continue
-			}
-			return storage.Object{}, err
-		}
-		newData, uerr := tryUpdate(state)
-		if uerr != nil {
-			if stale {
-				prevRev := cur.ResourceVersion
-				if err := fresh(); err != nil {
-					return storage.Object{}, err
-				}
-				if exists && cur.ResourceVersion == prevRev {
-					return storage.Object{}, uerr
-				}
-				continue
-			}
-			return storage.Object{}, uerr
-		}
-		prepared, meta, err := storage.PrepareUpdate(newData, cur.ResourceVersion)
-		if err != nil {
-			return storage.Object{}, withKey(err, key)
-		}
-		if exists && bytes.Equal(prepared, cur.Data) && !oldForm {
-			if stale {
-				prevRev := cur.ResourceVersion
-				if err := fresh(); err != nil {
-					return storage.Object{}, err
-				}
-				if exists && cur.ResourceVersion == prevRev && bytes.Equal(prepared, cur.Data) && !oldForm {
-					return cur, nil
-				}
-				continue
-			}
-			return cur, nil
-		}
-		var expect int64
-		if exists {
-			expect = int64(cur.ResourceVersion)
-		}
-		stored, err := s.encode(ctx, key, prepared)
-		if err != nil {
-			return storage.Object{}, err
-		}
-		resp, err := s.client.Txn(ctx).
-			If(clientv3.Compare(clientv3.ModRevision(k), "=", expect)).
-			Then(clientv3.OpPut(k, string(stored))).
-			Else(clientv3.OpGet(k)).
-			Commit()
-		if err != nil {
-			return storage.Object{}, s.mapError(ctx, err, key)
-		}
-		if !resp.Succeeded {
-			cur, exists, oldForm, err = s.fromKVs(ctx, key, resp.Responses[0].GetResponseRange().Kvs)
-			if err != nil {
-				return storage.Object{}, err
-			}
-			stale = false
-			continue
-		}
-		rev := uint64(resp.Header.Revision)
-		start, end, ok := storage.ResourceVersionIndex(prepared)
-		out, err := withRevision(prepared, start, end, ok, rev)
-		if err != nil {
-			return storage.Object{}, withKey(err, key)
-		}
-		meta.ResourceVersion = storage.FormatResourceVersion(rev)
-		return storage.Object{Key: key, ResourceVersion: rev, Data: out, Meta: meta}, nil
-	}
+	return storage.State{Object: o, Exists: true, Outdated: outdated}, nil
 }
 
-// Delete implements storage.Interface: a transaction that deletes the key
-// only if its mod revision is the one checked, retried from the state the
-// transaction returns otherwise.
+// Update implements storage.Interface with storage.GuaranteedUpdate:
+// tryUpdate runs outside etcd; the put commits only if the key's mod
+// revision is still the one tryUpdate saw, otherwise the transaction returns
+// the current state and the update retries from it. A no-op update of a
+// value stored in an outdated form (key rotation) still rewrites it, so that
+// rewriting every object completes a rotation, as in Kubernetes.
+func (s *Store) Update(ctx context.Context, key string, opts storage.UpdateOptions, tryUpdate storage.UpdateFunc) (storage.Object, error) {
+	if err := s.writable(key); err != nil {
+		return storage.Object{}, err
+	}
+	return storage.GuaranteedUpdate(ctx, (*committer)(s), key, opts, tryUpdate)
+}
+
+// Delete implements storage.Interface with storage.GuaranteedDelete: a
+// transaction that deletes the key only if its mod revision is the one
+// checked, retried from the state the transaction returns otherwise.
 func (s *Store) Delete(ctx context.Context, key string, opts storage.DeleteOptions) (storage.Object, error) {
-	if err := storage.ValidateKey(key); err != nil {
+	if err := s.writable(key); err != nil {
 		return storage.Object{}, err
 	}
-	if s.closed.Load() {
-		return storage.Object{}, errClosed()
+	return storage.GuaranteedDelete(ctx, (*committer)(s), key, opts)
+}
+
+// committer is the Store as the shared write loops see it: linearizable
+// reads, and transactions that compare the key's mod revision.
+type committer Store
+
+var (
+	_ storage.UpdateCommitter = (*committer)(nil)
+	_ storage.DeleteCommitter = (*committer)(nil)
+)
+
+// ReadState implements storage.StateReader.
+func (c *committer) ReadState(ctx context.Context, key string) (storage.State, error) {
+	s := (*Store)(c)
+	resp, err := s.client.Get(ctx, s.etcdKey(key))
+	if err != nil {
+		return storage.State{}, s.mapError(ctx, err, key)
 	}
-	var (
-		cur    storage.Object
-		exists bool
-		stale  bool
-		err    error
-	)
-	fresh := func() error {
-		cur, exists, _, err = s.readCurrent(ctx, key)
-		stale = false
-		return err
-	}
-	if opts.Cached != nil {
-		cur, exists, stale = *opts.Cached, true, true
-	} else if err := fresh(); err != nil {
-		return storage.Object{}, err
+	return s.fromKVs(ctx, key, resp.Kvs)
+}
+
+// CommitUpdate implements storage.UpdateCommitter.
+func (c *committer) CommitUpdate(ctx context.Context, key string, data []byte, meta storage.Meta, expect uint64) (storage.Commit, error) {
+	s := (*Store)(c)
+	stored, err := s.encode(ctx, key, data)
+	if err != nil {
+		return storage.Commit{}, err
 	}
 	k := s.etcdKey(key)
-	for first := true; ; first = false {
-		if !first {
-			if err := ctx.Err(); err != nil {
-				return storage.Object{}, err
-			}
-		}
-		if !exists {
-			return storage.Object{}, notFound(key)
-		}
-		if err := checkPreconditions(key, opts.Preconditions, cur); err != nil {
-			if stale {
-				if err := fresh(); err != nil {
-					return storage.Object{}, err
-				}
-				continue
-			}
-			return storage.Object{}, err
-		}
-		if opts.Validate != nil {
-			if verr := opts.Validate(cur); verr != nil {
-				if stale {
-					prevRev := cur.ResourceVersion
-					if err := fresh(); err != nil {
-						return storage.Object{}, err
-					}
-					if exists && cur.ResourceVersion == prevRev {
-						return storage.Object{}, verr
-					}
-					continue
-				}
-				return storage.Object{}, verr
-			}
-		}
-		resp, err := s.client.Txn(ctx).
-			If(clientv3.Compare(clientv3.ModRevision(k), "=", int64(cur.ResourceVersion))).
-			Then(clientv3.OpDelete(k)).
-			Else(clientv3.OpGet(k)).
-			Commit()
-		if err != nil {
-			return storage.Object{}, s.mapError(ctx, err, key)
-		}
-		if !resp.Succeeded {
-			cur, exists, _, err = s.fromKVs(ctx, key, resp.Responses[0].GetResponseRange().Kvs)
-			if err != nil {
-				return storage.Object{}, err
-			}
-			stale = false
-			continue
-		}
-		rev := uint64(resp.Header.Revision)
-		start, end, ok := storage.ResourceVersionIndex(cur.Data)
-		out, err := withRevision(cur.Data, start, end, ok, rev)
-		if err != nil {
-			return storage.Object{}, withKey(err, key)
-		}
-		m := cur.Meta
-		m.ResourceVersion = storage.FormatResourceVersion(rev)
-		return storage.Object{Key: key, ResourceVersion: rev, Data: out, Meta: m}, nil
+	resp, err := s.client.Txn(ctx).
+		If(clientv3.Compare(clientv3.ModRevision(k), "=", int64(expect))).
+		Then(clientv3.OpPut(k, string(stored))).
+		Else(clientv3.OpGet(k)).
+		Commit()
+	if err != nil {
+		return storage.Commit{}, s.mapError(ctx, err, key)
 	}
+	if !resp.Succeeded {
+		return s.conflict(ctx, key, resp)
+	}
+	o, err := written(key, data, meta, uint64(resp.Header.Revision))
+	return storage.Commit{Object: o}, err
+}
+
+// CommitDelete implements storage.DeleteCommitter.
+func (c *committer) CommitDelete(ctx context.Context, key string, last storage.Object) (storage.Commit, error) {
+	s := (*Store)(c)
+	k := s.etcdKey(key)
+	resp, err := s.client.Txn(ctx).
+		If(clientv3.Compare(clientv3.ModRevision(k), "=", int64(last.ResourceVersion))).
+		Then(clientv3.OpDelete(k)).
+		Else(clientv3.OpGet(k)).
+		Commit()
+	if err != nil {
+		return storage.Commit{}, s.mapError(ctx, err, key)
+	}
+	if !resp.Succeeded {
+		return s.conflict(ctx, key, resp)
+	}
+	o, err := written(key, last.Data, last.Meta, uint64(resp.Header.Revision))
+	return storage.Commit{Object: o}, err
+}
+
+// conflict is the Commit of a transaction whose compare failed: the state
+// its Else get read.
+func (s *Store) conflict(ctx context.Context, key string, resp *clientv3.TxnResponse) (storage.Commit, error) {
+	st, err := s.fromKVs(ctx, key, resp.Responses[0].GetResponseRange().Kvs)
+	if err != nil {
+		return storage.Commit{}, err
+	}
+	return storage.Commit{Conflict: true, Current: st}, nil
 }
 
 // CurrentRevision implements storage.RevisionReader: the revision of etcd's

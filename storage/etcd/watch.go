@@ -43,28 +43,16 @@ func (w *watcher) Stop() { w.cancel() }
 
 // Watch implements storage.Interface.
 func (s *Store) Watch(ctx context.Context, key string, opts storage.WatchOptions) (storage.Watcher, error) {
-	w := &watcher{s: s, recursive: opts.Recursive, pred: opts.Predicate, progress: opts.ProgressNotify}
-	if opts.Recursive {
-		pr, err := storage.PrefixRange(key)
-		if err != nil {
-			return nil, err
-		}
-		w.key = pr
-	} else {
-		if err := storage.ValidateKey(key); err != nil {
-			return nil, err
-		}
-		w.key = key
-	}
-	rv, err := storage.ParseResourceVersion(opts.ResourceVersion)
+	req, err := storage.ParseWatchOptions(key, opts)
 	if err != nil {
 		return nil, err
 	}
+	w := &watcher{s: s, key: req.Key, recursive: req.Recursive, pred: opts.Predicate, progress: opts.ProgressNotify}
 	if s.closed.Load() {
 		return nil, errClosed()
 	}
 	var from int64
-	if rv.Revision == 0 {
+	if req.Initial {
 		// The state at the time of the call, then the changes after it.
 		var rev uint64
 		if rev, w.initial, err = w.readState(ctx); err != nil {
@@ -72,7 +60,7 @@ func (s *Store) Watch(ctx context.Context, key string, opts storage.WatchOptions
 		}
 		from, w.skipTo = int64(rev)+1, int64(rev)
 	} else {
-		from, w.skipTo = int64(rv.Revision), int64(rv.Revision)
+		from, w.skipTo = int64(req.After), int64(req.After)
 	}
 	w.ctx, w.cancel = context.WithCancel(ctx)
 	ops := []clientv3.OpOption{clientv3.WithRev(from), clientv3.WithPrevKV()}
