@@ -36,49 +36,23 @@ func etcdClient(t testing.TB) *clientv3.Client {
 	return c
 }
 
-// privateStores makes etcd stores for the conformance suite on one shared
-// etcd. Each store gets its own key prefix, but etcd's revision is global
-// and so is its compaction, while the suite assumes a private store: every
-// write it sees advances the revision by exactly one, CurrentRevision is its
-// own last write, and compaction touches no other case. So stores are
-// handed out one at a time: newStore blocks until the previous case's
-// store is released (in its Cleanup). The suite's cases still call
-// t.Parallel; they just take turns on etcd.
-//
-// The cases that need this: capabilities/revision_advances_by_one_per_write
-// (+1 per write), every case that calls env.current() (it requires
-// CurrentRevision to equal the case's last write: create, delete, update,
-// list, pagination and watch cases), capabilities/compaction_keeps_latest_state
-// (the first write after a compaction at current+1), and the compaction
-// cases, whose etcd-wide compaction would expire other cases' revisions.
-// Proposed for storagetest instead of this wrapper: a Capabilities field
-// "SharedRevision bool — stores from newStore share one revision counter
-// and compaction: run the cases one at a time", which keeps every case as
-// it is.
-type privateStores struct {
-	top    *testing.T // the test passed to Run, whose probe store is not serialised
+// suiteStores makes etcd stores for the conformance suite on one shared
+// etcd, each under a key prefix of its own. etcd's revision and compaction
+// are global, so the suite runs with Capabilities.SharedRevision: the cases
+// that need the revision to themselves take turns.
+type suiteStores struct {
 	client *clientv3.Client
-	turn   chan struct{}
 	n      atomic.Int64
 	cacher bool
 	tr     value.Transformer // encryption at rest, nil for none
 }
 
-func newPrivateStores(t *testing.T, cacher bool) *privateStores {
-	p := &privateStores{top: t, client: etcdClient(t), turn: make(chan struct{}, 1), cacher: cacher}
-	return p
+func newSuiteStores(t *testing.T, cacher bool) *suiteStores {
+	return &suiteStores{client: etcdClient(t), cacher: cacher}
 }
 
-func (p *privateStores) newStore(t *testing.T) storage.Interface {
+func (p *suiteStores) newStore(t *testing.T) storage.Interface {
 	t.Helper()
-	if t != p.top {
-		select {
-		case p.turn <- struct{}{}:
-		case <-t.Context().Done():
-			t.Fatal("no turn on etcd before the test ended")
-		}
-		t.Cleanup(func() { <-p.turn })
-	}
 	s := etcd.New(p.client, etcd.Options{Prefix: fmt.Sprintf("/suite-%d", p.n.Add(1)), CompactionInterval: -1, Transformer: p.tr})
 	t.Cleanup(func() {
 		if err := s.Close(); err != nil {
@@ -112,23 +86,19 @@ func (p *privateStores) newStore(t *testing.T) storage.Interface {
 }
 
 func TestEtcdConformance(t *testing.T) {
-	p := newPrivateStores(t, false)
-	storagetest.Run(t, p.newStore, storagetest.Capabilities{})
+	storagetest.Run(t, newSuiteStores(t, false).newStore, storagetest.Capabilities{SharedRevision: true})
 }
 
 func TestEtcdProperty(t *testing.T) {
-	p := newPrivateStores(t, false)
-	storagetest.RunProperty(t, p.newStore, storagetest.Capabilities{})
+	storagetest.RunProperty(t, newSuiteStores(t, false).newStore, storagetest.Capabilities{SharedRevision: true})
 }
 
 func TestCacherOverEtcdConformance(t *testing.T) {
-	p := newPrivateStores(t, true)
-	storagetest.Run(t, p.newStore, storagetest.Capabilities{})
+	storagetest.Run(t, newSuiteStores(t, true).newStore, storagetest.Capabilities{SharedRevision: true})
 }
 
 func TestCacherOverEtcdProperty(t *testing.T) {
-	p := newPrivateStores(t, true)
-	storagetest.RunProperty(t, p.newStore, storagetest.Capabilities{})
+	storagetest.RunProperty(t, newSuiteStores(t, true).newStore, storagetest.Capabilities{SharedRevision: true})
 }
 
 func aesKeys(t testing.TB, names ...string) value.Transformer {
@@ -146,9 +116,9 @@ func aesKeys(t testing.TB, names ...string) value.Transformer {
 
 // TestEtcdConformanceEncrypted runs the suite with every object encrypted.
 func TestEtcdConformanceEncrypted(t *testing.T) {
-	p := newPrivateStores(t, false)
+	p := newSuiteStores(t, false)
 	p.tr = aesKeys(t, "key1")
-	storagetest.Run(t, p.newStore, storagetest.Capabilities{})
+	storagetest.Run(t, p.newStore, storagetest.Capabilities{SharedRevision: true})
 }
 
 // TestEtcdEncryptionAtRest writes through a store whose resource is

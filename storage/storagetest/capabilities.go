@@ -9,7 +9,7 @@ import (
 
 func capabilityCases() []testCase {
 	return []testCase{
-		{name: "revision_advances_by_one_per_write", needs: needRevision, run: func(e *env) {
+		{name: "revision_advances_by_one_per_write", private: true, needs: needRevision, run: func(e *env) {
 			rr := e.s.(storage.RevisionReader)
 			rev := func() uint64 {
 				r, err := rr.CurrentRevision(e.ctx)
@@ -78,7 +78,7 @@ func capabilityCases() []testCase {
 			count(prefix("ns"), 2)
 			count(prefix(""), 4)
 		}},
-		{name: "compaction_keeps_latest_state", needs: needCompact, run: func(e *env) {
+		{name: "compaction_keeps_latest_state", private: true, needs: needCompact, run: func(e *env) {
 			h := e.history("ns")
 			e.create(key("ns", "d"), obj("ns", "d", "1"))
 			cur := e.current()

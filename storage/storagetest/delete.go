@@ -23,7 +23,7 @@ func deleteCases() []testCase {
 		}
 	}
 	return []testCase{
-		{name: "unconditional", run: func(e *env) {
+		{name: "unconditional", private: true, run: func(e *env) {
 			e.create(key("ns", "a"), obj("ns", "a", "1"))
 			u := e.update(key("ns", "a"), "2")
 			d := e.delete(key("ns", "a")) // checks d's revision is after u's
@@ -39,7 +39,7 @@ func deleteCases() []testCase {
 			_, err = e.s.Delete(e.ctx, key("ns", "a"), storage.DeleteOptions{})
 			storageError(e.t, err, storage.ErrNotFound)
 		}},
-		{name: "not_found", run: func(e *env) {
+		{name: "not_found", private: true, run: func(e *env) {
 			e.create(key("ns", "b"), obj("ns", "b", "1"))
 			before := e.current()
 			_, err := e.s.Delete(e.ctx, key("ns", "a"), storage.DeleteOptions{})
@@ -100,7 +100,7 @@ func deleteCases() []testCase {
 				e.t.Errorf("Validate called %d times without any concurrent write, want 1", calls)
 			}
 		}},
-		{name: "validate_error_aborts", run: func(e *env) {
+		{name: "validate_error_aborts", private: true, run: func(e *env) {
 			a := e.create(key("ns", "a"), obj("ns", "a", "1"))
 			before := e.current()
 			_, err := e.s.Delete(e.ctx, key("ns", "a"), storage.DeleteOptions{Validate: func(storage.Object) error { return errRejected }})

@@ -60,7 +60,11 @@
 //
 // A fresh store has no writer but the suite: each committed write advances
 // the revision by exactly one, as in bbolt and a dedicated etcd. Cases run in
-// parallel, each on its own store. Waits are bounded by
+// parallel, each on its own store. Stores that share one revision counter
+// and its compaction (several etcd stores under their own prefixes of one
+// etcd) set [Capabilities].SharedRevision: the cases that read the current
+// revision, expect consecutive revisions or compact then run alone, the
+// others still in parallel. Waits are bounded by
 // [Capabilities].Timeout and never sleep: absence of an event is checked by a
 // later fence write that must be the next event.
 package storagetest

@@ -28,7 +28,7 @@ func (e *env) history(ns string) [5]uint64 {
 
 func listCases() []testCase {
 	return []testCase{
-		{name: "invalid_options", run: func(e *env) {
+		{name: "invalid_options", private: true, run: func(e *env) {
 			e.create(key("ns", "a"), obj("ns", "a", "1"))
 			e.create(key("ns", "b"), obj("ns", "b", "1"))
 			pr, _ := storage.PrefixRange(prefix("ns"))
@@ -64,7 +64,7 @@ func listCases() []testCase {
 				storageError(e.t, err, storage.ErrInvalidKey)
 			}
 		}},
-		{name: "latest", run: func(e *env) {
+		{name: "latest", private: true, run: func(e *env) {
 			e.history("ns")
 			e.create(key("other", "x"), obj("other", "x", "1"))
 			r := e.list(prefix("ns"), storage.ListOptions{})
@@ -76,7 +76,7 @@ func listCases() []testCase {
 				e.t.Errorf("unpaginated list has continue %q, remaining %v", r.Continue, r.RemainingItemCount)
 			}
 		}},
-		{name: "resource_version_zero", run: func(e *env) {
+		{name: "resource_version_zero", private: true, run: func(e *env) {
 			e.history("ns")
 			r := e.list(prefix("ns"), storage.ListOptions{ResourceVersion: "0"})
 			if r.ResourceVersion > e.current() {
@@ -100,7 +100,7 @@ func listCases() []testCase {
 				}
 			}
 		}},
-		{name: "not_older_than", run: func(e *env) {
+		{name: "not_older_than", private: true, run: func(e *env) {
 			h := e.history("ns")
 			for _, rev := range []uint64{h[0], h[2], h[4]} {
 				for _, opts := range []storage.ListOptions{
@@ -115,7 +115,7 @@ func listCases() []testCase {
 				}
 			}
 		}},
-		{name: "too_large_resource_version", run: func(e *env) {
+		{name: "too_large_resource_version", private: true, run: func(e *env) {
 			e.history("ns")
 			cur := e.current()
 			for _, opts := range []storage.ListOptions{
@@ -141,7 +141,7 @@ func listCases() []testCase {
 			r = e.list(prefix("ns"), storage.ListOptions{ResourceVersion: rvs(first), ResourceVersionMatch: storage.MatchNotOlderThan})
 			sameObjects(e.t, "list not older than the first write", r.Items, e.stateAt(prefix("ns"), r.ResourceVersion))
 		}},
-		{name: "empty_prefix", run: func(e *env) {
+		{name: "empty_prefix", private: true, run: func(e *env) {
 			e.create(key("other", "x"), obj("other", "x", "1"))
 			r := e.list(prefix("ns"), storage.ListOptions{})
 			if len(r.Items) != 0 || r.Continue != "" || r.ResourceVersion != e.current() {
@@ -187,7 +187,7 @@ func listCases() []testCase {
 				e.t.Errorf("List(color=red) = %v, want %v", got, want)
 			}
 		}},
-		{name: "compacted_resource_version", needs: needCompact, run: func(e *env) {
+		{name: "compacted_resource_version", private: true, needs: needCompact, run: func(e *env) {
 			h := e.history("ns")
 			e.compact(h[2])
 			for _, opts := range []storage.ListOptions{

@@ -31,11 +31,18 @@ const PropertyOps = 250
 // an in-memory model. Three watches (recursive, filtered by a label, single
 // key) run through each sequence; the events they delivered must equal the
 // model's history. Seeds are fixed, so a failure reproduces.
+//
+// Every sequence checks the revision of each write, so with
+// caps.SharedRevision the sequences run one at a time.
 func RunProperty(t *testing.T, newStore func(t *testing.T) storage.Interface, caps Capabilities) {
+	var turns turns
 	for seed := range uint64(PropertySeeds) {
 		t.Run(fmt.Sprintf("seed_%d", seed), func(t *testing.T) {
 			t.Parallel()
-			p := &prop{env: newEnv(t, newStore(t), caps), rng: rand.New(rand.NewPCG(seed, 0x5eed)), cur: map[string]mstate{}}
+			defer turns.take(caps, true)()
+			e := newEnv(t, newStore(t), caps)
+			e.private = true
+			p := &prop{env: e, rng: rand.New(rand.NewPCG(seed, 0x5eed)), cur: map[string]mstate{}}
 			p.run()
 		})
 	}

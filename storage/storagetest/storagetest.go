@@ -11,6 +11,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -34,6 +35,13 @@ type Capabilities struct {
 	// NoProgressNotify skips the RequestProgress cases even though the store
 	// implements storage.ProgressRequester. Zero: run them when the type allows.
 	NoProgressNotify bool
+	// SharedRevision says the revision is shared with other writers (stores
+	// from newStore are views, under prefixes of their own, of one etcd):
+	// the cases that read the global revision, expect consecutive
+	// revisions, or compact run one at a time, with no other case running,
+	// while the others still run in parallel. Zero: every store is private
+	// and every case runs in parallel.
+	SharedRevision bool
 }
 
 func (c Capabilities) timeout() time.Duration {
@@ -58,7 +66,13 @@ const (
 type testCase struct {
 	name  string
 	needs need
-	run   func(e *env)
+	// private marks a case that reads the store's revision (env.current,
+	// CurrentRevision), expects its writes at consecutive revisions, or
+	// compacts: it needs no other writer on the revision while it runs.
+	// env.current and env.compact fail an unmarked case, so a missing mark
+	// shows on any backend.
+	private bool
+	run     func(e *env)
 }
 
 // group is a named set of cases, run as a subtest of Run.
@@ -86,8 +100,12 @@ func groups() []group {
 // but the suite: the suite checks that each committed write advances the
 // revision by exactly one. Cases that need a capability the store lacks are
 // not registered. Cases run in parallel with each other.
+//
+// With caps.SharedRevision the cases that need the revision to themselves
+// run alone (see Capabilities).
 func Run(t *testing.T, newStore func(t *testing.T) storage.Interface, caps Capabilities) {
 	have := probe(t, newStore, caps)
+	var turns turns
 	for _, g := range groups() {
 		t.Run(g.name, func(t *testing.T) {
 			for _, c := range g.cases {
@@ -96,10 +114,34 @@ func Run(t *testing.T, newStore func(t *testing.T) storage.Interface, caps Capab
 				}
 				t.Run(c.name, func(t *testing.T) {
 					t.Parallel()
-					c.run(newEnv(t, newStore(t), caps))
+					defer turns.take(caps, c.private)()
+					e := newEnv(t, newStore(t), caps)
+					e.private = c.private
+					c.run(e)
 				})
 			}
 		})
+	}
+}
+
+// turns lets private cases run alone on a shared revision: a private case
+// holds the write lock, the others share the read lock.
+type turns struct {
+	mu sync.RWMutex
+}
+
+// take waits for the case's turn and returns the function that ends it.
+// Without caps.SharedRevision every case's turn is now.
+func (tr *turns) take(caps Capabilities, private bool) (release func()) {
+	switch {
+	case !caps.SharedRevision:
+		return func() {}
+	case private:
+		tr.mu.Lock()
+		return tr.mu.Unlock
+	default:
+		tr.mu.RLock()
+		return tr.mu.RUnlock
 	}
 }
 
@@ -133,6 +175,9 @@ type env struct {
 	s       storage.Interface
 	ctx     context.Context
 	timeout time.Duration
+	// private is set for a case that may read the store's revision (see
+	// testCase.private).
+	private bool
 	last    uint64
 	// hist is every write made through create, update and delete, in
 	// revision order; a deleted entry has deleted set.
@@ -396,6 +441,7 @@ func (e *env) checkList(r storage.ListResult) {
 // cross-checked with CurrentRevision when the store has it.
 func (e *env) current() uint64 {
 	e.t.Helper()
+	e.needPrivate("reads the current revision")
 	if rr, ok := e.s.(storage.RevisionReader); ok {
 		rev, err := rr.CurrentRevision(e.ctx)
 		if err != nil {
@@ -414,8 +460,17 @@ func (e *env) current() uint64 {
 
 func (e *env) compact(rev uint64) {
 	e.t.Helper()
+	e.needPrivate("compacts")
 	if err := e.s.(storage.Compactor).Compact(e.ctx, rev); err != nil {
 		e.t.Fatalf("Compact(%d): %v", rev, err)
+	}
+}
+
+// needPrivate fails a case that does what only a private case may do.
+func (e *env) needPrivate(what string) {
+	e.t.Helper()
+	if !e.private {
+		e.t.Fatalf("the case %s but is not marked private: on a store with Capabilities.SharedRevision other cases would write meanwhile", what)
 	}
 }
 

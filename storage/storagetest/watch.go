@@ -274,7 +274,7 @@ func (w *watcher) until(rev uint64) []storage.Event {
 
 func watchCases() []testCase {
 	return []testCase{
-		{name: "added_modified_deleted", run: func(e *env) {
+		{name: "added_modified_deleted", private: true, run: func(e *env) {
 			e.create(key("other", "x"), obj("other", "x", "1"))
 			w := e.watchFrom(prefix("ns"), storage.WatchOptions{})
 			c := e.create(key("ns", "a"), obj("ns", "a", "1"))
@@ -292,7 +292,7 @@ func watchCases() []testCase {
 				}
 			}
 		}},
-		{name: "deleted_event_carries_deletion_revision", run: func(e *env) {
+		{name: "deleted_event_carries_deletion_revision", private: true, run: func(e *env) {
 			e.create(key("ns", "a"), obj("ns", "a", "1"))
 			u := e.update(key("ns", "a"), "2")
 			w := e.watchFrom(prefix("ns"), storage.WatchOptions{})
@@ -310,7 +310,7 @@ func watchCases() []testCase {
 				}
 			}
 		}},
-		{name: "predicate_transitions", run: func(e *env) {
+		{name: "predicate_transitions", private: true, run: func(e *env) {
 			e.create(key("other", "x"), obj("other", "x", "1"))
 			w := e.watchFrom(prefix("ns"), storage.WatchOptions{Predicate: labelIs("color", "red")})
 			c := e.create(key("ns", "a"), obj("ns", "a", "1", "color", "red"))
@@ -341,7 +341,7 @@ func watchCases() []testCase {
 			u := e.update(key("ns", "c"), "2")
 			w.checkAfter(prefix("ns"), w.until(u.ResourceVersion), h[1])
 		}},
-		{name: "from_latest", run: func(e *env) {
+		{name: "from_latest", private: true, run: func(e *env) {
 			e.history("ns")
 			e.create(key("other", "x"), obj("other", "x", "1"))
 			at := e.current()
@@ -358,7 +358,7 @@ func watchCases() []testCase {
 			// "0" may start from any state the store has at hand.
 			w.checkFromState(prefix("ns"), w.until(f.ResourceVersion), h[:])
 		}},
-		{name: "single_key", run: func(e *env) {
+		{name: "single_key", private: true, run: func(e *env) {
 			e.create(key("other", "x"), obj("other", "x", "1"))
 			w := e.watch(key("ns", "a"), storage.WatchOptions{ResourceVersion: rvs(e.current())})
 			e.create(key("ns", "ab"), obj("ns", "ab", "1"))
@@ -391,7 +391,7 @@ func watchCases() []testCase {
 			f := e.update(key("ns", "a"), "3")
 			w.expect(storage.EventModified, key("ns", "a"), f.ResourceVersion)
 		}},
-		{name: "recursive_prefix_matches_whole_segments", run: func(e *env) {
+		{name: "recursive_prefix_matches_whole_segments", private: true, run: func(e *env) {
 			e.create(key("other", "x"), obj("other", "x", "1"))
 			w := e.watchFrom(prefix("foo"), storage.WatchOptions{})
 			slash := e.watch(prefix("foo")+"/", storage.WatchOptions{ResourceVersion: rvs(e.current()), Recursive: true})
@@ -403,7 +403,7 @@ func watchCases() []testCase {
 				ww.expect(storage.EventAdded, key("foo", "a"), a.ResourceVersion)
 			}
 		}},
-		{name: "ordered_without_gaps_under_concurrent_writers", run: func(e *env) {
+		{name: "ordered_without_gaps_under_concurrent_writers", private: true, run: func(e *env) {
 			e.create(key("other", "x"), obj("other", "x", "1"))
 			w := e.watchFrom(prefix(""), storage.WatchOptions{})
 			// Each writer creates, updates then deletes three keys of its own.
@@ -471,7 +471,7 @@ func watchCases() []testCase {
 				e.t.Errorf("acknowledged writes never delivered: %v", acked)
 			}
 		}},
-		{name: "stop_closes_channel", run: func(e *env) {
+		{name: "stop_closes_channel", private: true, run: func(e *env) {
 			e.create(key("ns", "a"), obj("ns", "a", "1"))
 			w := e.watchFrom(prefix("ns"), storage.WatchOptions{})
 			e.update(key("ns", "a"), "2")
@@ -487,7 +487,7 @@ func watchCases() []testCase {
 			}
 			w.w.Stop() // again, after the close
 		}},
-		{name: "context_cancel_closes_channel", run: func(e *env) {
+		{name: "context_cancel_closes_channel", private: true, run: func(e *env) {
 			e.create(key("ns", "a"), obj("ns", "a", "1"))
 			ctx, cancel := context.WithCancel(e.ctx)
 			ww, err := e.s.Watch(ctx, prefix("ns"), storage.WatchOptions{ResourceVersion: rvs(e.current()), Recursive: true})
@@ -505,7 +505,7 @@ func watchCases() []testCase {
 				}
 			}
 		}},
-		{name: "non_reading_watcher_blocks_nobody", run: func(e *env) {
+		{name: "non_reading_watcher_blocks_nobody", private: true, run: func(e *env) {
 			e.create(key("other", "x"), obj("other", "x", "1"))
 			stuck := e.watchFrom(prefix(""), storage.WatchOptions{})
 			reader := e.watchFrom(prefix(""), storage.WatchOptions{})
@@ -573,7 +573,7 @@ func watchCases() []testCase {
 				}
 			}
 		}},
-		{name: "from_compacted_resource_version", needs: needCompact, run: func(e *env) {
+		{name: "from_compacted_resource_version", private: true, needs: needCompact, run: func(e *env) {
 			h := e.history("ns")
 			e.compact(h[2])
 			for _, from := range []uint64{h[0], h[1]} {
@@ -592,7 +592,7 @@ func watchCases() []testCase {
 			w2 := e.watch(prefix("ns"), storage.WatchOptions{ResourceVersion: rvs(h[3]), Recursive: true})
 			w2.expect(storage.EventAdded, key("ns", "c"), h[4])
 		}},
-		{name: "from_zero_after_compaction", needs: needCompact, run: func(e *env) {
+		{name: "from_zero_after_compaction", private: true, needs: needCompact, run: func(e *env) {
 			h := e.history("ns")
 			e.compact(e.current())
 			w := e.watch(prefix("ns"), storage.WatchOptions{ResourceVersion: "0", Recursive: true})
@@ -609,7 +609,7 @@ func watchCases() []testCase {
 			err := e.watchErr("/a//b", storage.WatchOptions{Recursive: true})
 			storageError(e.t, err, storage.ErrInvalidKey)
 		}},
-		{name: "progress_notify_bookmark", needs: needProgress, run: func(e *env) {
+		{name: "progress_notify_bookmark", private: true, needs: needProgress, run: func(e *env) {
 			e.create(key("other", "x"), obj("other", "x", "1"))
 			w := e.watchFrom(prefix("ns"), storage.WatchOptions{ProgressNotify: true})
 			var last uint64
@@ -639,7 +639,7 @@ func watchCases() []testCase {
 				seen = ev.Object.ResourceVersion
 			}
 		}},
-		{name: "progress_on_filtered_watch", needs: needProgress, run: func(e *env) {
+		{name: "progress_on_filtered_watch", private: true, needs: needProgress, run: func(e *env) {
 			e.create(key("other", "x"), obj("other", "x", "1"))
 			w := e.watchFrom(prefix("ns"), storage.WatchOptions{ProgressNotify: true, Predicate: labelIs("color", "red")})
 			for _, n := range []string{"a", "b"} {
@@ -658,7 +658,7 @@ func watchCases() []testCase {
 				}
 			}
 		}},
-		{name: "no_bookmark_without_progress_notify", needs: needProgress, run: func(e *env) {
+		{name: "no_bookmark_without_progress_notify", private: true, needs: needProgress, run: func(e *env) {
 			e.create(key("other", "x"), obj("other", "x", "1"))
 			w := e.watchFrom(prefix("ns"), storage.WatchOptions{})
 			if err := e.s.(storage.ProgressRequester).RequestProgress(e.ctx); err != nil {
