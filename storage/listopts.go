@@ -1,11 +1,20 @@
-// This file holds the validation every backend shares of List and Watch
-// options: which revision a List reads at (resourceVersion, its match, the
+// This file holds the validation every backend shares of Get, List and
+// Watch options: which revision a List reads at (resourceVersion, its match, the
 // continue token), where a Watch starts, and the errors of a revision out of
 // reach (too large, compacted, an expired continue token).
 
 package storage
 
 import "fmt"
+
+// ParseGetOptions validates the key and the resource version of a Get. It
+// fails with ErrInvalidKey or ErrInvalidResourceVersion.
+func ParseGetOptions(key string, opts GetOptions) (ParsedResourceVersion, error) {
+	if err := ValidateKey(key); err != nil {
+		return ParsedResourceVersion{}, err
+	}
+	return ParseResourceVersion(opts.ResourceVersion)
+}
 
 // ListRequest is a List's options, validated and resolved to what a backend
 // reads: a key range, a revision rule, a limit and a predicate.

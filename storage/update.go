@@ -133,6 +133,34 @@ func (t *tracked) refresh(ctx context.Context, r StateReader, key string) (uncha
 	return st.Exists && st.Object.ResourceVersion == prev, nil
 }
 
+// retryFresh decides a failed check (err) against t: against fresh state
+// it stands; against a stale state the loop retries from a fresh read (nil).
+func (t *tracked) retryFresh(ctx context.Context, r StateReader, key string, err error) error {
+	if !t.stale {
+		return err
+	}
+	_, rerr := t.refresh(ctx, r, key)
+	return rerr
+}
+
+// recheck decides an error the caller's function (tryUpdate, Validate)
+// returned against t: against fresh state it stands; against a stale state
+// it stands when a fresh read finds the same revision, and the loop retries
+// from the fresh state (nil) otherwise.
+func (t *tracked) recheck(ctx context.Context, r StateReader, key string, fnErr error) error {
+	if !t.stale {
+		return fnErr
+	}
+	unchanged, err := t.refresh(ctx, r, key)
+	switch {
+	case err != nil:
+		return err
+	case unchanged:
+		return fnErr
+	}
+	return nil
+}
+
 // noOp reports whether prepared changes nothing on t's state.
 func (t *tracked) noOp(prepared []byte) bool {
 	return t.Exists && !t.Outdated && bytes.Equal(prepared, t.Object.Data)
@@ -168,27 +196,17 @@ func GuaranteedUpdate(ctx context.Context, b UpdateCommitter, key string, opts U
 			state = Object{}
 		}
 		if err := opts.Preconditions.Check(key, state); err != nil {
-			if t.stale {
-				if _, err := t.refresh(ctx, b, key); err != nil {
-					return Object{}, err
-				}
-				continue
+			if err := t.retryFresh(ctx, b, key, err); err != nil {
+				return Object{}, err
 			}
-			return Object{}, err
+			continue
 		}
-		newData, uerr := tryUpdate(state)
-		if uerr != nil {
-			if t.stale {
-				unchanged, err := t.refresh(ctx, b, key)
-				if err != nil {
-					return Object{}, err
-				}
-				if unchanged {
-					return Object{}, uerr
-				}
-				continue
+		newData, err := tryUpdate(state)
+		if err != nil {
+			if err := t.recheck(ctx, b, key, err); err != nil {
+				return Object{}, err
 			}
-			return Object{}, uerr
+			continue
 		}
 		prepared, meta, err := PrepareUpdate(newData, t.Object.ResourceVersion)
 		if err != nil {
@@ -243,28 +261,19 @@ func GuaranteedDelete(ctx context.Context, b DeleteCommitter, key string, opts D
 		if !t.Exists {
 			return Object{}, &Error{Err: ErrNotFound, Key: key}
 		}
-		if err := opts.Preconditions.Check(key, t.Object); err != nil {
-			if t.stale {
-				if _, err := t.refresh(ctx, b, key); err != nil {
+		err := opts.Preconditions.Check(key, t.Object)
+		if err != nil {
+			if err := t.retryFresh(ctx, b, key, err); err != nil {
+				return Object{}, err
+			}
+			continue
+		}
+		if opts.Validate != nil {
+			if err := opts.Validate(t.Object); err != nil {
+				if err := t.recheck(ctx, b, key, err); err != nil {
 					return Object{}, err
 				}
 				continue
-			}
-			return Object{}, err
-		}
-		if opts.Validate != nil {
-			if verr := opts.Validate(t.Object); verr != nil {
-				if t.stale {
-					unchanged, err := t.refresh(ctx, b, key)
-					if err != nil {
-						return Object{}, err
-					}
-					if unchanged {
-						return Object{}, verr
-					}
-					continue
-				}
-				return Object{}, verr
 			}
 		}
 		c, err := b.CommitDelete(ctx, key, t.Object)

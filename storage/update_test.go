@@ -280,7 +280,7 @@ func TestGuaranteedUpdate(t *testing.T) {
 				return nil, storage.UpdateOptions{}
 			},
 			update: func(cur storage.Object, calls int) ([]byte, error) {
-				return setValue(valueOf(t, cur) + "+mine")(cur, calls)
+				return setValue(valueOf(t, cur)+"+mine")(cur, calls)
 			},
 			want: outcome{value: "other+mine", rev: 3, calls: 2, reads: 1, commits: 1},
 		},

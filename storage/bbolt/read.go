@@ -30,10 +30,7 @@ func readMeta(tx *bolt.Tx) (rev, compacted uint64) {
 // Get implements storage.Interface. Every resource version mode is served
 // from the latest state, which is never older than what was asked.
 func (s *Store) Get(ctx context.Context, key string, opts storage.GetOptions) (storage.Object, error) {
-	if err := storage.ValidateKey(key); err != nil {
-		return storage.Object{}, err
-	}
-	rv, err := storage.ParseResourceVersion(opts.ResourceVersion)
+	rv, err := storage.ParseGetOptions(key, opts)
 	if err != nil {
 		return storage.Object{}, err
 	}

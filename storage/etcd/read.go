@@ -43,10 +43,7 @@ func (s *Store) compactedRevision(ctx context.Context) uint64 {
 // (any state the member has), "N" linearizably and fails when the store has
 // not reached N.
 func (s *Store) Get(ctx context.Context, key string, opts storage.GetOptions) (storage.Object, error) {
-	if err := storage.ValidateKey(key); err != nil {
-		return storage.Object{}, err
-	}
-	rv, err := storage.ParseResourceVersion(opts.ResourceVersion)
+	rv, err := storage.ParseGetOptions(key, opts)
 	if err != nil {
 		return storage.Object{}, err
 	}

@@ -292,49 +292,42 @@ func (c *committer) CommitUpdate(ctx context.Context, key string, data []byte, m
 	if err != nil {
 		return storage.Commit{}, err
 	}
-	k := s.etcdKey(key)
-	resp, err := s.client.Txn(ctx).
-		If(clientv3.Compare(clientv3.ModRevision(k), "=", int64(expect))).
-		Then(clientv3.OpPut(k, string(stored))).
-		Else(clientv3.OpGet(k)).
-		Commit()
-	if err != nil {
-		return storage.Commit{}, s.mapError(ctx, err, key)
-	}
-	if !resp.Succeeded {
-		return s.conflict(ctx, key, resp)
-	}
-	o, err := written(key, data, meta, uint64(resp.Header.Revision))
-	return storage.Commit{Object: o}, err
+	return s.commitIf(ctx, key, expect, clientv3.OpPut(s.etcdKey(key), string(stored)), func(rev uint64) (storage.Object, error) {
+		return written(key, data, meta, rev)
+	})
 }
 
 // CommitDelete implements storage.DeleteCommitter.
 func (c *committer) CommitDelete(ctx context.Context, key string, last storage.Object) (storage.Commit, error) {
 	s := (*Store)(c)
+	return s.commitIf(ctx, key, last.ResourceVersion, clientv3.OpDelete(s.etcdKey(key)), func(rev uint64) (storage.Object, error) {
+		return written(key, last.Data, last.Meta, rev)
+	})
+}
+
+// commitIf runs op in a transaction if key's mod revision is expect (0:
+// missing); result makes the written object from the revision of the
+// transaction. Otherwise the transaction reads the key, and the Commit is a
+// conflict with that state.
+func (s *Store) commitIf(ctx context.Context, key string, expect uint64, op clientv3.Op, result func(rev uint64) (storage.Object, error)) (storage.Commit, error) {
 	k := s.etcdKey(key)
 	resp, err := s.client.Txn(ctx).
-		If(clientv3.Compare(clientv3.ModRevision(k), "=", int64(last.ResourceVersion))).
-		Then(clientv3.OpDelete(k)).
+		If(clientv3.Compare(clientv3.ModRevision(k), "=", int64(expect))).
+		Then(op).
 		Else(clientv3.OpGet(k)).
 		Commit()
 	if err != nil {
 		return storage.Commit{}, s.mapError(ctx, err, key)
 	}
 	if !resp.Succeeded {
-		return s.conflict(ctx, key, resp)
+		st, err := s.fromKVs(ctx, key, resp.Responses[0].GetResponseRange().Kvs)
+		if err != nil {
+			return storage.Commit{}, err
+		}
+		return storage.Commit{Conflict: true, Current: st}, nil
 	}
-	o, err := written(key, last.Data, last.Meta, uint64(resp.Header.Revision))
+	o, err := result(uint64(resp.Header.Revision))
 	return storage.Commit{Object: o}, err
-}
-
-// conflict is the Commit of a transaction whose compare failed: the state
-// its Else get read.
-func (s *Store) conflict(ctx context.Context, key string, resp *clientv3.TxnResponse) (storage.Commit, error) {
-	st, err := s.fromKVs(ctx, key, resp.Responses[0].GetResponseRange().Kvs)
-	if err != nil {
-		return storage.Commit{}, err
-	}
-	return storage.Commit{Conflict: true, Current: st}, nil
 }
 
 // CurrentRevision implements storage.RevisionReader: the revision of etcd's
