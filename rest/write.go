@@ -122,19 +122,25 @@ func addWarnings(ctx context.Context, warnings []string) {
 	}
 }
 
-func (rh *resourceHandler) create(w http.ResponseWriter, r *http.Request, o output, namespace string) {
-	ctx := r.Context()
-	p, st := parseWriteParams(r.URL.Query(), "CreateOptions")
+// readWrite reads what every write with a body starts from: its options
+// (optionsKind names them in errors), the body, and the body decoded into an
+// object.
+func (rh *resourceHandler) readWrite(r *http.Request, optionsKind string) (writeParams, []byte, Object, *meta.Status) {
+	p, st := parseWriteParams(r.URL.Query(), optionsKind)
 	if st != nil {
-		filters.WriteStatus(w, st)
-		return
+		return p, nil, nil, st
 	}
 	body, st := readBody(r)
 	if st != nil {
-		filters.WriteStatus(w, st)
-		return
+		return p, nil, nil, st
 	}
 	obj, st := rh.decodeObject(body)
+	return p, body, obj, st
+}
+
+func (rh *resourceHandler) create(w http.ResponseWriter, r *http.Request, o output, namespace string) {
+	ctx := r.Context()
+	p, _, obj, st := rh.readWrite(r, "CreateOptions")
 	if st != nil {
 		filters.WriteStatus(w, st)
 		return
@@ -299,17 +305,7 @@ func (rh *resourceHandler) validateCreate(ctx context.Context, obj Object) *meta
 }
 
 func (rh *resourceHandler) update(w http.ResponseWriter, r *http.Request, o output, sub, namespace, name string) {
-	p, st := parseWriteParams(r.URL.Query(), "UpdateOptions")
-	if st != nil {
-		filters.WriteStatus(w, st)
-		return
-	}
-	body, st := readBody(r)
-	if st != nil {
-		filters.WriteStatus(w, st)
-		return
-	}
-	first, st := rh.decodeObject(body)
+	p, body, first, st := rh.readWrite(r, "UpdateOptions")
 	if st != nil {
 		filters.WriteStatus(w, st)
 		return
@@ -334,8 +330,15 @@ func (rh *resourceHandler) update(w http.ResponseWriter, r *http.Request, o outp
 			return
 		}
 	}
-	// Hooks edit the object, and the update may be tried again: decode afresh.
-	produce := func(storage.Object) (Object, *meta.Status) { return rh.decodeObject(body) }
+	// Hooks edit the object, and the update may be tried again: the first
+	// try takes the object decoded above, every retry decodes afresh.
+	produce := func(storage.Object) (Object, *meta.Status) {
+		if obj := first; obj != nil {
+			first = nil
+			return obj, nil
+		}
+		return rh.decodeObject(body)
+	}
 	opts := meta.UpdateOptions{DryRun: p.dryRunValues, FieldManager: p.fieldManager, FieldValidation: p.fieldValidation}
 	rh.writeUpdate(w, r, o, updateRequest{sub: sub, namespace: namespace, name: name, params: p, opts: opts, produce: produce, verb: "update"})
 }
