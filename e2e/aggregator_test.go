@@ -23,6 +23,7 @@ import (
 	"encoding/json"
 	"encoding/pem"
 	"fmt"
+	"github.com/annexapi/annex/internal/kubectltest"
 	"io"
 	"net"
 	"net/http"
@@ -294,17 +295,14 @@ func TestAggregatedMetricsServer(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds kube-apiserver; not in -short")
 	}
-	kubectlBin := kubectlPath(t)
 	exampleBin := buildExample(t)
 	p := newPKI(t)
 	kasURL, kasLogs := startKubeAPIServer(t, p, binaries.Etcd(t))
-	home := t.TempDir()
-	k := &kubectl{t: t, path: kubectlBin, dir: t.TempDir(),
-		env: append(os.Environ(), "KUBECONFIG="+p.kubeconfig(t, "admin", kasURL, p.admin), "HOME="+home, "KUBECACHEDIR="+filepath.Join(home, "cache"))}
+	k := kubectltest.New(t, p.kubeconfig(t, "admin", kasURL, p.admin))
 
-	k.mustRun("apply", "-f", k.file("setup.yaml", clusterSetup))
+	k.MustRun("apply", "-f", k.WriteFile("setup.yaml", clusterSetup))
 	for _, n := range []string{"node-1", "node-2"} {
-		k.mustRun("patch", "node", n, "--subresource=status", "--type=merge", "-p",
+		k.MustRun("patch", "node", n, "--subresource=status", "--type=merge", "-p",
 			`{"status":{"capacity":{"cpu":"4","memory":"8Gi","pods":"110"},"allocatable":{"cpu":"4","memory":"8Gi","pods":"110"}}}`)
 	}
 
@@ -335,24 +333,24 @@ func TestAggregatedMetricsServer(t *testing.T) {
 
 	t.Run("apiservice_available_with_real_ca_bundle", func(t *testing.T) {
 		waitUntil(t, 2*time.Minute, "APIService Available=True", exampleLogs, func() bool {
-			out, _ := k.run("get", "apiservice", "v1beta1.metrics.k8s.io", "-o", `jsonpath={.status.conditions[?(@.type=="Available")].status}`)
+			out, _ := k.Run("get", "apiservice", "v1beta1.metrics.k8s.io", "-o", `jsonpath={.status.conditions[?(@.type=="Available")].status}`)
 			return out == "True"
 		})
-		out := k.mustRun("get", "apiservice", "v1beta1.metrics.k8s.io", "-o", "jsonpath={.spec.insecureSkipTLSVerify}/{.spec.caBundle}")
+		out := k.MustRun("get", "apiservice", "v1beta1.metrics.k8s.io", "-o", "jsonpath={.spec.insecureSkipTLSVerify}/{.spec.caBundle}")
 		if !strings.HasPrefix(out, "/") || len(out) < 100 {
 			t.Errorf("APIService: want a caBundle and no insecureSkipTLSVerify, got %q", out)
 		}
 	})
 
 	t.Run("raw_through_aggregator", func(t *testing.T) {
-		out := k.mustRun("get", "--raw", "/apis/metrics.k8s.io/v1beta1/nodes")
-		wantContains(t, "get --raw nodes", out, `"kind":"NodeMetricsList"`, `"name":"node-1"`, `"usage":{"cpu":"250m","memory":"1536Mi"}`, `"usage":{"cpu":"1500m","memory":"3Gi"}`)
-		out = k.mustRun("get", "--raw", "/apis/metrics.k8s.io/v1beta1/namespaces/default/pods/db-0")
-		wantContains(t, "get --raw pod", out, `"containers":[{"name":"postgres","usage":{"cpu":"40m","memory":"256Mi"}}]`)
+		out := k.MustRun("get", "--raw", "/apis/metrics.k8s.io/v1beta1/nodes")
+		kubectltest.WantContains(t, "get --raw nodes", out, `"kind":"NodeMetricsList"`, `"name":"node-1"`, `"usage":{"cpu":"250m","memory":"1536Mi"}`, `"usage":{"cpu":"1500m","memory":"3Gi"}`)
+		out = k.MustRun("get", "--raw", "/apis/metrics.k8s.io/v1beta1/namespaces/default/pods/db-0")
+		kubectltest.WantContains(t, "get --raw pod", out, `"containers":[{"name":"postgres","usage":{"cpu":"40m","memory":"256Mi"}}]`)
 	})
 
 	t.Run("kubectl_top_node", func(t *testing.T) {
-		out := k.mustRun("top", "node")
+		out := k.MustRun("top", "node")
 		t.Logf("kubectl top node:\n%s", out)
 		// 250m of 4 cores is 6%; 1536Mi of 8Gi is 18%.
 		wantFields(t, out, "node-1", "250m", "6%", "1536Mi", "18%")
@@ -360,11 +358,11 @@ func TestAggregatedMetricsServer(t *testing.T) {
 	})
 
 	t.Run("kubectl_top_pod", func(t *testing.T) {
-		out := k.mustRun("top", "pod", "-n", "default")
+		out := k.MustRun("top", "pod", "-n", "default")
 		t.Logf("kubectl top pod -n default:\n%s", out)
 		wantFields(t, out, "web-0", "3m", "16Mi") // two containers summed
 		wantFields(t, out, "db-0", "40m", "256Mi")
-		out = k.mustRun("top", "pod", "-A", "-l", "k8s-app=kube-dns")
+		out = k.MustRun("top", "pod", "-A", "-l", "k8s-app=kube-dns")
 		wantFields(t, out, "kube-system", "coredns-0", "3m", "20Mi")
 		if strings.Contains(out, "web-0") {
 			t.Errorf("label selector ignored:\n%s", out)
@@ -412,7 +410,7 @@ func TestAggregatedMetricsServer(t *testing.T) {
 			t.Errorf("mallory via the proxy certificate: %d %s", code, body)
 		}
 		// And through kube-apiserver, the cluster's own RBAC answers first.
-		out, ok := k.run("get", "--raw", "/apis/metrics.k8s.io/v1beta1/nodes", "--as=mallory")
+		out, ok := k.Run("get", "--raw", "/apis/metrics.k8s.io/v1beta1/nodes", "--as=mallory")
 		if ok || !strings.Contains(out, "Forbidden") {
 			t.Errorf("mallory through the aggregator: ok=%v %s", ok, out)
 		}

@@ -1,8 +1,7 @@
 package e2e
 
 import (
-	"context"
-	"os"
+	"github.com/annexapi/annex/internal/kubectltest"
 	"os/exec"
 	"path/filepath"
 	"strconv"
@@ -19,18 +18,17 @@ import (
 func TestEnvironmentsExampleOnEtcd(t *testing.T) {
 	etcdURL := binaries.Etcd(t)
 	bin := buildEnvironments(t)
-	kubectl := kubectlPath(t)
-	replica := func(name string) (kubeconfig string) {
+	replica := func(name string) *kubectltest.Kubectl {
 		dir := t.TempDir()
 		logs := &lockedBuffer{}
 		process(t, name, logs, bin, "--data-dir", dir, "--secure-port", strconv.Itoa(freePort(t)),
 			"--etcd-servers", etcdURL, "--etcd-prefix", "/example-test")
-		kubeconfig = filepath.Join(dir, "kubeconfig")
+		k := kubectltest.New(t, filepath.Join(dir, "kubeconfig"))
 		waitUntil(t, 30*time.Second, name+" ready", logs, func() bool {
-			out, err := kubectlCmd(t, kubectl, kubeconfig, "get", "--raw", "/readyz").CombinedOutput()
-			return err == nil && strings.TrimSpace(string(out)) == "ok"
+			out, ok := k.Run("get", "--raw", "/readyz")
+			return ok && strings.TrimSpace(out) == "ok"
 		})
-		return kubeconfig
+		return k
 	}
 	a, b := replica("replica-a"), replica("replica-b")
 
@@ -40,38 +38,20 @@ kind: Environment
 metadata: {name: shared, namespace: default, labels: {owner: payments}}
 spec: {owner: payments-team, tier: staging, replicas: 2}
 `))
-	run := func(kubeconfig string, args ...string) string {
-		t.Helper()
-		out, err := kubectlCmd(t, kubectl, kubeconfig, args...).CombinedOutput()
-		if err != nil {
-			t.Fatalf("kubectl %s: %v\n%s", strings.Join(args, " "), err, out)
-		}
-		return string(out)
-	}
-	if out := run(a, "create", "-f", manifest); !strings.Contains(out, "environment.platform.example.com/shared created") {
+	if out := a.MustRun("create", "-f", manifest); !strings.Contains(out, "environment.platform.example.com/shared created") {
 		t.Fatalf("create through replica a: %s", out)
 	}
-	if out := run(b, "get", "environment", "shared", "-o", "jsonpath={.spec.owner} {.metadata.labels.managed-by}"); out != "payments-team annex" {
+	if out := b.MustRun("get", "environment", "shared", "-o", "jsonpath={.spec.owner} {.metadata.labels.managed-by}"); out != "payments-team annex" {
 		t.Fatalf("get through replica b: %q", out)
 	}
-	if out := run(b, "get", "environments", "-A"); !strings.Contains(out, "shared") || !strings.Contains(out, "staging") {
+	if out := b.MustRun("get", "environments", "-A"); !strings.Contains(out, "shared") || !strings.Contains(out, "staging") {
 		t.Fatalf("list through replica b: %s", out)
 	}
-	run(b, "delete", "environment", "shared")
+	b.MustRun("delete", "environment", "shared")
 	waitUntil(t, 10*time.Second, "delete seen by replica a", &lockedBuffer{}, func() bool {
-		out, err := kubectlCmd(t, kubectl, a, "get", "environment", "shared").CombinedOutput()
-		return err != nil && strings.Contains(string(out), "NotFound")
+		out, ok := a.Run("get", "environment", "shared")
+		return !ok && strings.Contains(out, "NotFound")
 	})
-}
-
-// kubectlCmd is kubectl with its own kubeconfig and HOME (no shared
-// discovery cache), bounded in time.
-func kubectlCmd(t *testing.T, kubectl, kubeconfig string, args ...string) *exec.Cmd {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	t.Cleanup(cancel)
-	cmd := exec.CommandContext(ctx, kubectl, args...)
-	cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig, "HOME="+t.TempDir())
-	return cmd
 }
 
 // buildEnvironments builds examples/environments from this checkout.

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"github.com/annexapi/annex/internal/kubectltest"
 	"net/http"
 	"path/filepath"
 	"strconv"
@@ -26,9 +27,10 @@ func TestWatchListInformerAgainstTheExample(t *testing.T) {
 	logs := &lockedBuffer{}
 	process(t, "environments", logs, bin, "--data-dir", dir, "--secure-port", strconv.Itoa(freePort(t)))
 	kubeconfig := filepath.Join(dir, "kubeconfig")
+	k := kubectltest.New(t, kubeconfig)
 	waitUntil(t, 30*time.Second, "the example ready", logs, func() bool {
-		out, err := kubectlCmd(t, kubectlPath(t), kubeconfig, "get", "--raw", "/readyz").CombinedOutput()
-		return err == nil && strings.TrimSpace(string(out)) == "ok"
+		out, ok := k.Run("get", "--raw", "/readyz")
+		return ok && strings.TrimSpace(out) == "ok"
 	})
 	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
 	if err != nil {

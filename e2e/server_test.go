@@ -4,8 +4,6 @@ import (
 	"context"
 	"net"
 	"net/http"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -251,17 +249,3 @@ var clientGates = func() *gates {
 	clientfeatures.ReplaceFeatureGates(g)
 	return g
 }()
-
-// kubectlPath finds kubectl: a failure when ANNEX_REQUIRE_KUBECTL is set, a
-// skip otherwise.
-func kubectlPath(t *testing.T) string {
-	t.Helper()
-	p, err := exec.LookPath("kubectl")
-	if err != nil {
-		if os.Getenv("ANNEX_REQUIRE_KUBECTL") != "" {
-			t.Fatalf("kubectl is required: %v", err)
-		}
-		t.Skip("kubectl not found; set ANNEX_REQUIRE_KUBECTL=1 to make this a failure")
-	}
-	return p
-}

@@ -9,28 +9,15 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"go.uber.org/zap"
-)
 
-// kubectlPath finds kubectl. Without it the test cannot run: it fails when
-// ANNEX_REQUIRE_KUBECTL is set (as .ci/run sets it), and is skipped otherwise.
-func kubectlPath(t *testing.T) string {
-	t.Helper()
-	p, err := exec.LookPath("kubectl")
-	if err != nil {
-		if os.Getenv("ANNEX_REQUIRE_KUBECTL") != "" {
-			t.Fatalf("kubectl is required: %v", err)
-		}
-		t.Skip("kubectl not found; set ANNEX_REQUIRE_KUBECTL=1 to make this a failure")
-	}
-	return p
-}
+	"github.com/annexapi/annex/internal/kubectltest"
+)
 
 // startExample runs the example's server on a free port and returns its
 // data directory.
@@ -65,133 +52,81 @@ func startExample(t *testing.T) (dataDir, url string) {
 	return dataDir, srv.URL()
 }
 
-type kubectl struct {
-	t    *testing.T
-	path string
-	env  []string
-	dir  string
-}
-
-func newKubectl(t *testing.T, dataDir string) *kubectl {
-	home := t.TempDir()
-	return &kubectl{t: t, path: kubectlPath(t), dir: t.TempDir(),
-		env: append(os.Environ(), "KUBECONFIG="+filepath.Join(dataDir, "kubeconfig"), "HOME="+home, "KUBECACHEDIR="+filepath.Join(home, "cache"))}
-}
-
-// run runs kubectl and returns its combined output and whether it succeeded.
-func (k *kubectl) run(args ...string) (string, bool) {
-	k.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, k.path, args...)
-	cmd.Env, cmd.Dir = k.env, k.dir
-	out, err := cmd.CombinedOutput()
-	return string(out), err == nil
-}
-
-func (k *kubectl) mustRun(args ...string) string {
-	k.t.Helper()
-	out, ok := k.run(args...)
-	if !ok {
-		k.t.Fatalf("kubectl %s failed:\n%s", strings.Join(args, " "), out)
-	}
-	return out
-}
-
-func (k *kubectl) writeFile(name, content string) string {
-	k.t.Helper()
-	p := filepath.Join(k.dir, name)
-	if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
-		k.t.Fatal(err)
-	}
-	return p
-}
-
-func wantContains(t *testing.T, what, got string, wants ...string) {
-	t.Helper()
-	for _, w := range wants {
-		if !strings.Contains(got, w) {
-			t.Errorf("%s: output lacks %q:\n%s", what, w, got)
-		}
-	}
-}
-
 // TestKubectlSession walks the README's kubectl session against the example.
 func TestKubectlSession(t *testing.T) {
 	t.Parallel()
 	dataDir, url := startExample(t)
-	k := newKubectl(t, dataDir)
+	k := kubectltest.New(t, filepath.Join(dataDir, "kubeconfig"))
 
-	wantContains(t, "api-resources", k.mustRun("api-resources", "--api-group=platform.example.com"),
+	kubectltest.WantContains(t, "api-resources", k.MustRun("api-resources", "--api-group=platform.example.com"),
 		"environments", "env", "platform.example.com/v1alpha1", "true", "Environment")
 
 	manifest, err := os.ReadFile("environment.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := k.writeFile("env.yaml", string(manifest))
-	wantContains(t, "create", k.mustRun("create", "-f", f), "environment.platform.example.com/checkout-staging created")
-	out, ok := k.run("create", "-f", f)
+	f := k.WriteFile("env.yaml", string(manifest))
+	kubectltest.WantContains(t, "create", k.MustRun("create", "-f", f), "environment.platform.example.com/checkout-staging created")
+	out, ok := k.Run("create", "-f", f)
 	if ok {
 		t.Fatalf("second create succeeded:\n%s", out)
 	}
-	wantContains(t, "second create", out,
+	kubectltest.WantContains(t, "second create", out,
 		`Error from server (AlreadyExists)`, `environments.platform.example.com "checkout-staging" already exists`)
 
-	wantContains(t, "get", k.mustRun("get", "environments"), "NAME", "TIER", "OWNER", "PHASE", "AGE",
+	kubectltest.WantContains(t, "get", k.MustRun("get", "environments"), "NAME", "TIER", "OWNER", "PHASE", "AGE",
 		"checkout-staging", "staging", "payments-team", "Pending")
-	wantContains(t, "explain", k.mustRun("explain", "environment.spec.tier"), "Tier is the kind of environment: dev, staging or prod.")
-	y := k.mustRun("get", "environment", "checkout-staging", "-o", "yaml")
-	wantContains(t, "get -o yaml", y, "apiVersion: platform.example.com/v1alpha1", "kind: Environment",
+	kubectltest.WantContains(t, "explain", k.MustRun("explain", "environment.spec.tier"), "Tier is the kind of environment: dev, staging or prod.")
+	y := k.MustRun("get", "environment", "checkout-staging", "-o", "yaml")
+	kubectltest.WantContains(t, "get -o yaml", y, "apiVersion: platform.example.com/v1alpha1", "kind: Environment",
 		"name: checkout-staging", "namespace: default", "owner: payments-team", "phase: Pending", "resourceVersion:", "uid:")
-	wantContains(t, "label selector", k.mustRun("get", "environments", "-l", "team=payments", "-o", "name"), "environment.platform.example.com/checkout-staging")
-	if out := k.mustRun("get", "environments", "-l", "team=other", "-o", "name"); strings.TrimSpace(out) != "" {
+	kubectltest.WantContains(t, "label selector", k.MustRun("get", "environments", "-l", "team=payments", "-o", "name"), "environment.platform.example.com/checkout-staging")
+	if out := k.MustRun("get", "environments", "-l", "team=other", "-o", "name"); strings.TrimSpace(out) != "" {
 		t.Errorf("label selector team=other matched:\n%s", out)
 	}
 
 	// An update with a stale resourceVersion is refused with k8s's message.
 	stale := strings.Replace(string(manifest), "  labels:", "  resourceVersion: \"1\"\n  labels:", 1)
-	out, ok = k.run("replace", "-f", k.writeFile("stale.yaml", stale))
+	out, ok = k.Run("replace", "-f", k.WriteFile("stale.yaml", stale))
 	if ok {
 		t.Fatalf("stale replace succeeded:\n%s", out)
 	}
-	wantContains(t, "stale replace", out, `Error from server (Conflict)`,
+	kubectltest.WantContains(t, "stale replace", out, `Error from server (Conflict)`,
 		`Operation cannot be fulfilled on environments.platform.example.com "checkout-staging": the object has been modified; please apply your changes to the latest version and try again`)
 
 	// Validation errors read as kube's.
 	bad := strings.NewReplacer("checkout-staging", "bad", "tier: staging", "tier: qa", "replicas: 3", "replicas: -1").Replace(string(manifest))
-	out, ok = k.run("apply", "-f", k.writeFile("bad.yaml", bad))
+	out, ok = k.Run("apply", "-f", k.WriteFile("bad.yaml", bad))
 	if ok {
 		t.Fatalf("invalid apply succeeded:\n%s", out)
 	}
 	// kubectl renders a 422 with causes as one bullet per field.
-	wantContains(t, "invalid apply", out, `The Environment "bad" is invalid:`,
+	kubectltest.WantContains(t, "invalid apply", out, `The Environment "bad" is invalid:`,
 		`* spec.tier: Unsupported value: "qa": supported values: "dev", "staging", "prod"`,
 		`* spec.replicas: Invalid value: -1: spec.replicas in body should be greater than or equal to 0`)
 
 	// Defaults from the schema are stored; the mutating policy adds its label.
 	minimal := "apiVersion: platform.example.com/v1alpha1\nkind: Environment\nmetadata:\n  name: minimal\n  namespace: default\nspec:\n  owner: search-team\n"
-	k.mustRun("create", "-f", k.writeFile("minimal.yaml", minimal))
-	wantContains(t, "defaults", k.mustRun("get", "environment", "minimal", "-o", "jsonpath={.spec.tier} {.spec.replicas} {.metadata.labels.managed-by}"), "dev 1 annex")
+	k.MustRun("create", "-f", k.WriteFile("minimal.yaml", minimal))
+	kubectltest.WantContains(t, "defaults", k.MustRun("get", "environment", "minimal", "-o", "jsonpath={.spec.tier} {.spec.replicas} {.metadata.labels.managed-by}"), "dev 1 annex")
 	// The CEL rule of the schema and the ValidatingAdmissionPolicy speak through kubectl.
 	prod := strings.NewReplacer("name: minimal", "name: prod-small", "owner: search-team", "owner: search-team\n  tier: prod\n  replicas: 1").Replace(minimal)
-	out, ok = k.run("create", "-f", k.writeFile("prod-small.yaml", prod))
+	out, ok = k.Run("create", "-f", k.WriteFile("prod-small.yaml", prod))
 	if ok {
 		t.Fatalf("prod with one replica was created:\n%s", out)
 	}
-	wantContains(t, "CEL rule", out, "spec.replicas: Invalid value", "prod environments need at least 2 replicas")
+	kubectltest.WantContains(t, "CEL rule", out, "spec.replicas: Invalid value", "prod environments need at least 2 replicas")
 	prod = strings.Replace(prod, "replicas: 1", "replicas: 2", 1)
-	out, ok = k.run("create", "-f", k.writeFile("prod-unowned.yaml", prod))
+	out, ok = k.Run("create", "-f", k.WriteFile("prod-unowned.yaml", prod))
 	if ok {
 		t.Fatalf("prod without an owner label was created:\n%s", out)
 	}
-	wantContains(t, "admission policy", out, "Error from server (Forbidden)", "prod environment prod-small needs an owner label")
+	kubectltest.WantContains(t, "admission policy", out, "Error from server (Forbidden)", "prod environment prod-small needs an owner label")
 
 	// A watch sees a change made by another client.
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	w := exec.CommandContext(ctx, k.path, "get", "environments", "-w", "--output-watch-events")
-	w.Env, w.Dir = k.env, k.dir
+	w := k.Command(ctx, "get", "environments", "-w", "--output-watch-events")
 	stdout, err := w.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -228,14 +163,14 @@ func TestKubectlSession(t *testing.T) {
 	waitLine("ADDED", "checkout-staging")
 	other := strings.ReplaceAll(string(manifest), "checkout-staging", "search-dev")
 	other = strings.Replace(other, "tier: staging", "tier: dev", 1)
-	k.mustRun("create", "-f", k.writeFile("other.yaml", other))
+	k.MustRun("create", "-f", k.WriteFile("other.yaml", other))
 	waitLine("ADDED", "search-dev")
-	wantContains(t, "delete", k.mustRun("delete", "environment", "search-dev"), `environment.platform.example.com "search-dev" deleted`)
+	kubectltest.WantContains(t, "delete", k.MustRun("delete", "environment", "search-dev"), `environment.platform.example.com "search-dev" deleted`)
 	waitLine("DELETED", "search-dev")
 
-	wantContains(t, "readyz", k.mustRun("get", "--raw", "/readyz?verbose"), "[+]ping ok", "[+]storage ok", "[+]shutdown ok", "readyz check passed")
-	wantContains(t, "delete", k.mustRun("delete", "-f", f), `environment.platform.example.com "checkout-staging" deleted`)
-	if out, ok := k.run("get", "environment", "checkout-staging"); ok || !strings.Contains(out, `Error from server (NotFound): environments.platform.example.com "checkout-staging" not found`) {
+	kubectltest.WantContains(t, "readyz", k.MustRun("get", "--raw", "/readyz?verbose"), "[+]ping ok", "[+]storage ok", "[+]shutdown ok", "readyz check passed")
+	kubectltest.WantContains(t, "delete", k.MustRun("delete", "-f", f), `environment.platform.example.com "checkout-staging" deleted`)
+	if out, ok := k.Run("get", "environment", "checkout-staging"); ok || !strings.Contains(out, `Error from server (NotFound): environments.platform.example.com "checkout-staging" not found`) {
 		t.Errorf("get after delete (ok=%v):\n%s", ok, out)
 	}
 

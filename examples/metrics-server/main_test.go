@@ -12,7 +12,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -20,6 +19,7 @@ import (
 	"time"
 
 	"github.com/annexapi/annex/certs"
+	"github.com/annexapi/annex/internal/kubectltest"
 )
 
 // started is a running example server.
@@ -120,31 +120,16 @@ func waitFor(t *testing.T, what string, cond func() (bool, string)) {
 	}
 }
 
-func kubectlPath(t *testing.T) string {
-	t.Helper()
-	p, err := exec.LookPath("kubectl")
-	if err != nil {
-		if os.Getenv("ANNEX_REQUIRE_KUBECTL") != "" {
-			t.Fatalf("kubectl is required: %v", err)
-		}
-		t.Skip("kubectl not found; set ANNEX_REQUIRE_KUBECTL=1 to make this a failure")
-	}
-	return p
-}
-
 func TestStandaloneKubectl(t *testing.T) {
-	kubectl := kubectlPath(t)
 	s := start(t, "--simulation-file", "testdata/cluster.yaml")
 	waitFor(t, "readyz", func() (bool, string) {
 		code, body := s.insecureGet(t, "/readyz")
 		return code == 200, body
 	})
-	kc := filepath.Join(s.dataDir, "kubeconfig")
-	run := func(args ...string) (string, error) {
-		cmd := exec.Command(kubectl, append([]string{"--kubeconfig", kc}, args...)...)
-		cmd.Env = append(os.Environ(), "HOME="+t.TempDir())
-		out, err := cmd.CombinedOutput()
-		return string(out), err
+	k := kubectltest.New(t, filepath.Join(s.dataDir, "kubeconfig"))
+	clusterFile, err := filepath.Abs("testdata/cluster.yaml")
+	if err != nil {
+		t.Fatal(err)
 	}
 	cases := []struct {
 		name  string
@@ -162,22 +147,18 @@ func TestStandaloneKubectl(t *testing.T) {
 			wants: []string{`{"kind":"NodeMetricsList","apiVersion":"metrics.k8s.io/v1beta1","metadata":{},"items":[`, `"usage":{"cpu":"250m","memory":"1536Mi"}`}},
 		{name: "raw_pod", args: []string{"get", "--raw", "/apis/metrics.k8s.io/v1beta1/namespaces/default/pods/db-0"},
 			wants: []string{`"containers":[{"name":"postgres","usage":{"cpu":"40m","memory":"256Mi"}}]`}},
-		{name: "create_is_not_allowed", args: []string{"create", "--raw", "/apis/metrics.k8s.io/v1beta1/nodes", "-f", "testdata/cluster.yaml"}, fails: true,
+		{name: "create_is_not_allowed", args: []string{"create", "--raw", "/apis/metrics.k8s.io/v1beta1/nodes", "-f", clusterFile}, fails: true,
 			wants: []string{"MethodNotAllowed"}},
 		{name: "delete_is_not_allowed", args: []string{"delete", "nodemetrics", "node-1"}, fails: true,
 			wants: []string{"the server does not allow this method on the requested resource"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			out, err := run(c.args...)
-			if (err != nil) != c.fails {
-				t.Fatalf("kubectl %v: err %v, want failure %v:\n%s", c.args, err, c.fails, out)
+			out, ok := k.Run(c.args...)
+			if ok == c.fails {
+				t.Fatalf("kubectl %v: succeeded %v, want failure %v:\n%s", c.args, ok, c.fails, out)
 			}
-			for _, w := range c.wants {
-				if !strings.Contains(out, w) {
-					t.Errorf("output lacks %q:\n%s", w, out)
-				}
-			}
+			kubectltest.WantContains(t, c.name, out, c.wants...)
 		})
 	}
 }
