@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/annexapi/annex/filters"
@@ -25,6 +26,17 @@ type handler struct {
 	minTimeout time.Duration
 	shutdown   <-chan struct{}
 	admission  Admitter
+	// jsonPasses, set only by tests and benchmarks, counts the write path's
+	// JSON passes: each decode or encode of a whole object or of its
+	// metadata (see jsonPass).
+	jsonPasses *atomic.Int64
+}
+
+// jsonPass records n JSON passes when a test asked for the count.
+func (h *handler) jsonPass(n int64) {
+	if h.jsonPasses != nil {
+		h.jsonPasses.Add(n)
+	}
 }
 
 type resourceKey struct{ group, version, plural string }

@@ -33,6 +33,7 @@ func readBody(r *http.Request) ([]byte, *meta.Status) {
 // integers survive unchanged. A body that is not one JSON object fails with
 // 400, worded as k8s's decoder for an unrecognized object.
 func (rh *resourceHandler) decodeObject(body []byte) (Object, *meta.Status) {
+	rh.h.jsonPass(1)
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.UseNumber()
 	var obj Object

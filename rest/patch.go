@@ -60,6 +60,8 @@ func (rh *resourceHandler) patch(w http.ResponseWriter, r *http.Request, o outpu
 		apply = func(doc []byte) ([]byte, error) { return jsonpatch.MergePatch(doc, body) }
 	}
 	produce := func(cur storage.Object) (Object, *meta.Status) {
+		// json-patch decodes the document and encodes the result.
+		rh.h.jsonPass(2)
 		patched, err := apply(cur.Data)
 		if err != nil {
 			// k8s answers a patch that does not apply with a generic 422.

@@ -105,6 +105,7 @@ func (rh *resourceHandler) pruneAndDefault(obj Object, p writeParams, prefix boo
 
 // objectMeta converts generic metadata to meta.ObjectMeta for validation.
 func (rh *resourceHandler) objectMeta(md Object) (*meta.ObjectMeta, *meta.Status) {
+	rh.h.jsonPass(2)
 	b, err := json.Marshal(md)
 	if err != nil {
 		return nil, meta.NewInternalError(err)
@@ -199,6 +200,7 @@ func (rh *resourceHandler) create(w http.ResponseWriter, r *http.Request, o outp
 		return
 	}
 	for attempt := 1; ; attempt++ {
+		rh.h.jsonPass(1)
 		data, err := json.Marshal(obj)
 		if err != nil {
 			rh.fail(w, err, ErrorContext{Verb: "create"})
@@ -241,6 +243,7 @@ func (rh *resourceHandler) dryRunCreate(w http.ResponseWriter, r *http.Request, 
 	}
 	md["uid"] = storage.NewUID()
 	md["creationTimestamp"] = time.Now().UTC().Format(time.RFC3339)
+	rh.h.jsonPass(1)
 	data, err := json.Marshal(obj)
 	if err != nil {
 		rh.fail(w, err, ErrorContext{Verb: "create"})
@@ -466,6 +469,7 @@ func (rh *resourceHandler) writeUpdate(w http.ResponseWriter, r *http.Request, o
 		if err := rh.validateAdmission(ctx, attrs); err != nil {
 			return nil, err
 		}
+		rh.h.jsonPass(1)
 		return json.Marshal(obj)
 	}
 	key := rh.key(u.namespace, u.name)
@@ -514,6 +518,7 @@ func (rh *resourceHandler) specChanged(obj, old Object) bool {
 		}
 		return c
 	}
+	rh.h.jsonPass(2)
 	a, errA := json.Marshal(strip(obj))
 	b, errB := json.Marshal(strip(old))
 	return errA != nil || errB != nil || !bytes.Equal(a, b)
@@ -548,6 +553,7 @@ func (rh *resourceHandler) createOnUpdate(ctx context.Context, obj Object, u upd
 	if err := rh.validateAdmission(ctx, attrs); err != nil {
 		return nil, err
 	}
+	rh.h.jsonPass(1)
 	return json.Marshal(obj)
 }
 
