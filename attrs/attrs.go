@@ -1,0 +1,103 @@
+// This file holds Admission, the attributes of one write, with the
+// mutating chain's reinvocation state that rides along with it.
+
+package attrs
+
+import (
+	"github.com/annexapi/annex/filters"
+	"github.com/annexapi/annex/meta"
+)
+
+// Operations, as AdmissionReview spells them.
+const (
+	Create  = "CREATE"
+	Update  = "UPDATE"
+	Delete  = "DELETE"
+	Connect = "CONNECT"
+)
+
+// Admission describes one write being admitted. A mutator may replace or
+// edit Object; nothing else may change it.
+type Admission struct {
+	// Operation is Create, Update, Delete or Connect.
+	Operation string
+	// Group, Version, Resource, Subresource and Kind name what is written.
+	Group, Version, Resource, Subresource, Kind string
+	// Namespace and Name of the object ("" for cluster-scoped, and Name is
+	// "" on a create with generateName until the name is generated).
+	Namespace, Name string
+	// Object is the new object (nil for Delete); OldObject the stored one
+	// (nil for Create). Both are generic JSON (numbers as json.Number).
+	Object, OldObject map[string]any
+	// DryRun is true for ?dryRun=All: nothing will be stored.
+	DryRun bool
+	// User is the requesting user (nil: anonymous, seen as "").
+	User *filters.User
+	// Options are the request's meta.CreateOptions, meta.UpdateOptions,
+	// meta.PatchOptions or meta.DeleteOptions, or any value encoding/json
+	// can marshal (sent to webhooks and CEL as `options`).
+	Options any
+
+	// reinvocation state of this request; see IsReinvoke.
+	reinvoking, reinvokeWanted bool
+	// perPlugin lets a plugin keep state across the two mutating passes.
+	perPlugin map[any]any
+}
+
+// GroupResource is the attributes' resource in its group.
+func (a *Admission) GroupResource() meta.GroupResource {
+	return meta.GroupResource{Group: a.Group, Resource: a.Resource}
+}
+
+// ObjectName is the name for matching and error messages: Name, or else
+// the metadata.name of Object or OldObject.
+func (a *Admission) ObjectName() string {
+	if a.Name != "" {
+		return a.Name
+	}
+	for _, o := range []map[string]any{a.Object, a.OldObject} {
+		if md, ok := o["metadata"].(map[string]any); ok {
+			if n, ok := md["name"].(string); ok && n != "" {
+				return n
+			}
+		}
+	}
+	return ""
+}
+
+// IsReinvoke reports whether the mutating chain is running its mutators a
+// second time (reinvocationPolicy IfNeeded).
+func (a *Admission) IsReinvoke() bool { return a.reinvoking }
+
+// RequestReinvocation asks the mutating chain to run all mutators once
+// more after the current pass; it has no effect during the second pass.
+func (a *Admission) RequestReinvocation() {
+	if !a.reinvoking {
+		a.reinvokeWanted = true
+	}
+}
+
+// ReinvocationRequested reports whether RequestReinvocation was called
+// since the last SetReinvoke. The mutating chain reads it after a pass.
+func (a *Admission) ReinvocationRequested() bool { return a.reinvokeWanted }
+
+// SetReinvoke marks the start of the mutating chain's first (false) or
+// second (true) pass and clears any pending request. Only the chain that
+// runs the mutators calls it.
+func (a *Admission) SetReinvoke(second bool) {
+	a.reinvoking, a.reinvokeWanted = second, false
+}
+
+// PluginState returns the per-request state a plugin stored under key (any
+// comparable value private to the plugin), creating it with mk on first use.
+func (a *Admission) PluginState(key any, mk func() any) any {
+	if a.perPlugin == nil {
+		a.perPlugin = map[any]any{}
+	}
+	v, ok := a.perPlugin[key]
+	if !ok {
+		v = mk()
+		a.perPlugin[key] = v
+	}
+	return v
+}
