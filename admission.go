@@ -1,12 +1,11 @@
 // This file connects admission (package admission) to the resource handlers
-// (package rest): the handlers declare the Admitter interface they need, and
-// this glue copies their attributes into admission's. Neither package imports
+// (package rest): both name the attributes of a write as attrs.Admission, so
+// an admission.Chain is a rest.Admitter as it is. Neither package imports
 // the other.
 
 package annex
 
 import (
-	"context"
 	"fmt"
 	"os"
 
@@ -15,33 +14,7 @@ import (
 	"github.com/annexapi/annex/rest"
 )
 
-// admitter adapts an admission.Chain to rest.Admitter.
-type admitter struct{ chain *admission.Chain }
-
-var _ rest.Admitter = admitter{}
-
-func toAdmission(a *rest.AdmissionAttributes) *admission.Attributes {
-	return &admission.Attributes{
-		Operation: a.Operation, Group: a.Group, Version: a.Version, Resource: a.Resource, Subresource: a.Subresource,
-		Kind: a.Kind, Namespace: a.Namespace, Name: a.Name, Object: a.Object, OldObject: a.OldObject,
-		DryRun: a.DryRun, User: a.User, Options: a.Options,
-	}
-}
-
-// Mutate runs the mutating plugins, policies and webhooks; they may replace
-// the object, which is handed back to the handler.
-func (ad admitter) Mutate(ctx context.Context, a *rest.AdmissionAttributes) error {
-	attrs := toAdmission(a)
-	err := ad.chain.Mutate(ctx, attrs)
-	a.Object = attrs.Object
-	return err
-}
-
-// Validate runs schema validation, then the validating plugins, policies and
-// webhooks.
-func (ad admitter) Validate(ctx context.Context, a *rest.AdmissionAttributes) error {
-	return ad.chain.Validate(ctx, toAdmission(a))
-}
+var _ rest.Admitter = (*admission.Chain)(nil)
 
 // buildAdmission assembles the admission chain: Go plugins first, then the
 // admission policies, then the webhooks (the order kube-apiserver runs them
@@ -120,5 +93,5 @@ func (s *Server) buildAdmission(c *Builder, resources []rest.Resource, cluster *
 	if err != nil {
 		return nil, err
 	}
-	return admitter{chain: chain}, nil
+	return chain, nil
 }

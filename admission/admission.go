@@ -12,7 +12,7 @@ import (
 	"reflect"
 	"time"
 
-	"github.com/annexapi/annex/filters"
+	"github.com/annexapi/annex/attrs"
 	"github.com/annexapi/annex/meta"
 	"github.com/annexapi/annex/schema"
 	"github.com/prometheus/client_golang/prometheus"
@@ -20,87 +20,17 @@ import (
 
 // Operations, as AdmissionReview spells them.
 const (
-	Create  = "CREATE"
-	Update  = "UPDATE"
-	Delete  = "DELETE"
-	Connect = "CONNECT"
+	Create  = attrs.Create
+	Update  = attrs.Update
+	Delete  = attrs.Delete
+	Connect = attrs.Connect
 )
 
-// Attributes describe one write being admitted. Field names mirror the REST
-// layer's AdmissionAttributes so the glue between them is a field-by-field
-// copy. A Mutator may replace or edit Object; nothing else may change it.
-type Attributes struct {
-	// Operation is Create, Update, Delete or Connect.
-	Operation string
-	// Group, Version, Resource, Subresource, Kind name what is written.
-	Group, Version, Resource, Subresource, Kind string
-	// Namespace and Name of the object ("" for cluster-scoped, and Name is
-	// "" on a create with generateName).
-	Namespace, Name string
-	// Object is the new object (nil for Delete); OldObject the stored one
-	// (nil for Create).
-	Object, OldObject map[string]any
-	// DryRun is true for ?dryRun=All.
-	DryRun bool
-	// User is the requesting user (nil: anonymous, seen as "").
-	User *filters.User
-	// Options are the CreateOptions, UpdateOptions or DeleteOptions, in any
-	// form encoding/json can marshal (sent to webhooks and CEL as `options`).
-	Options any
-
-	// reinvocation state of this request; see IsReinvoke.
-	reinvoking     bool
-	reinvokeWanted bool
-	// perPlugin lets a plugin keep state across the two mutating passes.
-	perPlugin map[any]any
-}
-
-// IsReinvoke reports whether the mutating chain is being run a second time
-// (reinvocationPolicy IfNeeded).
-func (a *Attributes) IsReinvoke() bool { return a.reinvoking }
-
-// RequestReinvocation asks the chain to run all mutators once more after the
-// current pass (it has no effect during the re-run).
-func (a *Attributes) RequestReinvocation() {
-	if !a.reinvoking {
-		a.reinvokeWanted = true
-	}
-}
-
-// PluginState returns the per-request state a plugin stored under key (any
-// comparable value private to the plugin), creating it with mk on first use.
-func (a *Attributes) PluginState(key any, mk func() any) any {
-	if a.perPlugin == nil {
-		a.perPlugin = map[any]any{}
-	}
-	v, ok := a.perPlugin[key]
-	if !ok {
-		v = mk()
-		a.perPlugin[key] = v
-	}
-	return v
-}
-
-// GroupResource is the attributes' resource in its group.
-func (a *Attributes) GroupResource() meta.GroupResource {
-	return meta.GroupResource{Group: a.Group, Resource: a.Resource}
-}
-
-// objectName is the name used in error messages: the name, or the object's
-// metadata.name when the attributes carry none.
-func (a *Attributes) objectName() string {
-	if a.Name != "" {
-		return a.Name
-	}
-	for _, o := range []map[string]any{a.Object, a.OldObject} {
-		if md, ok := o["metadata"].(map[string]any); ok {
-			if n, ok := md["name"].(string); ok && n != "" {
-				return n
-			}
-		}
-	}
-	return ""
-}
+// Attributes describe one write being admitted: the one type the REST layer
+// fills and every mutator and validator reads (package attrs, so that rest
+// names it without importing admission). A Mutator may replace or edit
+// Object; nothing else may change it.
+type Attributes = attrs.Admission
 
 // Mutator may change a write's object before it is validated. Mutate is
 // called concurrently for different requests; it must only change a.Object.
@@ -242,7 +172,7 @@ func New(cfg Config) (*Chain, error) {
 func (c *Chain) Mutate(ctx context.Context, a *Attributes) (err error) {
 	start := time.Now()
 	defer func() { c.metrics.observeStep(stepAdmit, a.Operation, err, time.Since(start)) }()
-	a.reinvoking, a.reinvokeWanted = false, false
+	a.SetReinvoke(false)
 	defer func() {
 		if err != nil {
 			c.observe(StageMutating)
@@ -251,11 +181,11 @@ func (c *Chain) Mutate(ctx context.Context, a *Attributes) (err error) {
 	if err := c.mutatePass(ctx, a); err != nil {
 		return err
 	}
-	if !a.reinvokeWanted {
+	if !a.ReinvocationRequested() {
 		return nil
 	}
-	a.reinvoking = true
-	defer func() { a.reinvoking = false }()
+	a.SetReinvoke(true)
+	defer a.SetReinvoke(false)
 	return c.mutatePass(ctx, a)
 }
 
@@ -263,7 +193,7 @@ func (c *Chain) mutatePass(ctx context.Context, a *Attributes) error {
 	wantsRerun := false // a Reinvocable mutator already ran in this pass
 	for _, m := range c.mutators {
 		var before map[string]any
-		if wantsRerun && !a.reinvoking && !a.reinvokeWanted && a.Object != nil {
+		if wantsRerun && !a.IsReinvoke() && !a.ReinvocationRequested() && a.Object != nil {
 			before = deepCopyMap(a.Object)
 		}
 		t := time.Now()
@@ -290,7 +220,7 @@ func (c *Chain) Validate(ctx context.Context, a *Attributes) (err error) {
 	if sv := c.schemas[schemaKey{a.Group, a.Version, a.Resource, a.Subresource}]; sv != nil && a.Object != nil &&
 		(a.Operation == Create || a.Operation == Update) {
 		t := time.Now()
-		if err := sv.Validate(ctx, a.Object, a.OldObject, a.objectName()); err != nil {
+		if err := sv.Validate(ctx, a.Object, a.OldObject, a.ObjectName()); err != nil {
 			c.metrics.observeController("schema", stepValidate, a.Operation, err, time.Since(t))
 			c.observe(StageSchema)
 			return err
@@ -339,7 +269,7 @@ func toStatus(a *Attributes, err error) error {
 
 // forbidden is admission.NewForbidden: 403 `res.group "name" is forbidden: msg`.
 func forbidden(a *Attributes, msg string) *meta.Status {
-	return meta.NewForbidden(a.GroupResource(), a.objectName(), msg)
+	return meta.NewForbidden(a.GroupResource(), a.ObjectName(), msg)
 }
 
 // deepCopyMap copies a decoded JSON object.

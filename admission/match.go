@@ -105,7 +105,7 @@ func (r *Rule) Matches(a *Attributes) bool {
 			}
 		}
 	}
-	if len(r.ResourceNames) > 0 && !slices.Contains(r.ResourceNames, a.objectName()) {
+	if len(r.ResourceNames) > 0 && !slices.Contains(r.ResourceNames, a.ObjectName()) {
 		return false
 	}
 	return true
@@ -201,7 +201,7 @@ func requestObject(a *Attributes, uid string) map[string]any {
 	gvr := map[string]any{"group": a.Group, "version": a.Version, "resource": a.Resource}
 	r := map[string]any{
 		"kind": gvk, "resource": gvr, "requestKind": gvk, "requestResource": gvr,
-		"name": a.objectName(), "namespace": a.Namespace, "operation": a.Operation,
+		"name": a.ObjectName(), "namespace": a.Namespace, "operation": a.Operation,
 		"userInfo": userInfo(a), "dryRun": a.DryRun,
 	}
 	if uid != "" {

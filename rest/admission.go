@@ -1,6 +1,7 @@
 // This file declares what the write path needs from admission: the Admitter
-// interface and the attributes of one write. rest never imports an admission
-// implementation; the root package glues one to this interface.
+// interface over the attributes of one write (attrs.Admission, shared with
+// package admission so no glue copies them), and the write path's one
+// admission step, admit.
 
 package rest
 
@@ -8,15 +9,9 @@ import (
 	"context"
 	"errors"
 
+	"github.com/annexapi/annex/attrs"
 	"github.com/annexapi/annex/filters"
 	"github.com/annexapi/annex/meta"
-)
-
-// Admission operations.
-const (
-	OperationCreate = "CREATE"
-	OperationUpdate = "UPDATE"
-	OperationDelete = "DELETE"
 )
 
 // Admitter runs admission for a write. Mutate may change a.Object; Validate
@@ -24,41 +19,22 @@ const (
 // than once for one request (once per storage conflict retry), so they must
 // not have side effects beyond their answer. An error that is (or wraps) a
 // *meta.Status is answered as that Status; any other error is a 500.
+// *admission.Chain implements it.
 type Admitter interface {
-	Mutate(ctx context.Context, a *AdmissionAttributes) error
-	Validate(ctx context.Context, a *AdmissionAttributes) error
-}
-
-// AdmissionAttributes describe one write.
-type AdmissionAttributes struct {
-	// Operation is CREATE, UPDATE or DELETE.
-	Operation string
-	// Group, Version, Resource, Subresource and Kind name what is written.
-	Group, Version, Resource, Subresource, Kind string
-	// Namespace and Name name the object ("" name for a generated one).
-	Namespace, Name string
-	// Object is the new object (nil for DELETE); OldObject the stored one
-	// (nil for CREATE).
-	Object, OldObject map[string]any
-	// DryRun is true when nothing will be stored.
-	DryRun bool
-	// User is the requester, when known.
-	User *filters.User
-	// Options is the request's meta.CreateOptions, meta.UpdateOptions,
-	// meta.PatchOptions or meta.DeleteOptions.
-	Options any
+	Mutate(ctx context.Context, a *attrs.Admission) error
+	Validate(ctx context.Context, a *attrs.Admission) error
 }
 
 // AdmitterFuncs adapts two functions to Admitter; a nil one admits.
 type AdmitterFuncs struct {
-	MutateFunc   func(ctx context.Context, a *AdmissionAttributes) error
-	ValidateFunc func(ctx context.Context, a *AdmissionAttributes) error
+	MutateFunc   func(ctx context.Context, a *attrs.Admission) error
+	ValidateFunc func(ctx context.Context, a *attrs.Admission) error
 }
 
 var _ Admitter = AdmitterFuncs{}
 
 // Mutate calls MutateFunc.
-func (f AdmitterFuncs) Mutate(ctx context.Context, a *AdmissionAttributes) error {
+func (f AdmitterFuncs) Mutate(ctx context.Context, a *attrs.Admission) error {
 	if f.MutateFunc == nil {
 		return nil
 	}
@@ -66,7 +42,7 @@ func (f AdmitterFuncs) Mutate(ctx context.Context, a *AdmissionAttributes) error
 }
 
 // Validate calls ValidateFunc.
-func (f AdmitterFuncs) Validate(ctx context.Context, a *AdmissionAttributes) error {
+func (f AdmitterFuncs) Validate(ctx context.Context, a *attrs.Admission) error {
 	if f.ValidateFunc == nil {
 		return nil
 	}
@@ -82,32 +58,40 @@ func admissionError(err error) error {
 	return meta.NewInternalError(err)
 }
 
-// attributes returns the admission attributes of a write on rh.
-func (rh *resourceHandler) attributes(ctx context.Context, op, sub, namespace, name string, obj, old Object, dryRun bool, opts any) *AdmissionAttributes {
-	a := &AdmissionAttributes{Operation: op, Group: rh.Group, Version: rh.Version, Resource: rh.Plural,
-		Subresource: sub, Kind: rh.Kind, Namespace: namespace, Name: name, Object: obj, OldObject: old,
-		DryRun: dryRun, Options: opts}
+// attributes returns the admission attributes of op on obj (nil for a
+// delete) given the stored old (nil for a create).
+func (rh *resourceHandler) attributes(ctx context.Context, op string, wr *writeRequest, obj, old Object) *attrs.Admission {
+	a := &attrs.Admission{Operation: op, Group: rh.Group, Version: rh.Version, Resource: rh.Plural,
+		Subresource: wr.sub, Kind: rh.Kind, Namespace: wr.namespace, Name: wr.name, Object: obj, OldObject: old,
+		DryRun: wr.params.dryRun, Options: wr.opts}
 	if u, ok := filters.UserFrom(ctx); ok {
 		a.User = u
 	}
 	return a
 }
 
-func (rh *resourceHandler) mutate(ctx context.Context, a *AdmissionAttributes) error {
-	if rh.h.admission == nil {
-		return nil
-	}
-	if err := rh.h.admission.Mutate(ctx, a); err != nil {
-		return admissionError(err)
-	}
-	return nil
-}
+// The two phases of admission.
+type admitPhase int
 
-func (rh *resourceHandler) validateAdmission(ctx context.Context, a *AdmissionAttributes) error {
+const (
+	mutating admitPhase = iota
+	validating
+)
+
+// admit is the write path's one admission step: mutating admission (which
+// may replace a.Object) or validating admission, per phase. Every write
+// passes here, twice (a delete only validates).
+func (rh *resourceHandler) admit(ctx context.Context, phase admitPhase, a *attrs.Admission) error {
 	if rh.h.admission == nil {
 		return nil
 	}
-	if err := rh.h.admission.Validate(ctx, a); err != nil {
+	var err error
+	if phase == mutating {
+		err = rh.h.admission.Mutate(ctx, a)
+	} else {
+		err = rh.h.admission.Validate(ctx, a)
+	}
+	if err != nil {
 		return admissionError(err)
 	}
 	return nil

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/annexapi/annex/attrs"
 	"github.com/annexapi/annex/filters"
 	"github.com/annexapi/annex/meta"
 	"github.com/annexapi/annex/schema"
@@ -254,7 +255,7 @@ func TestAdmission(t *testing.T) {
 	t.Parallel()
 	var calls []string
 	adm := AdmitterFuncs{
-		MutateFunc: func(_ context.Context, a *AdmissionAttributes) error {
+		MutateFunc: func(_ context.Context, a *attrs.Admission) error {
 			calls = append(calls, "mutate "+a.Operation)
 			if a.Object != nil {
 				md := metadata(a.Object)
@@ -267,7 +268,7 @@ func TestAdmission(t *testing.T) {
 			}
 			return nil
 		},
-		ValidateFunc: func(_ context.Context, a *AdmissionAttributes) error {
+		ValidateFunc: func(_ context.Context, a *attrs.Admission) error {
 			calls = append(calls, "validate "+a.Operation)
 			name := a.Name
 			switch {
@@ -275,7 +276,7 @@ func TestAdmission(t *testing.T) {
 				return meta.NewForbidden(meta.GroupResource{Group: a.Group, Resource: a.Resource}, name, "policy says no")
 			case name == "broken":
 				return errors.New("webhook down")
-			case a.Operation == OperationDelete && str(metadata(a.OldObject), "name") == "keep":
+			case a.Operation == attrs.Delete && str(metadata(a.OldObject), "name") == "keep":
 				return meta.NewForbidden(meta.GroupResource{Group: a.Group, Resource: a.Resource}, "keep", "kept")
 			}
 			return nil

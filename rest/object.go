@@ -1,6 +1,7 @@
 // This file holds the generic-JSON helpers of the write path: decoding a
-// request body once, reading and editing metadata, and extracting selectable
-// fields.
+// request body once, reading and editing metadata, extracting selectable
+// fields, and comparing, copying and converting decoded values without
+// encoding them again.
 
 package rest
 
@@ -10,9 +11,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/annexapi/annex/meta"
 )
@@ -139,4 +143,280 @@ func fieldValue(obj map[string]any, path string) string {
 		return strconv.FormatBool(v)
 	}
 	return ""
+}
+
+// deepCopyJSON copies generic JSON: maps and slices are copied, anything
+// else (strings, json.Number, bools, nil, or a value a hook put there) is
+// shared.
+func deepCopyJSON(v any) any {
+	switch t := v.(type) {
+	case map[string]any:
+		c := make(map[string]any, len(t))
+		for k, e := range t {
+			c[k] = deepCopyJSON(e)
+		}
+		return c
+	case []any:
+		c := make([]any, len(t))
+		for i, e := range t {
+			c[i] = deepCopyJSON(e)
+		}
+		return c
+	}
+	return v
+}
+
+// jsonEqual reports whether a and b encode to the same JSON, without
+// encoding the values JSON decoding produces (maps, slices, strings,
+// json.Number, bools, nil). Numbers are equal when spelled the same, as
+// their encodings would be. A value of any other type (put there by a hook)
+// is compared by encoding both sides, counted as two JSON passes.
+func (rh *resourceHandler) jsonEqual(a, b any) bool {
+	if !plainJSON(a) || !plainJSON(b) {
+		rh.h.jsonPass(2)
+		ea, errA := json.Marshal(a)
+		eb, errB := json.Marshal(b)
+		return errA == nil && errB == nil && bytes.Equal(ea, eb)
+	}
+	switch x := a.(type) {
+	case map[string]any:
+		y, ok := b.(map[string]any)
+		if !ok || len(x) != len(y) {
+			return false
+		}
+		for k, v := range x {
+			w, ok := y[k]
+			if !ok || !rh.jsonEqual(v, w) {
+				return false
+			}
+		}
+		return true
+	case []any:
+		y, ok := b.([]any)
+		if !ok || len(x) != len(y) {
+			return false
+		}
+		for i := range x {
+			if !rh.jsonEqual(x[i], y[i]) {
+				return false
+			}
+		}
+		return true
+	case string:
+		y, ok := b.(string)
+		return ok && x == y
+	case json.Number:
+		y, ok := b.(json.Number)
+		return ok && x == y
+	case bool:
+		y, ok := b.(bool)
+		return ok && x == y
+	}
+	return a == nil && b == nil
+}
+
+// plainJSON reports whether v is of a type JSON decoding produces.
+func plainJSON(v any) bool {
+	switch v.(type) {
+	case nil, map[string]any, []any, string, json.Number, bool:
+		return true
+	}
+	return false
+}
+
+// objectMetaOf converts decoded metadata to meta.ObjectMeta without JSON,
+// giving what encoding and decoding it would give. It reports false when
+// that is not certain (a member of an unexpected type, a member name that
+// differs from a field's only in case, which encoding/json would match,
+// managedFields), and the caller then takes the JSON round trip.
+func objectMetaOf(md map[string]any) (*meta.ObjectMeta, bool) {
+	om := &meta.ObjectMeta{}
+	ok := true
+	for k, v := range md {
+		switch k {
+		case "name":
+			om.Name, ok = jsonString(v)
+		case "generateName":
+			om.GenerateName, ok = jsonString(v)
+		case "namespace":
+			om.Namespace, ok = jsonString(v)
+		case "selfLink":
+			om.SelfLink, ok = jsonString(v)
+		case "uid":
+			om.UID, ok = jsonString(v)
+		case "resourceVersion":
+			om.ResourceVersion, ok = jsonString(v)
+		case "generation":
+			if v != nil {
+				om.Generation, ok = jsonInt64(v)
+			}
+		case "creationTimestamp":
+			var t *meta.Time
+			if t, ok = jsonTime(v); ok && t != nil {
+				om.CreationTimestamp = *t
+			}
+		case "deletionTimestamp":
+			om.DeletionTimestamp, ok = jsonTime(v)
+		case "deletionGracePeriodSeconds":
+			if v != nil {
+				var n int64
+				n, ok = jsonInt64(v)
+				om.DeletionGracePeriodSeconds = &n
+			}
+		case "labels":
+			om.Labels, ok = jsonStringMap(v)
+		case "annotations":
+			om.Annotations, ok = jsonStringMap(v)
+		case "finalizers":
+			om.Finalizers, ok = jsonStrings(v)
+		case "ownerReferences":
+			om.OwnerReferences, ok = jsonOwnerReferences(v)
+		case "managedFields":
+			ok = v == nil
+		default:
+			ok = !foldsToField(k, "name", "generateName", "namespace", "selfLink", "uid", "resourceVersion",
+				"generation", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds", "labels",
+				"annotations", "ownerReferences", "finalizers", "managedFields")
+		}
+		if !ok {
+			return nil, false
+		}
+	}
+	return om, true
+}
+
+// foldsToField reports whether encoding/json would decode member k into one
+// of the struct fields named fields: k differs from one only in case.
+func foldsToField(k string, fields ...string) bool {
+	for _, f := range fields {
+		if strings.EqualFold(k, f) {
+			return true
+		}
+	}
+	return false
+}
+
+func jsonString(v any) (string, bool) {
+	if v == nil {
+		return "", true
+	}
+	s, ok := v.(string)
+	return s, ok
+}
+
+func jsonInt64(v any) (int64, bool) {
+	switch n := v.(type) {
+	case json.Number:
+		i, err := strconv.ParseInt(string(n), 10, 64)
+		return i, err == nil
+	case int:
+		return int64(n), true
+	case int64:
+		return n, true
+	}
+	return 0, false
+}
+
+// jsonTime is meta.Time's decoding of v: nil for null, else RFC 3339 in UTC.
+func jsonTime(v any) (*meta.Time, bool) {
+	if v == nil {
+		return nil, true
+	}
+	s, ok := v.(string)
+	if !ok {
+		return nil, false
+	}
+	t, err := time.Parse(time.RFC3339, s)
+	if err != nil {
+		return nil, false
+	}
+	return &meta.Time{Time: t.UTC()}, true
+}
+
+func jsonStringMap(v any) (map[string]string, bool) {
+	switch m := v.(type) {
+	case nil:
+		return nil, true
+	case map[string]string:
+		return maps.Clone(m), true
+	case map[string]any:
+		out := make(map[string]string, len(m))
+		for k, e := range m {
+			s, ok := e.(string)
+			if !ok {
+				return nil, false
+			}
+			out[k] = s
+		}
+		return out, true
+	}
+	return nil, false
+}
+
+func jsonStrings(v any) ([]string, bool) {
+	switch l := v.(type) {
+	case nil:
+		return nil, true
+	case []string:
+		return slices.Clone(l), true
+	case []any:
+		out := make([]string, len(l))
+		for i, e := range l {
+			s, ok := e.(string)
+			if !ok {
+				return nil, false
+			}
+			out[i] = s
+		}
+		return out, true
+	}
+	return nil, false
+}
+
+func jsonOwnerReferences(v any) ([]meta.OwnerReference, bool) {
+	if v == nil {
+		return nil, true
+	}
+	l, ok := v.([]any)
+	if !ok {
+		return nil, false
+	}
+	out := make([]meta.OwnerReference, len(l))
+	for i, e := range l {
+		m, ok := e.(map[string]any)
+		if !ok {
+			return nil, false
+		}
+		r := &out[i]
+		for k, f := range m {
+			switch k {
+			case "apiVersion":
+				r.APIVersion, ok = jsonString(f)
+			case "kind":
+				r.Kind, ok = jsonString(f)
+			case "name":
+				r.Name, ok = jsonString(f)
+			case "uid":
+				r.UID, ok = jsonString(f)
+			case "controller":
+				r.Controller, ok = jsonBoolPtr(f)
+			case "blockOwnerDeletion":
+				r.BlockOwnerDeletion, ok = jsonBoolPtr(f)
+			default:
+				ok = !foldsToField(k, "apiVersion", "kind", "name", "uid", "controller", "blockOwnerDeletion")
+			}
+			if !ok {
+				return nil, false
+			}
+		}
+	}
+	return out, true
+}
+
+func jsonBoolPtr(v any) (*bool, bool) {
+	if v == nil {
+		return nil, true
+	}
+	b, ok := v.(bool)
+	return &b, ok
 }

@@ -59,7 +59,8 @@ func (rh *resourceHandler) patch(w http.ResponseWriter, r *http.Request, o outpu
 		}
 		apply = func(doc []byte) ([]byte, error) { return jsonpatch.MergePatch(doc, body) }
 	}
-	produce := func(cur storage.Object) (Object, *meta.Status) {
+	wr := &writeRequest{verb: "patch", sub: sub, namespace: namespace, name: name, params: p, opts: p.patchOptions()}
+	wr.produce = func(cur storage.Object) (Object, *meta.Status) {
 		// json-patch decodes the document and encodes the result.
 		rh.h.jsonPass(2)
 		patched, err := apply(cur.Data)
@@ -71,6 +72,5 @@ func (rh *resourceHandler) patch(w http.ResponseWriter, r *http.Request, o outpu
 		}
 		return rh.decodeObject(patched)
 	}
-	opts := meta.PatchOptions{DryRun: p.dryRunValues, FieldManager: p.fieldManager, FieldValidation: p.fieldValidation}
-	rh.writeUpdate(w, r, o, updateRequest{sub: sub, namespace: namespace, name: name, params: p, opts: opts, produce: produce, patch: true, verb: "patch"})
+	rh.storeAndRespond(w, r, o, wr)
 }

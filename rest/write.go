@@ -1,11 +1,11 @@
-// This file holds the write verbs: create, update, delete and
-// deletecollection, with the generic registry's rules (k8s.io/apiserver
-// pkg/registry/generic/registry/store.go and pkg/registry/rest).
+// This file holds the write verbs create, update and (with patch.go) patch
+// as named steps, with the generic registry's rules (k8s.io/apiserver
+// pkg/registry/generic/registry/store.go and pkg/registry/rest); the step
+// list is above writeRequest. delete.go holds delete and deletecollection.
 
 package rest
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -16,6 +16,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/annexapi/annex/attrs"
 	"github.com/annexapi/annex/filters"
 	"github.com/annexapi/annex/meta"
 	"github.com/annexapi/annex/schema"
@@ -74,6 +75,191 @@ const (
 	fieldValidationStrict = "Strict"
 )
 
+// createOptions, updateOptions and patchOptions are the options admission
+// sees for each verb.
+func (p writeParams) createOptions() meta.CreateOptions {
+	return meta.CreateOptions{DryRun: p.dryRunValues, FieldManager: p.fieldManager, FieldValidation: p.fieldValidation}
+}
+
+func (p writeParams) updateOptions() meta.UpdateOptions {
+	return meta.UpdateOptions{DryRun: p.dryRunValues, FieldManager: p.fieldManager, FieldValidation: p.fieldValidation}
+}
+
+func (p writeParams) patchOptions() meta.PatchOptions {
+	return meta.PatchOptions{DryRun: p.dryRunValues, FieldManager: p.fieldManager, FieldValidation: p.fieldValidation}
+}
+
+// The write path is a sequence of named steps, in the order
+// k8s.io/apiserver runs them:
+//
+//	decode    options and body; the object decoded once, checked against the
+//	          URL, pruned and defaulted (decode, checkDecoded)
+//	carryOver an update only: the resourceVersion precondition and what an
+//	          update keeps from the stored object (carryOver)
+//	admit     mutating admission (admit)
+//	prepare   the registry's rules: prepareCreate, shared by POST and by a
+//	          PUT that creates, or prepareUpdate
+//	validate  type meta, ObjectMeta and the strategy's checks (validate)
+//	admit     validating admission (admit)
+//	store     storeCreate, storeUpdate or storeDelete
+//	respond   warnings and the object in the negotiated output (respond)
+//
+// admitted runs admit, prepare, validate and admit. An update or patch runs
+// decode to admit inside storage's guaranteed update (tryUpdate), again on
+// every conflict, so its store step contains the others.
+
+// writeRequest is one create, update, patch or delete going through the
+// steps: what the request asked for and what the steps learned.
+type writeRequest struct {
+	// verb is create, update, patch or delete; it words errors.
+	verb string
+	// sub is the subresource ("" or "status"); namespace and name come from
+	// the URL (a create's name comes from the object).
+	sub, namespace, name string
+	params               writeParams
+	// opts are the options admission sees.
+	opts any
+	// produce returns an update's or patch's object for the stored state cur
+	// (zero when missing); it returns a fresh object every call.
+	produce func(cur storage.Object) (Object, *meta.Status)
+	// warnings are the unknown-field warnings of the last decode; generated
+	// is true when prepareCreate generated the name; created is true when
+	// the last try of an update created the object.
+	warnings  []string
+	generated bool
+	created   bool
+}
+
+// errorContext is what StatusForError needs to word this write's errors.
+func (wr *writeRequest) errorContext() ErrorContext {
+	return ErrorContext{Name: wr.name, Verb: wr.verb}
+}
+
+// create: decode, admitted (admit, prepare, validate, admit), store,
+// respond.
+func (rh *resourceHandler) create(w http.ResponseWriter, r *http.Request, o output, namespace string) {
+	ctx := r.Context()
+	wr := &writeRequest{verb: "create", namespace: namespace}
+	_, obj, st := rh.decode(r, wr, "CreateOptions")
+	if st == nil {
+		st = rh.checkDecoded(obj, wr)
+	}
+	if st != nil {
+		filters.WriteStatus(w, st)
+		return
+	}
+	wr.opts = wr.params.createOptions()
+	obj, err := rh.admitted(ctx, wr, obj, nil)
+	if err != nil {
+		rh.fail(w, err, wr.errorContext())
+		return
+	}
+	data, err := rh.storeCreate(ctx, wr, obj)
+	if err != nil {
+		rh.fail(w, err, wr.errorContext())
+		return
+	}
+	rh.respond(ctx, w, o, wr, http.StatusCreated, data)
+}
+
+// update: decode and check the body against the URL, then store
+// (tryUpdate inside storage's guaranteed update), respond.
+func (rh *resourceHandler) update(w http.ResponseWriter, r *http.Request, o output, sub, namespace, name string) {
+	wr := &writeRequest{verb: "update", sub: sub, namespace: namespace, name: name}
+	body, first, st := rh.decode(r, wr, "UpdateOptions")
+	if st == nil {
+		st = rh.checkUpdateBody(first, wr)
+	}
+	if st != nil {
+		filters.WriteStatus(w, st)
+		return
+	}
+	wr.opts = wr.params.updateOptions()
+	// Hooks edit the object, and the update may be tried again: the first
+	// try takes the object decoded above, every retry decodes afresh.
+	wr.produce = func(storage.Object) (Object, *meta.Status) {
+		if obj := first; obj != nil {
+			first = nil
+			return obj, nil
+		}
+		return rh.decodeObject(body)
+	}
+	rh.storeAndRespond(w, r, o, wr)
+}
+
+// storeAndRespond runs the store step of an update or patch and responds:
+// 200, or 201 when a PUT created the object.
+func (rh *resourceHandler) storeAndRespond(w http.ResponseWriter, r *http.Request, o output, wr *writeRequest) {
+	ctx := r.Context()
+	data, err := rh.storeUpdate(ctx, wr)
+	if err != nil {
+		rh.fail(w, err, wr.errorContext())
+		return
+	}
+	code := http.StatusOK
+	if wr.created {
+		code = http.StatusCreated
+	}
+	rh.respond(ctx, w, o, wr, code, data)
+}
+
+// decode is the first step of a create or update: its options (optionsKind
+// names them in errors), the body, and the body decoded into an object.
+func (rh *resourceHandler) decode(r *http.Request, wr *writeRequest, optionsKind string) ([]byte, Object, *meta.Status) {
+	p, st := parseWriteParams(r.URL.Query(), optionsKind)
+	if st != nil {
+		return nil, nil, st
+	}
+	wr.params = p
+	body, st := readBody(r)
+	if st != nil {
+		return nil, nil, st
+	}
+	obj, st := rh.decodeObject(body)
+	return body, obj, st
+}
+
+// checkUpdateBody is the update handler's check of the decoded body against
+// the URL, made once before the first try: name, namespace, apiVersion and a
+// well-formed resourceVersion.
+func (rh *resourceHandler) checkUpdateBody(obj Object, wr *writeRequest) *meta.Status {
+	md := metadata(obj)
+	if objName := str(md, "name"); objName != wr.name {
+		return meta.NewBadRequest(fmt.Sprintf("the name of the object (%s) does not match the name on the URL (%s)", objName, wr.name))
+	}
+	if objNS := str(md, "namespace"); wr.namespace != "" && objNS != "" && objNS != wr.namespace {
+		return meta.NewBadRequest(fmt.Sprintf("the namespace of the object (%s) does not match the namespace on the request (%s)", objNS, wr.namespace))
+	}
+	if st := rh.checkAPIVersion(obj); st != nil {
+		return st
+	}
+	if newRV := str(md, "resourceVersion"); newRV != "" {
+		if _, err := strconv.ParseUint(newRV, 10, 64); err != nil {
+			return meta.NewBadRequest(fmt.Sprintf("invalid resource version: %v", err))
+		}
+	}
+	return nil
+}
+
+// checkDecoded ends the decode step of every try: the object keeps the URL's
+// name (update and patch), its apiVersion is this one, the schema prunes
+// (Strict: 400) and defaults it, and its namespace is the request's.
+func (rh *resourceHandler) checkDecoded(obj Object, wr *writeRequest) *meta.Status {
+	md := metadata(obj)
+	if objName := str(md, "name"); wr.name != "" && objName != wr.name {
+		return meta.NewBadRequest(fmt.Sprintf("the name of the object (%s) does not match the name on the URL (%s)", objName, wr.name))
+	}
+	if st := rh.checkAPIVersion(obj); st != nil {
+		return st
+	}
+	warnings, st := rh.pruneAndDefault(obj, wr.params, wr.verb != "patch")
+	if st != nil {
+		return st
+	}
+	wr.warnings = warnings
+	return rh.ensureNamespace(md, wr.namespace)
+}
+
 // pruneAndDefault applies the schema to a decoded object: unknown fields are
 // removed and, per fieldValidation, rejected (Strict, 400 with k8s's strict
 // decoding error) or returned as warnings (Warn); then defaults are filled.
@@ -103,155 +289,6 @@ func (rh *resourceHandler) pruneAndDefault(obj Object, p writeParams, prefix boo
 	return warnings, nil
 }
 
-// objectMeta converts generic metadata to meta.ObjectMeta for validation.
-func (rh *resourceHandler) objectMeta(md Object) (*meta.ObjectMeta, *meta.Status) {
-	rh.h.jsonPass(2)
-	b, err := json.Marshal(md)
-	if err != nil {
-		return nil, meta.NewInternalError(err)
-	}
-	var om meta.ObjectMeta
-	if err := json.Unmarshal(b, &om); err != nil {
-		return nil, meta.NewBadRequest(fmt.Sprintf("%s in version %q cannot be handled as a %s: %v", rh.Kind, rh.Version, rh.Kind, err))
-	}
-	return &om, nil
-}
-
-func addWarnings(ctx context.Context, warnings []string) {
-	for _, w := range warnings {
-		filters.AddWarning(ctx, w)
-	}
-}
-
-// readWrite reads what every write with a body starts from: its options
-// (optionsKind names them in errors), the body, and the body decoded into an
-// object.
-func (rh *resourceHandler) readWrite(r *http.Request, optionsKind string) (writeParams, []byte, Object, *meta.Status) {
-	p, st := parseWriteParams(r.URL.Query(), optionsKind)
-	if st != nil {
-		return p, nil, nil, st
-	}
-	body, st := readBody(r)
-	if st != nil {
-		return p, nil, nil, st
-	}
-	obj, st := rh.decodeObject(body)
-	return p, body, obj, st
-}
-
-func (rh *resourceHandler) create(w http.ResponseWriter, r *http.Request, o output, namespace string) {
-	ctx := r.Context()
-	p, _, obj, st := rh.readWrite(r, "CreateOptions")
-	if st != nil {
-		filters.WriteStatus(w, st)
-		return
-	}
-	if st := rh.checkAPIVersion(obj); st != nil {
-		filters.WriteStatus(w, st)
-		return
-	}
-	warnings, st := rh.pruneAndDefault(obj, p, true)
-	if st != nil {
-		filters.WriteStatus(w, st)
-		return
-	}
-	md := metadata(obj)
-	// BeforeCreate: the object's namespace must be the request's.
-	if st := rh.ensureNamespace(md, namespace); st != nil {
-		filters.WriteStatus(w, st)
-		return
-	}
-	opts := meta.CreateOptions{DryRun: p.dryRunValues, FieldManager: p.fieldManager, FieldValidation: p.fieldValidation}
-	attrs := rh.attributes(ctx, OperationCreate, "", str(md, "namespace"), str(md, "name"), obj, nil, p.dryRun, opts)
-	if err := rh.mutate(ctx, attrs); err != nil {
-		rh.fail(w, err, ErrorContext{Verb: "create"})
-		return
-	}
-	obj = attrs.Object
-	md = metadata(obj)
-	generated := false
-	if str(md, "name") == "" && str(md, "generateName") != "" {
-		md["name"] = meta.GenerateName(str(md, "generateName"), nil)
-		generated = true
-	}
-	// Server-owned fields: storage sets uid and creationTimestamp when absent.
-	for _, k := range []string{"uid", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds", "selfLink", "managedFields"} {
-		delete(md, k)
-	}
-	md["generation"] = 1
-	if rh.StatusSubresource {
-		delete(obj, "status")
-	}
-	if f := rh.Strategy.PrepareForCreate; f != nil {
-		f(ctx, obj)
-	}
-	if st := rh.validateCreate(ctx, obj); st != nil {
-		filters.WriteStatus(w, st)
-		return
-	}
-	attrs.Name = str(md, "name")
-	if err := rh.validateAdmission(ctx, attrs); err != nil {
-		rh.fail(w, err, ErrorContext{Verb: "create"})
-		return
-	}
-	if p.dryRun {
-		addWarnings(ctx, warnings)
-		rh.dryRunCreate(w, r, o, obj)
-		return
-	}
-	for attempt := 1; ; attempt++ {
-		rh.h.jsonPass(1)
-		data, err := json.Marshal(obj)
-		if err != nil {
-			rh.fail(w, err, ErrorContext{Verb: "create"})
-			return
-		}
-		name := str(md, "name")
-		created, err := rh.Storage.Create(ctx, rh.key(str(md, "namespace"), name), data)
-		if err == nil {
-			addWarnings(ctx, warnings)
-			rh.writeOne(w, o, http.StatusCreated, created.Data)
-			return
-		}
-		if generated && errors.Is(err, storage.ErrAlreadyExists) {
-			if attempt < generateNameAttempts {
-				md["name"] = meta.GenerateName(str(md, "generateName"), nil)
-				continue
-			}
-			filters.WriteStatus(w, meta.NewGenerateNameConflict(rh.gr, name, 1))
-			return
-		}
-		rh.fail(w, err, ErrorContext{Name: name, Verb: "create"})
-		return
-	}
-}
-
-// dryRunCreate answers what a create would have stored: 409 when the name is
-// taken, else the object with uid and creationTimestamp filled in and no
-// resourceVersion, as k8s.io/apiserver's dry-run storage does.
-func (rh *resourceHandler) dryRunCreate(w http.ResponseWriter, r *http.Request, o output, obj Object) {
-	md := metadata(obj)
-	name := str(md, "name")
-	_, err := rh.Storage.Get(r.Context(), rh.key(str(md, "namespace"), name), storage.GetOptions{})
-	switch {
-	case err == nil:
-		filters.WriteStatus(w, meta.NewAlreadyExists(rh.gr, name))
-		return
-	case !errors.Is(err, storage.ErrNotFound):
-		rh.fail(w, err, ErrorContext{Name: name, Verb: "create"})
-		return
-	}
-	md["uid"] = storage.NewUID()
-	md["creationTimestamp"] = time.Now().UTC().Format(time.RFC3339)
-	rh.h.jsonPass(1)
-	data, err := json.Marshal(obj)
-	if err != nil {
-		rh.fail(w, err, ErrorContext{Verb: "create"})
-		return
-	}
-	rh.writeOne(w, o, http.StatusCreated, data)
-}
-
 // checkAPIVersion answers 400 when the body's apiVersion is another one.
 func (rh *resourceHandler) checkAPIVersion(obj Object) *meta.Status {
 	av, _ := obj["apiVersion"].(string)
@@ -277,6 +314,198 @@ func (rh *resourceHandler) ensureNamespace(md Object, namespace string) *meta.St
 	return nil
 }
 
+// tryUpdate is one try of an update or patch, called by storage's guaranteed
+// update with the stored state (again on every conflict): decode, then,
+// when the object is missing, create's steps, else carryOver and update's
+// steps; it returns the bytes to store.
+func (rh *resourceHandler) tryUpdate(ctx context.Context, wr *writeRequest, cur storage.Object) ([]byte, error) {
+	wr.created, wr.warnings = false, nil
+	if cur.Data == nil && (wr.verb == "patch" || wr.sub != "") {
+		return nil, meta.NewNotFound(rh.gr, wr.name)
+	}
+	obj, st := wr.produce(cur)
+	if st == nil {
+		st = rh.checkDecoded(obj, wr)
+	}
+	if st != nil {
+		return nil, st
+	}
+	var old Object
+	if cur.Data == nil {
+		wr.created = true
+		// A PUT that creates ignores the body's resourceVersion, as
+		// storage's update does.
+		delete(metadata(obj), "resourceVersion")
+	} else {
+		if old, st = rh.decodeObject(cur.Data); st != nil {
+			return nil, meta.NewInternalError(errors.New(st.Message))
+		}
+		if obj, st = rh.carryOver(wr, obj, old, cur.ResourceVersion); st != nil {
+			return nil, st
+		}
+	}
+	obj, err := rh.admitted(ctx, wr, obj, old)
+	if err != nil {
+		return nil, err
+	}
+	return rh.encode(obj)
+}
+
+// carryOver is what an update takes from the stored object old (at
+// revision rev) before admission sees the new one: the resourceVersion
+// precondition (a patch without one means the current one), the
+// server-owned metadata, and, with a status subresource, the part this
+// endpoint may not change: everything but .status on <plural>/status, .status
+// on the main resource. It returns the object to go on with.
+func (rh *resourceHandler) carryOver(wr *writeRequest, obj, old Object, rev uint64) (Object, *meta.Status) {
+	md := metadata(obj)
+	curRV := strconv.FormatUint(rev, 10)
+	newRV := str(md, "resourceVersion")
+	if wr.verb == "patch" && newRV == "" {
+		newRV = curRV
+	}
+	switch {
+	case newRV == "" && !rh.Strategy.AllowUnconditionalUpdate:
+		return nil, meta.NewInvalid(rh.gk, wr.name, []meta.StatusCause{
+			fieldInvalid("metadata.resourceVersion", uint64(0), "must be specified for an update")})
+	case newRV != "" && newRV != curRV:
+		return nil, meta.NewConflict(rh.gr, wr.name, meta.OptimisticLockErrorMsg)
+	}
+	oldMD := metadata(old)
+	md["resourceVersion"] = curRV
+	for _, k := range []string{"uid", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds", "generation"} {
+		if v, ok := oldMD[k]; ok {
+			md[k] = v
+		} else {
+			delete(md, k)
+		}
+	}
+	delete(md, "selfLink")
+	if !rh.StatusSubresource {
+		return obj, nil
+	}
+	if wr.sub == "status" {
+		// Only .status changes through the status subresource: the stored
+		// object (a copy: old stays what hooks and admission see as the old
+		// object) with the new status.
+		status, has := obj["status"]
+		obj = deepCopyJSON(old).(Object)
+		if has {
+			obj["status"] = status
+		} else {
+			delete(obj, "status")
+		}
+		return obj, nil
+	}
+	if status, has := old["status"]; has {
+		obj["status"] = status
+	} else {
+		delete(obj, "status")
+	}
+	return obj, nil
+}
+
+// admitted runs the steps every create and update of an object shares, in
+// Kubernetes' order: admit (mutating), prepare (prepareCreate when old is
+// nil, else prepareUpdate), validate, admit (validating). It returns the
+// object to store.
+func (rh *resourceHandler) admitted(ctx context.Context, wr *writeRequest, obj, old Object) (Object, error) {
+	op := attrs.Update
+	if old == nil {
+		op = attrs.Create
+	}
+	a := rh.attributes(ctx, op, wr, obj, old)
+	if a.Name == "" {
+		a.Name = str(metadata(obj), "name")
+	}
+	if err := rh.admit(ctx, mutating, a); err != nil {
+		return nil, err
+	}
+	obj = a.Object
+	if old == nil {
+		rh.prepareCreate(ctx, wr, obj)
+	} else {
+		rh.prepareUpdate(ctx, wr, obj, old)
+	}
+	if st := rh.validate(ctx, wr, obj, old); st != nil {
+		return nil, st
+	}
+	if wr.name == "" {
+		a.Name = str(metadata(obj), "name")
+	}
+	if err := rh.admit(ctx, validating, a); err != nil {
+		return nil, err
+	}
+	return obj, nil
+}
+
+// prepareCreate applies the registry's create rules, for a POST and for a
+// PUT that creates alike (k8s.io/apiserver's Store.Create with
+// rest.FillObjectMetaSystemFields and rest.BeforeCreate, and a custom
+// resource's PrepareForCreate): a name generated from generateName when
+// there is none, a new uid and creationTimestamp, no deletion fields,
+// selfLink or managedFields, generation 1, no .status when status is a
+// subresource, then the strategy's hook.
+func (rh *resourceHandler) prepareCreate(ctx context.Context, wr *writeRequest, obj Object) {
+	md := metadata(obj)
+	if str(md, "name") == "" && str(md, "generateName") != "" {
+		md["name"] = meta.GenerateName(str(md, "generateName"), nil)
+		wr.generated = true
+	}
+	md["uid"] = storage.NewUID()
+	md["creationTimestamp"] = time.Now().UTC().Format(time.RFC3339)
+	for _, k := range []string{"deletionTimestamp", "deletionGracePeriodSeconds", "selfLink", "managedFields"} {
+		delete(md, k)
+	}
+	md["generation"] = 1
+	if rh.StatusSubresource {
+		delete(obj, "status")
+	}
+	if f := rh.Strategy.PrepareForCreate; f != nil {
+		f(ctx, obj)
+	}
+}
+
+// prepareUpdate applies the registry's update rules after mutating
+// admission: the strategy's hook (not on a subresource), then
+// metadata.generation one above the stored one when anything but metadata
+// (and status, when a subresource) changed.
+func (rh *resourceHandler) prepareUpdate(ctx context.Context, wr *writeRequest, obj, old Object) {
+	if f := rh.Strategy.PrepareForUpdate; f != nil && wr.sub == "" {
+		f(ctx, obj, old)
+	}
+	if rh.specChanged(obj, old) {
+		metadata(obj)["generation"] = generation(metadata(old)) + 1
+	}
+}
+
+// specChanged reports whether anything outside metadata, apiVersion and
+// kind (and status, when it is a subresource) differs between the decoded
+// objects: what bumps metadata.generation. It compares values as their JSON
+// would (jsonEqual), without encoding them.
+func (rh *resourceHandler) specChanged(obj, old Object) bool {
+	ignored := func(k string) bool {
+		return k == "metadata" || k == "apiVersion" || k == "kind" || (k == "status" && rh.StatusSubresource)
+	}
+	n := 0
+	for k, v := range obj {
+		if ignored(k) {
+			continue
+		}
+		n++
+		ov, ok := old[k]
+		if !ok || !rh.jsonEqual(v, ov) {
+			return true
+		}
+	}
+	for k := range old {
+		if !ignored(k) {
+			n--
+		}
+	}
+	return n != 0
+}
+
 // typeMetaCauses checks kind and fills apiVersion and kind when empty; a
 // different kind is a cause, as the CRD validator's ValidateTypeMeta gives.
 func (rh *resourceHandler) typeMetaCauses(obj Object) []meta.StatusCause {
@@ -288,453 +517,136 @@ func (rh *resourceHandler) typeMetaCauses(obj Object) []meta.StatusCause {
 	return nil
 }
 
-func (rh *resourceHandler) validateCreate(ctx context.Context, obj Object) *meta.Status {
+// validate checks a prepared object, old nil for a create: kind, then
+// ObjectMeta (ValidateObjectMeta, or ValidateObjectMetaUpdate against old)
+// and the strategy's ValidateCreate or ValidateUpdate; any cause is a 422.
+func (rh *resourceHandler) validate(ctx context.Context, wr *writeRequest, obj, old Object) *meta.Status {
 	md := metadata(obj)
+	name := wr.name
+	if name == "" {
+		name = str(md, "name")
+	}
 	causes := rh.typeMetaCauses(obj)
 	if len(causes) == 0 {
 		om, st := rh.objectMeta(md)
 		if st != nil {
 			return st
 		}
-		causes = meta.ValidateObjectMeta(om, rh.Namespaced, nil)
-		if f := rh.Strategy.ValidateCreate; f != nil {
-			causes = append(causes, f(ctx, obj)...)
-		}
-	}
-	if len(causes) > 0 {
-		return meta.NewInvalid(rh.gk, str(md, "name"), causes)
-	}
-	return nil
-}
-
-func (rh *resourceHandler) update(w http.ResponseWriter, r *http.Request, o output, sub, namespace, name string) {
-	p, body, first, st := rh.readWrite(r, "UpdateOptions")
-	if st != nil {
-		filters.WriteStatus(w, st)
-		return
-	}
-	// checkName of the update handler.
-	md := metadata(first)
-	if objName := str(md, "name"); objName != name {
-		filters.WriteStatus(w, meta.NewBadRequest(fmt.Sprintf("the name of the object (%s) does not match the name on the URL (%s)", objName, name)))
-		return
-	}
-	if objNS := str(md, "namespace"); namespace != "" && objNS != "" && objNS != namespace {
-		filters.WriteStatus(w, meta.NewBadRequest(fmt.Sprintf("the namespace of the object (%s) does not match the namespace on the request (%s)", objNS, namespace)))
-		return
-	}
-	if st := rh.checkAPIVersion(first); st != nil {
-		filters.WriteStatus(w, st)
-		return
-	}
-	if newRV := str(md, "resourceVersion"); newRV != "" {
-		if _, err := strconv.ParseUint(newRV, 10, 64); err != nil {
-			filters.WriteStatus(w, meta.NewBadRequest(fmt.Sprintf("invalid resource version: %v", err)))
-			return
-		}
-	}
-	// Hooks edit the object, and the update may be tried again: the first
-	// try takes the object decoded above, every retry decodes afresh.
-	produce := func(storage.Object) (Object, *meta.Status) {
-		if obj := first; obj != nil {
-			first = nil
-			return obj, nil
-		}
-		return rh.decodeObject(body)
-	}
-	opts := meta.UpdateOptions{DryRun: p.dryRunValues, FieldManager: p.fieldManager, FieldValidation: p.fieldValidation}
-	rh.writeUpdate(w, r, o, updateRequest{sub: sub, namespace: namespace, name: name, params: p, opts: opts, produce: produce, verb: "update"})
-}
-
-// updateRequest is one update or patch.
-type updateRequest struct {
-	sub, namespace, name string
-	params               writeParams
-	opts                 any
-	// produce returns the new object given the current state (a zero
-	// Object when missing); it must return a fresh object every call.
-	produce func(cur storage.Object) (Object, *meta.Status)
-	// patch is true for a patch: a missing resourceVersion means the current
-	// one, and a missing object is 404.
-	patch bool
-	verb  string
-}
-
-// writeUpdate runs an update or patch through storage's guaranteed update,
-// each try doing: produce, prune and default, registry rules, mutating
-// admission, strategy hooks and validation, validating admission.
-func (rh *resourceHandler) writeUpdate(w http.ResponseWriter, r *http.Request, o output, u updateRequest) {
-	ctx := r.Context()
-	created := false
-	var warnings []string
-	tryUpdate := func(cur storage.Object) ([]byte, error) {
-		created, warnings = false, nil
-		if cur.Data == nil && (u.patch || u.sub != "") {
-			return nil, meta.NewNotFound(rh.gr, u.name)
-		}
-		obj, st := u.produce(cur)
-		if st != nil {
-			return nil, st
-		}
-		md := metadata(obj)
-		if objName := str(md, "name"); u.patch && objName != u.name {
-			return nil, meta.NewBadRequest(fmt.Sprintf("the name of the object (%s) does not match the name on the URL (%s)", objName, u.name))
-		}
-		if st := rh.checkAPIVersion(obj); st != nil {
-			return nil, st
-		}
-		if st := rh.ensureNamespace(md, u.namespace); st != nil {
-			return nil, st
-		}
-		if warnings, st = rh.pruneAndDefault(obj, u.params, !u.patch); st != nil {
-			return nil, st
-		}
-		if cur.Data == nil {
-			created = true
-			return rh.createOnUpdate(ctx, obj, u)
-		}
-		old, st := rh.decodeObject(cur.Data)
-		if st != nil {
-			return nil, meta.NewInternalError(errors.New(st.Message))
-		}
-		curRV := strconv.FormatUint(cur.ResourceVersion, 10)
-		newRV := str(md, "resourceVersion")
-		if u.patch && newRV == "" {
-			newRV = curRV
-		}
-		switch {
-		case newRV == "" && !rh.Strategy.AllowUnconditionalUpdate:
-			return nil, meta.NewInvalid(rh.gk, u.name, []meta.StatusCause{
-				fieldInvalid("metadata.resourceVersion", uint64(0), "must be specified for an update")})
-		case newRV != "" && newRV != curRV:
-			return nil, meta.NewConflict(rh.gr, u.name, meta.OptimisticLockErrorMsg)
-		}
-		oldMD := metadata(old)
-		md["resourceVersion"] = curRV
-		for _, k := range []string{"uid", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds", "generation"} {
-			if v, ok := oldMD[k]; ok {
-				md[k] = v
-			} else {
-				delete(md, k)
+		if old == nil {
+			causes = meta.ValidateObjectMeta(om, rh.Namespaced, nil)
+			if f := rh.Strategy.ValidateCreate; f != nil {
+				causes = append(causes, f(ctx, obj)...)
 			}
-		}
-		delete(md, "selfLink")
-		if rh.StatusSubresource {
-			if u.sub == "status" {
-				// Only .status changes through the status subresource.
-				status, has := obj["status"]
-				obj, _ = rh.decodeObject(cur.Data)
-				if has {
-					obj["status"] = status
-				} else {
-					delete(obj, "status")
-				}
-				md = metadata(obj)
-			} else if status, has := old["status"]; has {
-				obj["status"] = status
-			} else {
-				delete(obj, "status")
-			}
-		}
-		attrs := rh.attributes(ctx, OperationUpdate, u.sub, u.namespace, u.name, obj, old, u.params.dryRun, u.opts)
-		if err := rh.mutate(ctx, attrs); err != nil {
-			return nil, err
-		}
-		obj = attrs.Object
-		md = metadata(obj)
-		if f := rh.Strategy.PrepareForUpdate; f != nil && u.sub == "" {
-			f(ctx, obj, old)
-		}
-		causes := rh.typeMetaCauses(obj)
-		if len(causes) == 0 {
-			if rh.specChanged(obj, old) {
-				md["generation"] = generation(oldMD) + 1
-			}
-			om, st := rh.objectMeta(md)
+		} else {
+			oldOM, st := rh.objectMeta(metadata(old))
 			if st != nil {
-				return nil, st
-			}
-			oldOM, st := rh.objectMeta(oldMD)
-			if st != nil {
-				return nil, st
+				return st
 			}
 			causes = meta.ValidateObjectMetaUpdate(om, oldOM)
 			if f := rh.Strategy.ValidateUpdate; f != nil {
 				causes = append(causes, f(ctx, obj, old)...)
 			}
 		}
-		if len(causes) > 0 {
-			return nil, meta.NewInvalid(rh.gk, u.name, causes)
-		}
-		if err := rh.validateAdmission(ctx, attrs); err != nil {
-			return nil, err
-		}
-		rh.h.jsonPass(1)
-		return json.Marshal(obj)
 	}
-	key := rh.key(u.namespace, u.name)
-	ec := ErrorContext{Name: u.name, Verb: u.verb}
-	allowCreate := rh.Strategy.AllowCreateOnUpdate && !u.patch && u.sub == ""
-	code := http.StatusOK
-	if u.params.dryRun {
-		cur, err := rh.Storage.Get(ctx, key, storage.GetOptions{})
-		if err != nil && !(errors.Is(err, storage.ErrNotFound) && allowCreate) {
-			rh.fail(w, err, ec)
-			return
-		}
-		data, err := tryUpdate(cur)
-		if err != nil {
-			rh.fail(w, err, ec)
-			return
-		}
-		if created {
-			code = http.StatusCreated
-		}
-		addWarnings(ctx, warnings)
-		rh.writeOne(w, o, code, data)
-		return
+	if len(causes) > 0 {
+		return meta.NewInvalid(rh.gk, name, causes)
 	}
-	res, err := rh.Storage.Update(ctx, key, storage.UpdateOptions{IgnoreNotFound: allowCreate}, tryUpdate)
-	if err != nil {
-		rh.fail(w, err, ec)
-		return
-	}
-	if created {
-		code = http.StatusCreated
-	}
-	addWarnings(ctx, warnings)
-	rh.writeOne(w, o, code, res.Data)
+	return nil
 }
 
-// specChanged reports whether anything outside metadata (and status, when
-// it is a subresource) differs: what bumps metadata.generation.
-func (rh *resourceHandler) specChanged(obj, old Object) bool {
-	strip := func(o Object) map[string]any {
-		c := make(map[string]any, len(o))
-		for k, v := range o {
-			if k != "metadata" && k != "apiVersion" && k != "kind" && !(k == "status" && rh.StatusSubresource) {
-				c[k] = v
-			}
-		}
-		return c
+// objectMeta converts generic metadata to meta.ObjectMeta for validation:
+// directly when every field has the type JSON decoding gives it (the usual
+// case), else through a JSON round trip, whose error is the 400 k8s's
+// decoder gives for a malformed field.
+func (rh *resourceHandler) objectMeta(md Object) (*meta.ObjectMeta, *meta.Status) {
+	if om, ok := objectMetaOf(md); ok {
+		return om, nil
 	}
 	rh.h.jsonPass(2)
-	a, errA := json.Marshal(strip(obj))
-	b, errB := json.Marshal(strip(old))
-	return errA != nil || errB != nil || !bytes.Equal(a, b)
+	b, err := json.Marshal(md)
+	if err != nil {
+		return nil, meta.NewInternalError(err)
+	}
+	var om meta.ObjectMeta
+	if err := json.Unmarshal(b, &om); err != nil {
+		return nil, meta.NewBadRequest(fmt.Sprintf("%s in version %q cannot be handled as a %s: %v", rh.Kind, rh.Version, rh.Kind, err))
+	}
+	return &om, nil
 }
 
-// createOnUpdate builds the object a PUT creates when the strategy allows it:
-// create's rules, with uid and creationTimestamp set here because an update
-// does not set them in storage.
-func (rh *resourceHandler) createOnUpdate(ctx context.Context, obj Object, u updateRequest) ([]byte, error) {
-	md := metadata(obj)
-	for _, k := range []string{"resourceVersion", "deletionTimestamp", "deletionGracePeriodSeconds", "selfLink", "managedFields"} {
-		delete(md, k)
-	}
-	attrs := rh.attributes(ctx, OperationCreate, "", u.namespace, u.name, obj, nil, u.params.dryRun, u.opts)
-	if err := rh.mutate(ctx, attrs); err != nil {
-		return nil, err
-	}
-	obj = attrs.Object
-	md = metadata(obj)
-	md["uid"] = storage.NewUID()
-	md["creationTimestamp"] = time.Now().UTC().Format(time.RFC3339)
-	md["generation"] = 1
-	if rh.StatusSubresource {
-		delete(obj, "status")
-	}
-	if f := rh.Strategy.PrepareForCreate; f != nil {
-		f(ctx, obj)
-	}
-	if st := rh.validateCreate(ctx, obj); st != nil {
-		return nil, st
-	}
-	if err := rh.validateAdmission(ctx, attrs); err != nil {
-		return nil, err
-	}
+// encode is the one encode of a write: the object to store, or, on a dry
+// run, to answer.
+func (rh *resourceHandler) encode(obj Object) ([]byte, error) {
 	rh.h.jsonPass(1)
 	return json.Marshal(obj)
 }
 
-// deleteOptions are the parsed DeleteOptions of a delete.
-type deleteOptions struct {
-	uid, resourceVersion *string
-	dryRun               bool
-}
-
-// parseDeleteOptions reads DeleteOptions from the body, or, without one,
-// from the query.
-func (rh *resourceHandler) parseDeleteOptions(r *http.Request) (deleteOptions, *meta.Status) {
-	var opts deleteOptions
-	var raw struct {
-		Kind              string   `json:"kind"`
-		APIVersion        string   `json:"apiVersion"`
-		DryRun            []string `json:"dryRun"`
-		PropagationPolicy *string  `json:"propagationPolicy"`
-		OrphanDependents  *bool    `json:"orphanDependents"`
-		Preconditions     *struct {
-			UID             *string `json:"uid"`
-			ResourceVersion *string `json:"resourceVersion"`
-		} `json:"preconditions"`
+// storeCreate is the store step of a create: it stores obj and returns the
+// stored bytes; a generated name that is taken is generated again, up to
+// generateNameAttempts times. A dry run stores nothing: it answers 409 when
+// the name is taken, else obj, with no resourceVersion, as k8s.io/apiserver's
+// dry-run storage does.
+func (rh *resourceHandler) storeCreate(ctx context.Context, wr *writeRequest, obj Object) ([]byte, error) {
+	md := metadata(obj)
+	wr.name = str(md, "name")
+	if wr.params.dryRun {
+		_, err := rh.Storage.Get(ctx, rh.key(str(md, "namespace"), wr.name), storage.GetOptions{})
+		switch {
+		case err == nil:
+			return nil, meta.NewAlreadyExists(rh.gr, wr.name)
+		case !errors.Is(err, storage.ErrNotFound):
+			return nil, err
+		}
+		return rh.encode(obj)
 	}
-	q := r.URL.Query()
-	body, st := readBody(r)
-	if st != nil {
-		return opts, st
-	}
-	if len(body) > 0 {
-		if err := json.Unmarshal(body, &raw); err != nil {
-			return opts, meta.NewBadRequest(err.Error())
+	for attempt := 1; ; attempt++ {
+		data, err := rh.encode(obj)
+		if err != nil {
+			return nil, err
 		}
-		switch raw.APIVersion {
-		case "", "v1", "meta.k8s.io/v1", rh.apiVersion:
-		default:
-			return opts, meta.NewBadRequest(fmt.Sprintf("the API version in the data (%s) does not match the expected API version (v1)", raw.APIVersion))
+		created, err := rh.Storage.Create(ctx, rh.key(str(md, "namespace"), wr.name), data)
+		if err == nil {
+			return created.Data, nil
 		}
-		if raw.Preconditions != nil {
-			opts.uid, opts.resourceVersion = raw.Preconditions.UID, raw.Preconditions.ResourceVersion
+		if !wr.generated || !errors.Is(err, storage.ErrAlreadyExists) {
+			return nil, err
 		}
-	} else {
-		raw.DryRun = q["dryRun"]
-		if v, ok := q["propagationPolicy"]; ok && len(v) > 0 {
-			raw.PropagationPolicy = &v[0]
+		if attempt == generateNameAttempts {
+			return nil, meta.NewGenerateNameConflict(rh.gr, wr.name, 1)
 		}
-		if v, ok := q["orphanDependents"]; ok {
-			b := queryBool(v)
-			raw.OrphanDependents = &b
-		}
-	}
-	var causes []meta.StatusCause
-	for _, s := range raw.DryRun {
-		if s != "All" {
-			causes = append(causes, fieldNotSupported("dryRun", raw.DryRun, []string{"All"}))
-			break
-		}
-	}
-	if p := raw.PropagationPolicy; p != nil {
-		switch *p {
-		case "Orphan", "Background", "Foreground":
-		default:
-			causes = append(causes, fieldNotSupported("propagationPolicy", *p, []string{"Foreground", "Background", "Orphan", "nil"}))
-		}
-		if raw.OrphanDependents != nil {
-			causes = append(causes, fieldInvalid("propagationPolicy", *p, "orphanDependents and deletionPropagation cannot be both set"))
-		}
-	}
-	if len(causes) > 0 {
-		return opts, meta.NewInvalid(meta.GroupKind{Group: "meta.k8s.io", Kind: "DeleteOptions"}, "", causes)
-	}
-	opts.dryRun = len(raw.DryRun) > 0
-	return opts, nil
-}
-
-// preconditions returns the check BeforeDelete makes, with its messages;
-// the Conflict names the Kind, as k8s does there.
-func (rh *resourceHandler) preconditions(opts deleteOptions) storage.ValidateFunc {
-	if opts.uid == nil && opts.resourceVersion == nil {
-		return nil
-	}
-	gr := meta.GroupResource{Group: rh.Group, Resource: rh.Kind}
-	return func(cur storage.Object) error {
-		if opts.uid != nil && *opts.uid != cur.Meta.UID {
-			return meta.NewConflict(gr, cur.Meta.Name, fmt.Sprintf(
-				"the UID in the precondition (%s) does not match the UID in record (%s). The object might have been deleted and then recreated",
-				*opts.uid, cur.Meta.UID))
-		}
-		rv := strconv.FormatUint(cur.ResourceVersion, 10)
-		if opts.resourceVersion != nil && *opts.resourceVersion != rv {
-			return meta.NewConflict(gr, cur.Meta.Name, fmt.Sprintf(
-				"the ResourceVersion in the precondition (%s) does not match the ResourceVersion in record (%s). The object might have been modified",
-				*opts.resourceVersion, rv))
-		}
-		return nil
+		wr.name = meta.GenerateName(str(md, "generateName"), nil)
+		md["name"] = wr.name
 	}
 }
 
-// delete removes the object and answers 200 with its last state, as for a
-// CRD (ReturnDeletedObject).
-func (rh *resourceHandler) delete(w http.ResponseWriter, r *http.Request, o output, namespace, name string) {
-	opts, st := rh.parseDeleteOptions(r)
-	if st != nil {
-		filters.WriteStatus(w, st)
-		return
-	}
-	obj, err := rh.deleteOne(r.Context(), rh.key(namespace, name), opts)
-	if err != nil {
-		rh.fail(w, err, ErrorContext{Name: name, Verb: "delete"})
-		return
-	}
-	rh.writeOne(w, o, http.StatusOK, obj.Data)
-}
-
-func (rh *resourceHandler) deleteOne(ctx context.Context, key string, opts deleteOptions) (storage.Object, error) {
-	validate := rh.preconditions(opts)
-	if rh.h.admission != nil {
-		pre := validate
-		validate = func(cur storage.Object) error {
-			if pre != nil {
-				if err := pre(cur); err != nil {
-					return err
-				}
-			}
-			old, st := rh.decodeObject(cur.Data)
-			if st != nil {
-				return meta.NewInternalError(errors.New(st.Message))
-			}
-			var do meta.DeleteOptions
-			if opts.dryRun {
-				do.DryRun = []string{"All"}
-			}
-			return rh.validateAdmission(ctx, rh.attributes(ctx, OperationDelete, "", cur.Meta.Namespace, cur.Meta.Name, nil, old, opts.dryRun, do))
-		}
-	}
-	if opts.dryRun {
+// storeUpdate is the store step of an update or patch: storage's guaranteed
+// update calls tryUpdate until a try stores without a conflict (a PUT may
+// create the object when the strategy allows it). A dry run reads the
+// stored object and tries once, storing nothing. It returns the bytes the
+// response shows.
+func (rh *resourceHandler) storeUpdate(ctx context.Context, wr *writeRequest) ([]byte, error) {
+	key := rh.key(wr.namespace, wr.name)
+	allowCreate := rh.Strategy.AllowCreateOnUpdate && wr.verb == "update" && wr.sub == ""
+	try := func(cur storage.Object) ([]byte, error) { return rh.tryUpdate(ctx, wr, cur) }
+	if wr.params.dryRun {
 		cur, err := rh.Storage.Get(ctx, key, storage.GetOptions{})
-		if err != nil {
-			return cur, err
+		if err != nil && !(errors.Is(err, storage.ErrNotFound) && allowCreate) {
+			return nil, err
 		}
-		if validate != nil {
-			if err := validate(cur); err != nil {
-				return cur, err
-			}
-		}
-		return cur, nil
+		return try(cur)
 	}
-	return rh.Storage.Delete(ctx, key, storage.DeleteOptions{Validate: validate})
+	res, err := rh.Storage.Update(ctx, key, storage.UpdateOptions{IgnoreNotFound: allowCreate}, try)
+	if err != nil {
+		return nil, err
+	}
+	return res.Data, nil
 }
 
-// deleteCollection lists the selected objects and deletes them one by one
-// (not atomic, as in k8s); objects already gone are skipped, the first other
-// error stops it. It answers the list of deleted objects.
-func (rh *resourceHandler) deleteCollection(w http.ResponseWriter, r *http.Request, o output, namespace string) {
-	ctx := r.Context()
-	p, st := rh.parseListParams(r.URL.Query(), false)
-	if st != nil {
-		filters.WriteStatus(w, st)
-		return
+// respond is the last step of a write: the warnings of its decode, then the
+// object in the negotiated output.
+func (rh *resourceHandler) respond(ctx context.Context, w http.ResponseWriter, o output, wr *writeRequest, code int, data []byte) {
+	for _, msg := range wr.warnings {
+		filters.AddWarning(ctx, msg)
 	}
-	opts, st := rh.parseDeleteOptions(r)
-	if st != nil {
-		filters.WriteStatus(w, st)
-		return
-	}
-	res, err := rh.Storage.List(ctx, storage.ResourcePrefix(rh.Group, rh.Plural, namespace), rh.storageListOptions(p))
-	if err != nil {
-		rh.fail(w, err, ErrorContext{Verb: "list", ResourceVersion: p.resourceVersion, Continue: p.continueToken})
-		return
-	}
-	deleted := make([]storage.Object, 0, len(res.Items))
-	for _, item := range res.Items {
-		obj, err := rh.deleteOne(ctx, item.Key, opts)
-		if errors.Is(err, storage.ErrNotFound) {
-			continue
-		}
-		if err != nil {
-			rh.fail(w, err, ErrorContext{Name: item.Meta.Name, Verb: "delete"})
-			return
-		}
-		deleted = append(deleted, obj)
-	}
-	rh.writeList(w, o, deleted, res.ResourceVersion, "", nil)
+	rh.writeOne(w, o, code, data)
 }
