@@ -7,7 +7,9 @@
 //
 //   - [Mutator] and [Validator], one method each, with [MutatorFunc] and
 //     [ValidatorFunc] adapters, over [Attributes] (operation, resource,
-//     names, object and old object, user, dryRun, options).
+//     names, object and old object, user, dryRun, options). Attributes is
+//     attrs.Admission, the type the REST layer fills, so a [Chain] is a
+//     rest.Admitter with no glue between them.
 //   - [Chain], built once by [New]: Mutate runs every mutator in order (and
 //     all of them once more when one asks for reinvocation); Validate runs
 //     the resource's [SchemaValidator] and then every validator in order.

@@ -178,7 +178,7 @@ func benchWriteHandler(b *testing.B, mutate func(*Resource)) (*handler, *atomic.
 
 // benchWriteRequest returns a request with its RequestInfo resolved; the
 // caller sets its Body before each use.
-func benchWriteRequest(b *testing.B, method, path, contentType string) *http.Request {
+func benchWriteRequest(b testing.TB, method, path, contentType string) *http.Request {
 	b.Helper()
 	r := httptest.NewRequest(method, path, nil)
 	r.Header.Set("Content-Type", contentType)

@@ -21,9 +21,27 @@
 //
 // Reads never decode or re-encode an object. A GET writes the stored bytes; a
 // LIST writes a prefix, the items' bytes joined by commas and a suffix; a watch
-// event is {"type":"ADDED","object": + bytes + }\n. Writes (create, update)
-// decode the request body once into a generic JSON map, apply the registry
-// rules, and encode once before storing.
+// event is {"type":"ADDED","object": + bytes + }\n.
+//
+// A write decodes the request body once into a generic JSON map (numbers as
+// json.Number), applies the registry rules and admission to that map, and
+// encodes it once to store it. An update also decodes the stored object once
+// (the old object hooks and admission see); a patch is applied to the stored
+// bytes (json-patch decodes them and encodes the result) and the result is
+// decoded once; a delete decodes the stored object only for admission. A
+// storage conflict retries the try, passes included. Metadata validation,
+// the generation check and the status subresource work on the decoded
+// values, not on JSON. TestWriteJSONPasses holds these counts.
+//
+// # The write path
+//
+// Create, update, patch and delete go through named steps, in
+// k8s.io/apiserver's order: decode, (update: carryOver), admit (mutating),
+// prepare (one prepareCreate for a POST and for a PUT that creates, or
+// prepareUpdate), validate, admit (validating), store, respond. An update's
+// steps up to validating admission run inside storage's guaranteed update,
+// once per try. The attributes admission sees are an [attrs.Admission],
+// the type package admission takes, so an *admission.Chain is an [Admitter].
 //
 // # Errors
 //
