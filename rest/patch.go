@@ -22,44 +22,16 @@ import (
 	"github.com/annexapi/annex/storage"
 )
 
+// patch: decodePatch, then, as an update, store (tryUpdate with the patch
+// applied to each try's stored state) and respond.
 func (rh *resourceHandler) patch(w http.ResponseWriter, r *http.Request, o output, sub, namespace, name string) {
-	mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
-	if err != nil || (mt != mediaJSONPatch && mt != mediaMergePatch) {
-		filters.WriteStatus(w, meta.NewUnsupportedMediaType(patchTypes()))
-		return
-	}
-	p, st := parseWriteParams(r.URL.Query(), "PatchOptions")
+	wr := &writeRequest{verb: "patch", sub: sub, namespace: namespace, name: name}
+	apply, st := rh.decodePatch(r, wr)
 	if st != nil {
 		filters.WriteStatus(w, st)
 		return
 	}
-	if p.force != nil {
-		filters.WriteStatus(w, meta.NewInvalid(meta.GroupKind{Group: "meta.k8s.io", Kind: "PatchOptions"}, "",
-			[]meta.StatusCause{fieldForbidden("force", "may not be specified for non-apply patch")}))
-		return
-	}
-	body, err := io.ReadAll(r.Body)
-	if err != nil {
-		filters.WriteStatus(w, StatusForError(err, ErrorContext{}))
-		return
-	}
-	var apply func(doc []byte) ([]byte, error)
-	switch mt {
-	case mediaJSONPatch:
-		ops, err := jsonpatch.DecodePatch(body)
-		if err != nil {
-			filters.WriteStatus(w, meta.NewBadRequest(err.Error()))
-			return
-		}
-		apply = ops.Apply
-	case mediaMergePatch:
-		if !json.Valid(body) || !strings.HasPrefix(strings.TrimSpace(string(body)), "{") {
-			filters.WriteStatus(w, meta.NewBadRequest(jsonpatch.ErrBadJSONPatch.Error()))
-			return
-		}
-		apply = func(doc []byte) ([]byte, error) { return jsonpatch.MergePatch(doc, body) }
-	}
-	wr := &writeRequest{verb: "patch", sub: sub, namespace: namespace, name: name, params: p, opts: p.patchOptions()}
+	wr.opts = wr.params.patchOptions()
 	wr.produce = func(cur storage.Object) (Object, *meta.Status) {
 		// json-patch decodes the document and encodes the result.
 		rh.h.jsonPass(2)
@@ -73,4 +45,38 @@ func (rh *resourceHandler) patch(w http.ResponseWriter, r *http.Request, o outpu
 		return rh.decodeObject(patched)
 	}
 	rh.storeAndRespond(w, r, o, wr)
+}
+
+// decodePatch is a patch's decode step: the patch type (415 for any but
+// JSON and merge patch), the options, and the body parsed into the function
+// that applies it to a stored object's bytes.
+func (rh *resourceHandler) decodePatch(r *http.Request, wr *writeRequest) (func(doc []byte) ([]byte, error), *meta.Status) {
+	mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	if err != nil || (mt != mediaJSONPatch && mt != mediaMergePatch) {
+		return nil, meta.NewUnsupportedMediaType(patchTypes())
+	}
+	p, st := parseWriteParams(r.URL.Query(), "PatchOptions")
+	if st != nil {
+		return nil, st
+	}
+	if p.force != nil {
+		return nil, meta.NewInvalid(meta.GroupKind{Group: "meta.k8s.io", Kind: "PatchOptions"}, "",
+			[]meta.StatusCause{fieldForbidden("force", "may not be specified for non-apply patch")})
+	}
+	wr.params = p
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		return nil, StatusForError(err, ErrorContext{})
+	}
+	if mt == mediaJSONPatch {
+		ops, err := jsonpatch.DecodePatch(body)
+		if err != nil {
+			return nil, meta.NewBadRequest(err.Error())
+		}
+		return ops.Apply, nil
+	}
+	if !json.Valid(body) || !strings.HasPrefix(strings.TrimSpace(string(body)), "{") {
+		return nil, meta.NewBadRequest(jsonpatch.ErrBadJSONPatch.Error())
+	}
+	return func(doc []byte) ([]byte, error) { return jsonpatch.MergePatch(doc, body) }, nil
 }

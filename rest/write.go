@@ -92,21 +92,26 @@ func (p writeParams) patchOptions() meta.PatchOptions {
 // The write path is a sequence of named steps, in the order
 // k8s.io/apiserver runs them:
 //
-//	decode    options and body; the object decoded once, checked against the
-//	          URL, pruned and defaulted (decode, checkDecoded)
-//	carryOver an update only: the resourceVersion precondition and what an
-//	          update keeps from the stored object (carryOver)
+//	decode    options and body, the object decoded once (decode, or
+//	          decodePatch and the patch applied in tryUpdate), then checked
+//	          against the URL, pruned and defaulted (checkDecoded)
+//	carryOver an update only: the resourceVersion precondition
+//	          (checkResourceVersion), the server-owned metadata and the
+//	          status subresource's rule (keepStatusRule) from the stored object
 //	admit     mutating admission (admit)
-//	prepare   the registry's rules: prepareCreate, shared by POST and by a
+//	prepare   the registry's rules: prepareCreate, one for a POST and for a
 //	          PUT that creates, or prepareUpdate
 //	validate  type meta, ObjectMeta and the strategy's checks (validate)
 //	admit     validating admission (admit)
-//	store     storeCreate, storeUpdate or storeDelete
+//	store     storeCreate, storeUpdate or storeDelete (encode is the one
+//	          encode, just before)
 //	respond   warnings and the object in the negotiated output (respond)
 //
 // admitted runs admit, prepare, validate and admit. An update or patch runs
-// decode to admit inside storage's guaranteed update (tryUpdate), again on
-// every conflict, so its store step contains the others.
+// everything from decode to the encode inside storage's guaranteed update
+// (tryUpdate), again on every conflict, so its store step contains the
+// others. A delete only decodes its options, admits (validating, on the
+// stored object) and stores.
 
 // writeRequest is one create, update, patch or delete going through the
 // steps: what the request asked for and what the steps learned.
@@ -353,23 +358,13 @@ func (rh *resourceHandler) tryUpdate(ctx context.Context, wr *writeRequest, cur 
 
 // carryOver is what an update takes from the stored object old (at
 // revision rev) before admission sees the new one: the resourceVersion
-// precondition (a patch without one means the current one), the
-// server-owned metadata, and, with a status subresource, the part this
-// endpoint may not change: everything but .status on <plural>/status, .status
-// on the main resource. It returns the object to go on with.
+// precondition, the server-owned metadata, and the status rule. It returns
+// the object to go on with.
 func (rh *resourceHandler) carryOver(wr *writeRequest, obj, old Object, rev uint64) (Object, *meta.Status) {
 	md := metadata(obj)
 	curRV := strconv.FormatUint(rev, 10)
-	newRV := str(md, "resourceVersion")
-	if wr.verb == "patch" && newRV == "" {
-		newRV = curRV
-	}
-	switch {
-	case newRV == "" && !rh.Strategy.AllowUnconditionalUpdate:
-		return nil, meta.NewInvalid(rh.gk, wr.name, []meta.StatusCause{
-			fieldInvalid("metadata.resourceVersion", uint64(0), "must be specified for an update")})
-	case newRV != "" && newRV != curRV:
-		return nil, meta.NewConflict(rh.gr, wr.name, meta.OptimisticLockErrorMsg)
+	if st := rh.checkResourceVersion(wr, str(md, "resourceVersion"), curRV); st != nil {
+		return nil, st
 	}
 	oldMD := metadata(old)
 	md["resourceVersion"] = curRV
@@ -381,28 +376,46 @@ func (rh *resourceHandler) carryOver(wr *writeRequest, obj, old Object, rev uint
 		}
 	}
 	delete(md, "selfLink")
+	return rh.keepStatusRule(wr, obj, old), nil
+}
+
+// checkResourceVersion is an update's optimistic-concurrency precondition:
+// the body's resourceVersion must be the stored one (a patch without one
+// means the current one); none at all is a 422 unless the strategy allows
+// unconditional updates.
+func (rh *resourceHandler) checkResourceVersion(wr *writeRequest, newRV, curRV string) *meta.Status {
+	if wr.verb == "patch" && newRV == "" {
+		newRV = curRV
+	}
+	switch {
+	case newRV == "" && !rh.Strategy.AllowUnconditionalUpdate:
+		return meta.NewInvalid(rh.gk, wr.name, []meta.StatusCause{
+			fieldInvalid("metadata.resourceVersion", uint64(0), "must be specified for an update")})
+	case newRV != "" && newRV != curRV:
+		return meta.NewConflict(rh.gr, wr.name, meta.OptimisticLockErrorMsg)
+	}
+	return nil
+}
+
+// keepStatusRule applies the status subresource: <plural>/status changes
+// only .status (the result is a copy of old with the new status: old stays
+// what hooks and admission see as the old object), the main resource
+// changes anything but .status. Without the subresource obj is unchanged.
+func (rh *resourceHandler) keepStatusRule(wr *writeRequest, obj, old Object) Object {
 	if !rh.StatusSubresource {
-		return obj, nil
+		return obj
 	}
+	from := old
 	if wr.sub == "status" {
-		// Only .status changes through the status subresource: the stored
-		// object (a copy: old stays what hooks and admission see as the old
-		// object) with the new status.
-		status, has := obj["status"]
+		from = obj
 		obj = deepCopyJSON(old).(Object)
-		if has {
-			obj["status"] = status
-		} else {
-			delete(obj, "status")
-		}
-		return obj, nil
 	}
-	if status, has := old["status"]; has {
+	if status, has := from["status"]; has {
 		obj["status"] = status
 	} else {
 		delete(obj, "status")
 	}
-	return obj, nil
+	return obj
 }
 
 // admitted runs the steps every create and update of an object shares, in
