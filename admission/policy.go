@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"sort"
 	"strings"
 
@@ -347,7 +348,7 @@ func compilePolicies(policies []Policy, bindings []Binding, kind string) ([]*com
 			if len(b.Spec.ValidationActions) == 0 {
 				return nil, fmt.Errorf("%w: %s %q: spec.validationActions: Required value", ErrInvalidConfig, bk, b.Metadata.Name)
 			}
-			if has(b.Spec.ValidationActions, "Deny") && has(b.Spec.ValidationActions, "Warn") {
+			if slices.Contains(b.Spec.ValidationActions, "Deny") && slices.Contains(b.Spec.ValidationActions, "Warn") {
 				return nil, fmt.Errorf("%w: %s %q: spec.validationActions: Deny and Warn may not be used together", ErrInvalidConfig, bk, b.Metadata.Name)
 			}
 		}
@@ -358,15 +359,6 @@ func compilePolicies(policies []Policy, bindings []Binding, kind string) ([]*com
 		sort.Slice(cp.bindings, func(i, j int) bool { return cp.bindings[i].Metadata.Name < cp.bindings[j].Metadata.Name })
 	}
 	return out, nil
-}
-
-func has(list []string, v string) bool {
-	for _, e := range list {
-		if e == v {
-			return true
-		}
-	}
-	return false
 }
 
 // matchResources applies a MatchResources: the rules (an empty rule list
@@ -626,13 +618,13 @@ func (v *ValidatingPolicies) evalOne(ctx context.Context, a *Attributes, p *comp
 	actions := b.Spec.ValidationActions
 	fail := func(msg, reason string, index int) {
 		v.e.metrics.policyChecked(p.Metadata.Name, b.Metadata.Name, "", strings.Join(actions, ","))
-		if has(actions, "Deny") {
+		if slices.Contains(actions, "Deny") {
 			deny(denial{policy: p.Metadata.Name, binding: b.Metadata.Name, message: msg, reason: reason})
 		}
-		if has(actions, "Warn") {
+		if slices.Contains(actions, "Warn") {
 			filters.AddWarning(ctx, fmt.Sprintf("Validation failed for ValidatingAdmissionPolicy '%s' with binding '%s': %s", p.Metadata.Name, b.Metadata.Name, msg))
 		}
-		if has(actions, "Audit") {
+		if slices.Contains(actions, "Audit") {
 			val, _ := json.Marshal([]map[string]any{{"message": msg, "policy": p.Metadata.Name, "binding": b.Metadata.Name,
 				"expressionIndex": index, "validationActions": actions}})
 			filters.AddAuditAnnotation(ctx, "validation.policy.admission.k8s.io/validation_failure", string(val))
@@ -695,7 +687,7 @@ func (v *ValidatingPolicies) evalOne(ctx context.Context, a *Attributes, p *comp
 			s = s[:10*1024]
 		}
 		key := p.Spec.AuditAnnotations[i].Key
-		if !has(annotations[key], s) {
+		if !slices.Contains(annotations[key], s) {
 			annotations[key] = append(annotations[key], s)
 		}
 	}

@@ -107,9 +107,10 @@ type WebhookOptions struct {
 // a Mutator (called serially), validating ones a Validator (called in
 // parallel). Safe for concurrent use.
 type Webhooks struct {
-	mutating bool
-	hooks    []*hook
-	metrics  *metrics
+	mutating   bool
+	hooks      []*hook
+	namespaces NamespaceGetter // WebhookOptions.Namespaces, for namespaceSelector
+	metrics    *metrics
 }
 
 var (
@@ -151,7 +152,7 @@ func newWebhooks(configs []WebhookConfiguration, opts WebhookOptions, mutating b
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrInvalidConfig, err)
 	}
-	w := &Webhooks{mutating: mutating}
+	w := &Webhooks{mutating: mutating, namespaces: opts.Namespaces}
 	for _, c := range configs {
 		if c.Kind != "" && c.Kind != kind {
 			continue
@@ -331,7 +332,7 @@ func (w *Webhooks) Mutate(ctx context.Context, a *Attributes) error {
 				continue
 			}
 		}
-		ok, err := w.shouldCall(ctx, h, a, nil)
+		ok, err := w.shouldCall(ctx, h, a, w.namespaces)
 		if err != nil {
 			return err
 		}
@@ -364,7 +365,7 @@ func (w *Webhooks) Validate(ctx context.Context, a *Attributes) error {
 	}
 	var relevant []*hook
 	for _, h := range w.hooks {
-		ok, err := w.shouldCall(ctx, h, a, nil)
+		ok, err := w.shouldCall(ctx, h, a, w.namespaces)
 		if err != nil {
 			return err
 		}

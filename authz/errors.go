@@ -16,8 +16,11 @@ var (
 	// anywhere but at its end.
 	ErrInvalidPath = errors.New("authz: only a trailing * is allowed in a path")
 	// ErrNoUser is returned by the privileged-groups authorizer when the
-	// attributes carry no user (authentication did not run).
-	ErrNoUser = errors.New("no user on request.")
+	// attributes carry no user (authentication did not run: the chain is
+	// misordered). The filters answer it with a 500 in Kubernetes' words
+	// ("no user on request." from the authorizer, "no user found for
+	// request" from impersonation).
+	ErrNoUser = errors.New("authz: no user on the request")
 	// ErrWebhook is returned (with NoOpinion) when a SubjectAccessReview
 	// cannot be made or its answer is contradictory; the filter answers 500.
 	ErrWebhook = errors.New("authz: subject access review failed")

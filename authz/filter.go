@@ -4,6 +4,7 @@
 package authz
 
 import (
+	"errors"
 	"fmt"
 	"net/http"
 	"strings"
@@ -85,9 +86,20 @@ func sanitize(s string) string {
 }
 
 // internalError writes the plain-text 500 Kubernetes' authorization filter
-// writes (responsewriters.InternalError).
+// writes (responsewriters.InternalError) for an authorizer's error. A
+// missing user is worded as Kubernetes' privileged-groups authorizer words
+// it.
 func internalError(w http.ResponseWriter, r *http.Request, err error) {
-	http.Error(w, sanitize(fmt.Sprintf("Internal Server Error: %q: %v", r.RequestURI, err)), http.StatusInternalServerError)
+	msg := err.Error()
+	if errors.Is(err, ErrNoUser) {
+		msg = "no user on request."
+	}
+	internalErrorText(w, r, msg)
+}
+
+// internalErrorText writes the plain-text 500 with msg.
+func internalErrorText(w http.ResponseWriter, r *http.Request, msg string) {
+	http.Error(w, sanitize(fmt.Sprintf("Internal Server Error: %q: %s", r.RequestURI, msg)), http.StatusInternalServerError)
 }
 
 // ForbiddenMessage returns what a refused request was refused for, as

@@ -78,7 +78,7 @@ func WithImpersonation(cfg ImpersonationConfig) (func(http.Handler) http.Handler
 			ctx := r.Context()
 			requestor, ok := filters.UserFrom(ctx)
 			if !ok {
-				internalError(w, r, ErrNoUser)
+				internalErrorText(w, r, "no user found for request") // Kubernetes' words
 				return
 			}
 			imp, checks, err := parseImpersonation(r.Header, requestor, allowUnknown)
@@ -208,54 +208,16 @@ func parseImpersonation(h http.Header, requestor *filters.User, allowUnknown boo
 	}
 	groups = append([]string(nil), groups...)
 	if userName != anonymousUser {
-		if !containsAny(groups, authenticatedGroup, unauthenticatedGroup) {
+		if !slices.Contains(groups, authenticatedGroup) && !slices.Contains(groups, unauthenticatedGroup) {
 			groups = append(groups, authenticatedGroup)
 		}
-	} else if !containsAny(groups, unauthenticatedGroup) {
+	} else if !slices.Contains(groups, unauthenticatedGroup) {
 		groups = append(groups, unauthenticatedGroup)
 	}
 	return &filters.User{Name: userName, UID: uid, Groups: groups, Extra: extra}, checks, nil
 }
 
-func containsAny(list []string, vs ...string) bool {
-	for _, x := range list {
-		for _, v := range vs {
-			if x == v {
-				return true
-			}
-		}
-	}
-	return false
-}
-
 func sortedKeys(m map[string][]string) []string { return slices.Sorted(maps.Keys(m)) }
-
-// isDNS1123Label reports whether s is a lower-case RFC 1123 label of at
-// most max characters; isDNS1123Subdomain whether s is dot-separated labels.
-func isDNS1123Label(s string, max int) bool {
-	if s == "" || len(s) > max || s[0] == '-' || s[len(s)-1] == '-' {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-') {
-			return false
-		}
-	}
-	return true
-}
-
-func isDNS1123Subdomain(s string) bool {
-	if s == "" || len(s) > 253 {
-		return false
-	}
-	for l := range strings.SplitSeq(s, ".") {
-		if !isDNS1123Label(l, 253) {
-			return false
-		}
-	}
-	return true
-}
 
 // splitServiceAccount splits system:serviceaccount:<ns>:<name> as
 // Kubernetes' serviceaccount.SplitUsername: exactly two parts, a valid
@@ -271,7 +233,7 @@ func splitServiceAccount(user string) (ns, name string, ok bool) {
 		return "", "", false
 	}
 	ns, name = parts[0], parts[1]
-	if !isDNS1123Label(ns, 63) || !isDNS1123Subdomain(name) {
+	if len(meta.IsDNS1123Label(ns)) > 0 || len(meta.IsDNS1123Subdomain(name)) > 0 {
 		return "", "", false
 	}
 	return ns, name, true

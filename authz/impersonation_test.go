@@ -292,7 +292,7 @@ func TestWithImpersonation_misuse(t *testing.T) {
 	// Without an authenticated user the chain is misordered: 500.
 	rec = httptest.NewRecorder()
 	h.ServeHTTP(rec, r)
-	if rec.Code != 500 {
-		t.Errorf("no user: %d %s", rec.Code, rec.Body)
+	if rec.Code != 500 || !strings.HasSuffix(rec.Body.String(), ": no user found for request\n") {
+		t.Errorf("no user: %d %q, want 500 ending in Kubernetes' \"no user found for request\"", rec.Code, rec.Body)
 	}
 }

@@ -74,6 +74,7 @@ func newEvent(typ storage.EventType, obj storage.Object, prev *storage.Object) *
 // Cacher is a watch cache in front of a storage.Interface, and a
 // storage.Interface itself. See the package doc.
 type Cacher struct {
+	// Set by New, read-only after.
 	store  storage.Interface
 	cfg    Config
 	prefix string // Config.Prefix as storage.PrefixRange returns it
@@ -81,8 +82,10 @@ type Cacher struct {
 	// fields are the names of cfg.IndexFields, sorted, so a watcher is always
 	// indexed by the same field.
 	fields []string
+	// shards deliver to the watchers; each has its own lock (see shard).
+	shards []*shard
 
-	mu    sync.RWMutex // guards everything below
+	mu    sync.RWMutex // guards the fields from here to the next blank line
 	ready bool
 	tree  *tree  // the current state; written only by the dispatch loop
 	snap  *tree  // immutable clone of tree at rev
@@ -100,22 +103,25 @@ type Cacher struct {
 	// ProgressNotify watcher gets a bookmark once rev reaches it.
 	pendingProgress uint64
 	started         bool
-	// shards deliver to the watchers; nextShard is where the next watcher
-	// goes (round robin).
-	shards    []*shard
-	nextShard int
-	workers   sync.WaitGroup // the shards' goroutines, running during Start
+	nextShard       int // the shard the next watcher goes to (round robin)
 
+	// Not guarded by mu.
+	//
+	// workers are the shards' goroutines, running during Start: added once
+	// (under mu, in Start), waited for by shutdown.
+	workers sync.WaitGroup
 	// queued counts the events queued across all watchers (the dispatch
-	// budget), under each watcher's own lock.
+	// budget); it is atomic, and changed under each watcher's own lock.
 	queued queueCounter
 	// lastWrite is the highest revision of a write made through the cacher
-	// under its prefix.
+	// under its prefix (atomic).
 	lastWrite atomic.Uint64
-
 	// visit, when set (tests), is called with every watcher an event visits,
 	// from the shards' goroutines.
 	visit atomic.Pointer[func(w *watcher)]
+	// building, when set (tests), is called by a starting watch once it has
+	// built its initial events outside mu, before it takes mu again.
+	building atomic.Pointer[func()]
 }
 
 // Interfaces the Cacher implements. The capability interfaces are always

@@ -298,9 +298,13 @@ func (c *Cacher) Watch(ctx context.Context, key string, opts storage.WatchOption
 	var q []storage.Event
 	switch {
 	case initial:
-		q = c.initialEvents(w, q)
-		if opts.SendInitialEvents {
-			q = append(q, storage.Event{Type: storage.EventBookmark, Object: storage.Object{ResourceVersion: max(c.rev, 1)}, InitialEventsEnd: true})
+		var ok bool
+		if q, ok = c.startingEvents(w, opts.SendInitialEvents); !ok {
+			c.mu.Unlock()
+			if opts.SendInitialEvents {
+				return nil, ErrNotReady
+			}
+			return c.store.Watch(ctx, key, opts)
 		}
 	case rv.Revision <= c.compacted:
 		c.mu.Unlock()
@@ -348,9 +352,79 @@ func (c *Cacher) Watch(ctx context.Context, key string, opts storage.WatchOption
 	return w, nil
 }
 
-// initialEvents appends the synthetic ADDED events of the current state
-// that w selects, in key order. Called with mu held.
-func (c *Cacher) initialEvents(w *watcher, q []storage.Event) []storage.Event {
+// snapshotTries is how many times startingEvents builds the initial events
+// outside the lock before it builds them under it: a retry is needed only
+// when the ring dropped events after the snapshot, or the cache re-listed,
+// while they were being built.
+const snapshotTries = 3
+
+// startingEvents returns the first events of w, a watch that starts with
+// the current state: the state's ADDED events, the initial-events-end
+// bookmark when end is set, then the changes after that state. Called with
+// mu held for writing, and returns with it held; ok is false when the cache
+// is no longer ready.
+//
+// For a recursive watch it takes the snapshot and its revision under mu and
+// releases mu while it walks the snapshot (O(objects); snapshots are
+// immutable), so writers and other watchers are not held up. Back under mu,
+// the ring's events after that revision follow: together with the shard
+// registration queued under the same hold, the watch gets every event once,
+// without a gap. When the ring no longer holds them all (it wrapped) or the
+// cache re-listed, it starts again from the new snapshot.
+func (c *Cacher) startingEvents(w *watcher, end bool) (q []storage.Event, ok bool) {
+	for try := 0; w.recursive && try < snapshotTries; try++ {
+		snap, rev := c.snap, c.rev
+		c.mu.Unlock()
+		q = c.initialEvents(w, snap, q[:0])
+		if f := c.building.Load(); f != nil {
+			(*f)()
+		}
+		c.mu.Lock()
+		if !c.ready {
+			return nil, false
+		}
+		if i, ok := c.eventsAfter(rev, snap); ok {
+			if end {
+				q = append(q, endBookmark(rev))
+			}
+			for ; i < c.n; i++ {
+				if ev := c.translate(w, c.at(i), false); ev != nil {
+					q = append(q, *ev)
+				}
+			}
+			return q, true
+		}
+	}
+	q = c.initialEvents(w, c.snap, q[:0])
+	if end {
+		q = append(q, endBookmark(c.rev))
+	}
+	return q, true
+}
+
+// eventsAfter returns the ring index of the first event after rev, when the
+// ring holds every event after rev and snap is still the state at rev (no
+// re-list since). Called with mu held.
+func (c *Cacher) eventsAfter(rev uint64, snap *tree) (int, bool) {
+	if rev < c.ringStart {
+		return 0, false
+	}
+	i := c.firstAfter(rev)
+	at := c.base
+	if i > 0 {
+		at = c.at(i - 1).snap
+	}
+	return i, at == snap
+}
+
+// endBookmark is the bookmark that ends the initial events of a state at rev.
+func endBookmark(rev uint64) storage.Event {
+	return storage.Event{Type: storage.EventBookmark, Object: storage.Object{ResourceVersion: max(rev, 1)}, InitialEventsEnd: true}
+}
+
+// initialEvents appends the synthetic ADDED events of the objects in snap
+// that w selects, in key order. snap is immutable: no lock is needed.
+func (c *Cacher) initialEvents(w *watcher, snap *tree, q []storage.Event) []storage.Event {
 	add := func(en *entry) bool {
 		if w.matchesKey(en.obj.Key) && w.matches(&en.obj) {
 			q = append(q, storage.Event{Type: storage.EventAdded, Object: en.obj, Frames: en.frames})
@@ -358,12 +432,12 @@ func (c *Cacher) initialEvents(w *watcher, q []storage.Event) []storage.Event {
 		return true
 	}
 	if !w.recursive {
-		if en, ok := c.snap.Get(&entry{obj: storage.Object{Key: w.key}}); ok {
+		if en, ok := snap.Get(&entry{obj: storage.Object{Key: w.key}}); ok {
 			add(en)
 		}
 		return q
 	}
-	c.snap.AscendGreaterOrEqual(&entry{obj: storage.Object{Key: w.key}}, func(en *entry) bool {
+	snap.AscendGreaterOrEqual(&entry{obj: storage.Object{Key: w.key}}, func(en *entry) bool {
 		if !strings.HasPrefix(en.obj.Key, w.key) {
 			return false
 		}
