@@ -108,6 +108,9 @@ type Controller struct {
 	mu         sync.Mutex
 	levels     map[string]*level
 	nominalSum int
+
+	fileDigest   [32]byte     // of ConfigFiles as last read
+	reloadErrors atomic.Int64 // reloads refused
 }
 
 // snapshot is one configuration as requests read it, replaced atomically.
@@ -151,6 +154,7 @@ func New(cfg Config) (*Controller, error) {
 	}
 	c.drops = newDropTracker(c.now)
 	c.watches = newWatchTracker()
+	c.fileDigest = filesDigest(cfg.ConfigFiles)
 	objs, err := c.localConfiguration()
 	if err != nil {
 		return nil, err

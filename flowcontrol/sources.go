@@ -41,7 +41,7 @@ func filesDigest(paths []string) [32]byte {
 }
 
 func (c *Controller) runFiles(ctx context.Context) {
-	last := filesDigest(c.cfg.ConfigFiles)
+	last := c.fileDigest
 	t := time.NewTicker(cmp.Or(c.cfg.FileCheckInterval, 10*time.Second))
 	defer t.Stop()
 	for {
@@ -57,6 +57,7 @@ func (c *Controller) runFiles(ctx context.Context) {
 		last = d
 		objs, err := c.localConfiguration()
 		if err != nil {
+			c.reloadErrors.Add(1)
 			c.log.Error("flowcontrol configuration files rejected; keeping the last good configuration", zap.Error(err))
 			continue
 		}
