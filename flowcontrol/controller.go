@@ -124,6 +124,9 @@ type schema struct {
 	fs   *FlowSchema
 	lvl  *level
 	spec levelSpec // the level's spec when the snapshot was made
+	// The header values, shared by every response: their capacity equals
+	// their length, so an append by a handler copies.
+	fsUIDValue, plUIDValue []string
 }
 
 // New validates cfg, reads the configuration files and returns a Controller
@@ -310,7 +313,9 @@ func (c *Controller) apply(objs Configuration) {
 				zap.String("priorityLevel", fs.Spec.PriorityLevelConfiguration.Name))
 			continue
 		}
-		s := &schema{fs: fs, lvl: c.levels[fs.Spec.PriorityLevelConfiguration.Name], spec: specs[fs.Spec.PriorityLevelConfiguration.Name]}
+		spec := specs[fs.Spec.PriorityLevelConfiguration.Name]
+		s := &schema{fs: fs, lvl: c.levels[fs.Spec.PriorityLevelConfiguration.Name], spec: spec,
+			fsUIDValue: []string{fs.Metadata.UID}[:1:1], plUIDValue: []string{spec.uid}[:1:1]}
 		snap.schemas = append(snap.schemas, s)
 		if fs.Metadata.Name == NameCatchAll {
 			snap.catchAll = s

@@ -15,6 +15,13 @@ import (
 	"github.com/annexapi/annex/meta"
 )
 
+// The canonical forms of the header names, set directly to skip
+// canonicalizing them on every request.
+var (
+	canonicalFSHeader = http.CanonicalHeaderKey(HeaderFlowSchemaUID)
+	canonicalPLHeader = http.CanonicalHeaderKey(HeaderPriorityLevelUID)
+)
+
 // TooManyRequestsMessage is the message of a rejection, as kube's.
 const TooManyRequestsMessage = "Too many requests, please try again later."
 
@@ -45,8 +52,8 @@ func (c *Controller) Filter(next http.Handler) http.Handler {
 		sc := c.state.Load().classify(u, info)
 		lvl := sc.lvl
 		h := w.Header()
-		h.Set(HeaderFlowSchemaUID, sc.fs.Metadata.UID)
-		h.Set(HeaderPriorityLevelUID, sc.spec.uid)
+		h[canonicalFSHeader] = sc.fsUIDValue
+		h[canonicalPLHeader] = sc.plUIDValue
 
 		plName, fsName := lvl.name, sc.fs.Metadata.Name
 		if sc.spec.exempt {
@@ -61,13 +68,13 @@ func (c *Controller) Filter(next http.Handler) http.Handler {
 		}
 		e := c.estimate(r, info, sc.spec.maxSeats)
 		req := &request{lvl: lvl, fs: fsName, flow: flow, seats: e.seats(), initial: e.initial, final: e.final,
-			additional: e.additional, work: e.work(), ready: make(chan struct{}), info: info, user: u.Name}
-		arrived := c.now()
+			additional: e.additional, work: e.work(), info: info, user: u.Name}
 		if reason := lvl.start(req, hash); reason != "" {
 			c.reject(w, plName, fsName, reason)
 			return
 		}
-		if req.q != nil {
+		if req.q != nil && !lvl.isDispatched(req) {
+			arrived := req.arrived
 			waitCtx, cancel := c.waitContext(r.Context(), arrived)
 			ok := lvl.wait(waitCtx, req)
 			cancel()

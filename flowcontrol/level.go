@@ -196,6 +196,18 @@ func (l *level) start(req *request, hash uint64) string {
 		l.activeQueues++
 	}
 	req.q, req.arrivalR = q, l.r
+	if l.waiting == 0 && l.canAccommodateLocked(req.seats) {
+		// Nothing waits anywhere: the scan of dispatchLocked would pick
+		// this request, so start it directly.
+		q.nextDispatchR += req.work
+		q.executing++
+		q.seatsInUse += req.seats
+		l.queuedSeatsInUse += req.seats
+		l.executeLocked(req)
+		l.noteDemandLocked()
+		return ""
+	}
+	req.ready = make(chan struct{})
 	q.waiting = append(q.waiting, req)
 	q.waitingSeats += req.seats
 	q.waitingWork += req.work
@@ -286,6 +298,14 @@ func (l *level) executeLocked(req *request) {
 	if req.ready != nil {
 		close(req.ready)
 	}
+}
+
+// isDispatched reports whether req left its queue to run (start may have
+// dispatched it at once).
+func (l *level) isDispatched(req *request) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return req.state == stateExecuting
 }
 
 // wait blocks until req is dispatched (true) or ctx is done while it waits
