@@ -148,23 +148,6 @@ type InsertedStage struct {
 	Stage Stage
 }
 
-// The names of the built-in stages, in order.
-const (
-	StagePanicRecovery  = "panic-recovery"
-	StageAuditID        = "audit-id"
-	StageRequestInfo    = "request-info"
-	StageMetrics        = "metrics"
-	StageLogging        = "logging"
-	StageHeaders        = "headers"
-	StageDeadline       = "deadline"
-	StageTimeout        = "timeout"
-	StageBodyLimit      = "body-limit"
-	StageWarnings       = "warnings"
-	StageAuthentication = "authentication"
-	StageImpersonation  = "impersonation"
-	StageAuthorization  = "authorization"
-)
-
 func (b *Builder) withDefaults() Builder {
 	c := *b
 	if c.Name == "" {

@@ -263,23 +263,22 @@ func (s *Server) delegate(c *Builder, d *Delegation, cfg *authn.Config, authoriz
 	return nil
 }
 
-// stages returns the authentication, impersonation and authorization stages.
-func (fd *frontDoor) stages() ([]Stage, error) {
+// fill sets the authentication, impersonation and authorization stages.
+func (fd *frontDoor) fill(set func(name string, f Filter)) error {
 	authnFilter, err := authn.WithAuthentication(authn.FilterConfig{Authenticator: fd.authenticator, RequestHeaders: fd.headerNames, Metrics: fd.authnMetrics})
 	if err != nil {
-		return nil, err
+		return err
 	}
 	impersonation, err := authz.WithImpersonation(authz.ImpersonationConfig{Authorizer: fd.authorizer})
 	if err != nil {
-		return nil, err
+		return err
 	}
 	authzFilter, err := authz.WithAuthorization(authz.FilterConfig{Authorizer: fd.authorizer, Metrics: fd.authzMetrics})
 	if err != nil {
-		return nil, err
+		return err
 	}
-	return []Stage{
-		{Name: StageAuthentication, Provides: []Provision{ProvidesUser}, Filter: authnFilter},
-		{Name: StageImpersonation, Needs: []Provision{ProvidesUser}, Provides: []Provision{ProvidesImpersonator}, Filter: impersonation},
-		{Name: StageAuthorization, Needs: []Provision{ProvidesUser, ProvidesRequestInfo}, Provides: []Provision{ProvidesAuthorized}, Filter: authzFilter},
-	}, nil
+	set(StageAuthentication, authnFilter)
+	set(StageImpersonation, impersonation)
+	set(StageAuthorization, authzFilter)
+	return nil
 }

@@ -42,7 +42,10 @@ func TestCheckOrder(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			errs := checkOrder(tc.stages)
+			var errs []error
+			if err := CheckOrder(tc.stages); err != nil {
+				errs = err.(interface{ Unwrap() []error }).Unwrap()
+			}
 			if len(errs) != len(tc.wantErr) {
 				t.Fatalf("got %d errors %v, want %d %v", len(errs), errs, len(tc.wantErr), tc.wantErr)
 			}
@@ -67,16 +70,19 @@ func TestChainRunsStagesInOrder(t *testing.T) {
 		}
 	}
 	stages := []Stage{{Name: "first", Filter: mark("first")}, {Name: "off"}, {Name: "second", Filter: mark("second")}}
-	stages, err := insertStage(stages, "first", Stage{Name: "inserted", Filter: mark("inserted")})
+	stages, err := InsertStage(stages, "first", Stage{Name: "inserted", Filter: mark("inserted")})
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := chain(stages, http.HandlerFunc(func(http.ResponseWriter, *http.Request) { order = append(order, "handler") }))
+	h, err := Chain(stages, http.HandlerFunc(func(http.ResponseWriter, *http.Request) { order = append(order, "handler") }), ChainOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
 	h.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest(http.MethodGet, "/", nil))
 	if got := strings.Join(order, ","); got != "first,inserted,second,handler" {
 		t.Fatalf("order = %s", got)
 	}
-	if _, err := insertStage(stages, "nope", Stage{Name: "x"}); err == nil {
+	if _, err := InsertStage(stages, "nope", Stage{Name: "x"}); err == nil {
 		t.Fatal("want an error inserting after an unknown stage")
 	}
 }
