@@ -30,7 +30,7 @@ import (
 // always-allow authorizer both cover them.
 func healthPaths() []string { return []string{"/healthz", "/livez", "/readyz"} }
 
-func (s *Server) buildHandler(c *Builder, resources []rest.Resource, fd *frontDoor) (http.Handler, error) {
+func (s *Server) buildHandler(c *Builder, p *plan, resources []rest.Resource, fd *frontDoor) (http.Handler, error) {
 	var errs []error
 	s.watchCtx, s.cancelWatch = context.WithCancel(context.Background())
 	s.closers = append(s.closers, func() error { s.cancelWatch(); return nil })
@@ -39,7 +39,7 @@ func (s *Server) buildHandler(c *Builder, resources []rest.Resource, fd *frontDo
 	if err != nil {
 		return nil, err
 	}
-	admit, err := s.buildAdmission(c, resources, fd.cluster, m.ObserveRejection)
+	admit, err := s.buildAdmission(c, p, resources, fd.cluster, m.ObserveRejection)
 	if err != nil {
 		errs = append(errs, err)
 	}
