@@ -35,7 +35,7 @@ type Step struct {
 // chain of that many stages and a handler reporting that many steps cost one
 // allocation per request.
 const (
-	inlineStages = 24
+	inlineStages = 16
 	inlineSteps  = 4
 )
 
@@ -70,7 +70,10 @@ type Trace struct {
 
 // NewTrace returns the trace of a request that arrived at start and will walk
 // through stages, the names of the chain's enabled stages in order. The
-// chain keeps stages for all its requests; the trace does not modify it.
+// chain keeps stages for all its requests; the trace does not modify it. A
+// zero start means the stages are not timed (Enter reads no clock, Latencies
+// yields only the handler's steps); which stage the request reached and
+// which rejected it are known either way.
 func NewTrace(stages []string, start time.Time) *Trace {
 	t := &Trace{start: start, stages: stages}
 	if n := len(stages) + 1; n <= inlineStages {
@@ -88,11 +91,14 @@ func (t *Trace) Enter(i int) {
 	if t == nil || i < 0 || i >= len(t.entered) {
 		return
 	}
-	t.entered[i] = int64(time.Since(t.start))
+	if !t.start.IsZero() {
+		t.entered[i] = int64(time.Since(t.start))
+	}
 	t.reached.Store(int32(i + 1))
 }
 
-// Start returns when the request arrived.
+// Start returns when the request arrived, zero when the stages are not
+// timed.
 func (t *Trace) Start() time.Time {
 	if t == nil {
 		return time.Time{}
@@ -166,14 +172,18 @@ func (t *Trace) RejectedBy(status int) string {
 }
 
 // Latencies yields each stage the request entered with the time spent in it
-// (until the next stage was entered; for the innermost, until now), then
-// each step the handler recorded, in the order recorded.
+// (until the next stage was entered; for the innermost, until now) when the
+// stages are timed, then each step the handler recorded, in the order
+// recorded.
 func (t *Trace) Latencies() iter.Seq2[string, time.Duration] {
 	return func(yield func(string, time.Duration) bool) {
 		if t == nil {
 			return
 		}
 		n := int(t.reached.Load())
+		if t.start.IsZero() {
+			n = 0
+		}
 		for i := 0; i < n && i < len(t.stages); i++ {
 			end := int64(time.Since(t.start))
 			if i+1 < n {
