@@ -34,7 +34,8 @@ type Builder struct {
 	// means "annex".
 	Name string
 	// Resources are the served resources. A resource with a nil Storage is
-	// kept in the default store.
+	// kept in the default store; a store given on a resource that has a
+	// Start(ctx) error method is started by Run, like the default store.
 	Resources []rest.Resource
 	// Storage is the default store. Nil means a bbolt file,
 	// <DataDir>/storage.db, opened by Build and closed when Run returns. A
@@ -89,13 +90,16 @@ type Builder struct {
 	// AlwaysAllowPaths are non-resource paths everyone may get
 	// (--authorization-always-allow-paths). Nil means /healthz, /livez, /readyz.
 	AlwaysAllowPaths []string
-	// Authenticator replaces the authentication built from the fields above.
+	// Authenticator replaces the authentication built from the fields above;
+	// setting it together with TokenAuthFile, OIDC or Delegation is an
+	// error (ClientCAFile still names the CAs asked for in the handshake).
 	// Nil means: front proxy (delegated), x509 client certificates, bearer
 	// tokens (token file, OIDC, TokenReview), and anonymous access to the
 	// health paths only.
 	Authenticator authn.Authenticator
-	// Authorizer replaces the authorization built from the fields above. Nil
-	// means: the group system:masters may do anything, everyone may get
+	// Authorizer replaces the authorization built from the fields above;
+	// setting it together with AuthorizationPolicyFiles, AlwaysAllowPaths or
+	// Delegation is an error. Nil means: the group system:masters may do anything, everyone may get
 	// AlwaysAllowPaths, then RBAC files and SubjectAccessReview (delegated).
 	Authorizer authz.Authorizer
 
@@ -132,8 +136,9 @@ type Builder struct {
 
 	// ReadyChecks are added to /readyz (and /healthz).
 	ReadyChecks []healthz.Check
-	// Stages are user stages inserted into the chain, each after the named
-	// built-in stage.
+	// Stages are user stages inserted into the table of stages.go, each
+	// after the named stage; Build rejects one whose Needs no earlier stage
+	// provides, with Chain's error.
 	Stages []InsertedStage
 	// Version is served on /version. Zero fields are filled from the build.
 	Version VersionInfo
