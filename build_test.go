@@ -153,7 +153,7 @@ func TestFailedBuildHasNoSideEffect(t *testing.T) {
 
 	// The same declaration, fixed, builds: validation was the only obstacle.
 	b.Resources, b.AuthorizationPolicyFiles = []rest.Resource{widgets()}, nil
-	b.BindAddress, b.SecurePort, b.Listener = "", 0, mustListen(t)
+	b.SecurePort, b.Listener = 0, mustListen(t)
 	srv, err := build(t, &b)
 	if err != nil {
 		t.Fatal(err)

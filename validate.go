@@ -162,9 +162,6 @@ func (c *Builder) validateConflicts(bad func(string, error)) {
 			conflict("Authorizer", "Delegation", why)
 		}
 	}
-	if c.Listener != nil && c.BindAddress != "" {
-		conflict("Listener", "BindAddress", "the Listener is used instead of BindAddress and SecurePort")
-	}
 }
 
 // pendingStore stands for the default store while resources are validated
