@@ -51,11 +51,16 @@ const TimeoutMessage = "request did not complete within the allotted timeout"
 //     with http.ErrAbortHandler), so the client cannot take a truncated body
 //     for a whole one.
 //
-// From then on the handler's writes fail with http.ErrHandlerTimeout. The
+// From then on the handler's writes fail with http.ErrHandlerTimeout (even
+// one made the instant its context ends, before the filter acted). The
 // handler runs on the request's goroutine and is expected to return soon
-// after its context is done; the filter acts at the deadline from a function
-// registered with context.AfterFunc, so no goroutine exists unless a request
-// does time out. The handler's headers are kept in a map of their own until
+// after its context is done: until it does, an HTTP/1 client of a started
+// response, and an HTTP/2 client of a 504, wait for the end of the body. The
+// filter acts at the deadline from a function registered with
+// context.AfterFunc, so no goroutine exists unless a request does time out.
+// A request whose context ended before its handler returned counts as timed
+// out: the filter answers 504 if nothing was written and aborts otherwise,
+// and a panic of the handler then goes to OnPostTimeout. The handler's headers are kept in a map of their own until
 // its first write, so the 504 never races a header the handler sets: a
 // filter that adds headers while the handler runs (WithWarningRecorder) must
 // sit inside this one.
