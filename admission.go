@@ -6,9 +6,6 @@
 package annex
 
 import (
-	"fmt"
-	"os"
-
 	"github.com/annexapi/annex/admission"
 	"github.com/annexapi/annex/kubeclient"
 	"github.com/annexapi/annex/rest"
@@ -20,7 +17,7 @@ var _ rest.Admitter = (*admission.Chain)(nil)
 // admission policies, then the webhooks (the order kube-apiserver runs them
 // in), plus each resource's schema, and, in delegated mode, the namespace
 // lifecycle plugin against the cluster. observe counts rejections by stage.
-func (s *Server) buildAdmission(c *Builder, resources []rest.Resource, cluster *kubeclient.Client, observe func(stage string)) (rest.Admitter, error) {
+func (s *Server) buildAdmission(c *Builder, p *plan, resources []rest.Resource, cluster *kubeclient.Client, observe func(stage string)) (rest.Admitter, error) {
 	cfg := admission.Config{Registerer: c.Registerer, ObserveRejection: observe}
 	for _, r := range resources {
 		var subs []string
@@ -43,46 +40,24 @@ func (s *Server) buildAdmission(c *Builder, resources []rest.Resource, cluster *
 	cfg.Mutators = append(cfg.Mutators, c.Mutators...)
 	cfg.Validators = append(cfg.Validators, c.Validators...)
 
-	var mutatingPolicies, validatingPolicies []byte
-	for _, f := range c.AdmissionPolicyFiles {
-		data, err := os.ReadFile(f)
-		if err != nil {
-			return nil, fmt.Errorf("admission policy file: %w", err)
-		}
-		// A file may hold both kinds; each engine takes its own.
-		mutatingPolicies = append(append(mutatingPolicies, "\n---\n"...), data...)
-		validatingPolicies = append(append(validatingPolicies, "\n---\n"...), data...)
-	}
-	if len(c.AdmissionPolicyFiles) > 0 {
-		mp, err := admission.LoadMutatingPolicies(mutatingPolicies, opts)
+	if len(p.policies) > 0 {
+		mp, err := admission.LoadMutatingPolicies(p.policies, opts)
 		if err != nil {
 			return nil, err
 		}
-		vp, err := admission.LoadValidatingPolicies(validatingPolicies, opts)
+		vp, err := admission.LoadValidatingPolicies(p.policies, opts)
 		if err != nil {
 			return nil, err
 		}
 		cfg.Mutators = append(cfg.Mutators, mp)
 		cfg.Validators = append(cfg.Validators, vp)
 	}
-	if len(c.AdmissionWebhookFiles) > 0 {
-		var hooks []admission.WebhookConfiguration
-		for _, f := range c.AdmissionWebhookFiles {
-			data, err := os.ReadFile(f)
-			if err != nil {
-				return nil, fmt.Errorf("admission webhook file: %w", err)
-			}
-			cfgs, err := admission.LoadWebhookConfigurations(data)
-			if err != nil {
-				return nil, fmt.Errorf("%s: %w", f, err)
-			}
-			hooks = append(hooks, cfgs...)
-		}
-		mw, err := admission.NewMutatingWebhooks(hooks, hookOpts)
+	if len(p.webhooks) > 0 {
+		mw, err := admission.NewMutatingWebhooks(p.webhooks, hookOpts)
 		if err != nil {
 			return nil, err
 		}
-		vw, err := admission.NewValidatingWebhooks(hooks, hookOpts)
+		vw, err := admission.NewValidatingWebhooks(p.webhooks, hookOpts)
 		if err != nil {
 			return nil, err
 		}

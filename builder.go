@@ -6,12 +6,12 @@ package annex
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net"
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"time"
 
@@ -34,7 +34,8 @@ type Builder struct {
 	// means "annex".
 	Name string
 	// Resources are the served resources. A resource with a nil Storage is
-	// kept in the default store.
+	// kept in the default store; a store given on a resource that has a
+	// Start(ctx) error method is started by Run, like the default store.
 	Resources []rest.Resource
 	// Storage is the default store. Nil means a bbolt file,
 	// <DataDir>/storage.db, opened by Build and closed when Run returns. A
@@ -56,7 +57,8 @@ type Builder struct {
 	// SecurePort is the port to listen on. Zero means 8443.
 	SecurePort int
 	// Listener, when set, is used instead of BindAddress and SecurePort
-	// (tests pass one on port 0).
+	// (tests pass one on port 0). The server owns it: a failed Build closes
+	// it, as Run does when it returns.
 	Listener net.Listener
 
 	// CertFile and KeyFile are the serving certificate and key, reloaded when
@@ -88,13 +90,16 @@ type Builder struct {
 	// AlwaysAllowPaths are non-resource paths everyone may get
 	// (--authorization-always-allow-paths). Nil means /healthz, /livez, /readyz.
 	AlwaysAllowPaths []string
-	// Authenticator replaces the authentication built from the fields above.
+	// Authenticator replaces the authentication built from the fields above;
+	// setting it together with TokenAuthFile, OIDC or Delegation is an
+	// error (ClientCAFile still names the CAs asked for in the handshake).
 	// Nil means: front proxy (delegated), x509 client certificates, bearer
 	// tokens (token file, OIDC, TokenReview), and anonymous access to the
 	// health paths only.
 	Authenticator authn.Authenticator
-	// Authorizer replaces the authorization built from the fields above. Nil
-	// means: the group system:masters may do anything, everyone may get
+	// Authorizer replaces the authorization built from the fields above;
+	// setting it together with AuthorizationPolicyFiles, AlwaysAllowPaths or
+	// Delegation is an error. Nil means: the group system:masters may do anything, everyone may get
 	// AlwaysAllowPaths, then RBAC files and SubjectAccessReview (delegated).
 	Authorizer authz.Authorizer
 
@@ -131,8 +136,9 @@ type Builder struct {
 
 	// ReadyChecks are added to /readyz (and /healthz).
 	ReadyChecks []healthz.Check
-	// Stages are user stages inserted into the chain, each after the named
-	// built-in stage.
+	// Stages are user stages inserted into the table of stages.go, each
+	// after the named stage; Build rejects one whose Needs no earlier stage
+	// provides, with Chain's error.
 	Stages []InsertedStage
 	// Version is served on /version. Zero fields are filled from the build.
 	Version VersionInfo
@@ -148,25 +154,9 @@ type InsertedStage struct {
 	Stage Stage
 }
 
-// The names of the built-in stages, in order.
-const (
-	StagePanicRecovery  = "panic-recovery"
-	StageAuditID        = "audit-id"
-	StageRequestInfo    = "request-info"
-	StageMetrics        = "metrics"
-	StageLogging        = "logging"
-	StageHeaders        = "headers"
-	StageDeadline       = "deadline"
-	StageTimeout        = "timeout"
-	StageBodyLimit      = "body-limit"
-	StageWarnings       = "warnings"
-	StageAuthentication = "authentication"
-	StageImpersonation  = "impersonation"
-	StageAuthorization  = "authorization"
-)
-
-func (b *Builder) withDefaults() Builder {
+func (b *Builder) withDefaults() *Builder {
 	c := *b
+	c.Resources = slices.Clone(b.Resources)
 	if c.Name == "" {
 		c.Name = "annex"
 	}
@@ -182,32 +172,30 @@ func (b *Builder) withDefaults() Builder {
 	if c.Logger == nil {
 		c.Logger = zap.NewNop()
 	}
-	return c
+	return &c
 }
 
-// Build checks the declaration, returning every problem at once, and
-// assembles the server: it opens the default store, prepares TLS material,
-// writes the standalone kubeconfig and binds the listening socket (so the
-// address is known and a busy port fails here). Nothing is served until Run.
+// Build assembles the server in two phases. First it checks the whole
+// declaration and returns every problem at once, each naming its field,
+// with no side effect: nothing is written, no directory made, no certificate
+// generated, no port bound. Then it opens the default store, prepares TLS
+// material, writes the standalone kubeconfig and binds the listening socket
+// (so the address is known and a busy port fails here). Nothing is served
+// until Run.
 func (b *Builder) Build() (*Server, error) {
 	c := b.withDefaults()
-	var errs []error
-	if err := c.applyFlags(); err != nil {
-		errs = append(errs, err)
+	p, err := c.validate()
+	if err != nil {
+		if c.Listener != nil { // Build owns it, failed or not
+			_ = c.Listener.Close()
+		}
+		return nil, err
 	}
-	if len(c.Resources) == 0 {
-		errs = append(errs, errors.New("no resources declared"))
-	}
-	if (c.CertFile == "") != (c.KeyFile == "") {
-		errs = append(errs, errors.New("CertFile and KeyFile must be given together"))
-	}
-	if c.SecurePort < 0 || c.SecurePort > 65535 {
-		errs = append(errs, fmt.Errorf("SecurePort %d is out of range", c.SecurePort))
-	}
-	if len(errs) > 0 {
-		return nil, errors.Join(errs...)
-	}
+	return c.assemble(p)
+}
 
+// assemble is Build's second phase, on a declaration validate accepted.
+func (c *Builder) assemble(p *plan) (*Server, error) {
 	s := &Server{name: c.Name, log: c.Logger, requestTimeout: c.RequestTimeout, shutdownDelay: c.ShutdownDelay}
 	ok := false
 	defer func() {
@@ -230,11 +218,16 @@ func (b *Builder) Build() (*Server, error) {
 		}
 		c.Storage = st
 		s.closers = append(s.closers, st.Close)
-		s.runners = append(s.runners, st.Start)
-	} else if st, ok := c.Storage.(starter); ok && needsStore {
-		// A store given by the caller (etcd, say) is still started by Run:
-		// its periodic compaction runs while the server does.
-		s.runners = append(s.runners, st.Start)
+	}
+	// Every store under a resource that has a Start(ctx) error method
+	// (periodic compaction) is started by Run, the default one and those
+	// given per resource alike; the caller closes a store it gave.
+	started := map[storage.Interface]bool{}
+	for _, st := range c.stores() {
+		if r, isStarter := st.(starter); isStarter && !started[st] {
+			started[st] = true
+			s.runners = append(s.runners, r.Start)
+		}
 	}
 	resources := make([]rest.Resource, len(c.Resources))
 	for i, r := range c.Resources {
@@ -244,16 +237,16 @@ func (b *Builder) Build() (*Server, error) {
 		resources[i] = r
 	}
 	if !c.DisableWatchCache {
-		if err := s.addWatchCaches(&c, resources); err != nil {
+		if err := s.addWatchCaches(c, resources); err != nil {
 			return nil, err
 		}
 	}
 
-	fd, err := s.buildFrontDoor(&c)
+	fd, err := s.buildFrontDoor(c, p)
 	if err != nil {
 		return nil, err
 	}
-	tlsCfg, err := s.setupTLS(&c, fd.advertised)
+	tlsCfg, err := s.setupTLS(c, p, fd.advertised)
 	if err != nil {
 		return nil, err
 	}
@@ -269,12 +262,12 @@ func (b *Builder) Build() (*Server, error) {
 	s.closers = append(s.closers, func() error { _ = ln.Close(); return nil })
 
 	if s.standalone != nil && s.standalone.admin != nil {
-		if err := s.writeKubeconfig(&c); err != nil {
+		if err := s.writeKubeconfig(c); err != nil {
 			return nil, err
 		}
 	}
 
-	handler, err := s.buildHandler(&c, resources, fd)
+	handler, err := s.buildHandler(c, p, resources, fd)
 	if err != nil {
 		return nil, err
 	}
@@ -297,7 +290,7 @@ func (b *Builder) stores() []storage.Interface {
 	for _, r := range b.Resources {
 		if r.Storage != nil {
 			out = append(out, r.Storage)
-		} else if b.Storage != nil {
+		} else if b.Storage != nil && r.Getter == nil && r.Lister == nil {
 			out = append(out, b.Storage)
 		}
 	}

@@ -8,16 +8,28 @@
 // # Stages
 //
 // A request walks a fixed order of stages (TLS, request info and limits,
-// authentication, authorization, the resource handlers). The order lives in one
-// place, stages.go, as data: each Stage names what it needs from the request
-// context and what it provides, and Build rejects an order in which a stage
-// would read something no earlier stage provides. A wrong chain is an error at
-// build time, never a 500 at request time.
+// authentication, audit, impersonation, flow control, authorization, the
+// resource handlers). The order lives in one place, stages.go, as data
+// (DefaultStages): each Stage names what it needs from the request context and
+// what it provides, and Chain rejects an order in which a stage would read
+// something no earlier stage provides. A wrong chain is an error at build time,
+// never a 500 at request time. Chain also puts a filters.Trace in every
+// request's context: which stages the request entered (and when), the steps
+// its handler reported, and so which stage rejected it.
+//
+// # Build
+//
+// Build works in two phases. The first checks the whole declaration and
+// returns every problem at once, each naming its field (a malformed resource,
+// an unreadable token or policy file, Authenticator set together with
+// TokenAuthFile, a misplaced stage), with no side effect. Only then does the
+// second make the data directory, certificates, kubeconfig, store and socket.
 //
 // # Composition
 //
 // The Builder is sugar over the public packages (meta, filters, authn, authz,
 // storage, rest, healthz, certs, metrics): anything it does, a program can do by
-// hand with them. Stage packages never import each other; they meet through the
+// hand with them, starting from DefaultStages, filling it with SetFilter and
+// wrapping it with Chain. Stage packages never import each other; they meet through the
 // request context (package filters), and a test enforces that rule.
 package annex

@@ -7,11 +7,8 @@
 package annex
 
 import (
-	"fmt"
 	"path/filepath"
 	"time"
-
-	"go.uber.org/zap"
 
 	"github.com/annexapi/annex/authn"
 	"github.com/annexapi/annex/authz"
@@ -80,7 +77,7 @@ type frontDoor struct {
 // long-running parts (CA reloaders, the ConfigMap poller) to s.runners and
 // their health to s.readyChecks. In standalone mode without a client CA file
 // it generates the client CA and the admin certificate.
-func (s *Server) buildFrontDoor(c *Builder) (*frontDoor, error) {
+func (s *Server) buildFrontDoor(c *Builder, p *plan) (*frontDoor, error) {
 	fd := &frontDoor{}
 	var err error
 	if fd.authnMetrics, err = authn.NewMetrics(c.Registerer); err != nil {
@@ -89,24 +86,14 @@ func (s *Server) buildFrontDoor(c *Builder) (*frontDoor, error) {
 	if fd.authzMetrics, err = authz.NewMetrics(c.Registerer); err != nil {
 		return nil, err
 	}
-	reload := certs.ReloadConfig{OnError: func(err error) { s.log.Error("reloading a CA bundle", zap.Error(err)) }}
-	caFile := func(path string) (authn.CAProvider, error) {
-		b, err := certs.NewCABundle(path, reload)
-		if err != nil {
-			return nil, err
-		}
-		s.runners = append(s.runners, b.Start)
-		return b, nil
-	}
 
 	var cfg authn.Config
 	cfg.Anonymous = &authn.AnonymousConfig{Paths: healthPaths()}
 	var authorizers []authz.NamedAuthorizer
 	switch {
-	case c.ClientCAFile != "":
-		if cfg.ClientCA, err = caFile(c.ClientCAFile); err != nil {
-			return nil, err
-		}
+	case p.clientCA != nil:
+		cfg.ClientCA = p.clientCA
+		s.runners = append(s.runners, p.clientCA.Start)
 	case c.Delegation == nil && c.Authenticator == nil:
 		if cfg.ClientCA, err = s.standaloneClientCA(c); err != nil {
 			return nil, err
@@ -114,31 +101,19 @@ func (s *Server) buildFrontDoor(c *Builder) (*frontDoor, error) {
 	}
 
 	if d := c.Delegation; d != nil {
-		if err := s.delegate(c, d, &cfg, &authorizers, fd, caFile); err != nil {
+		if err := s.delegate(d, p, &cfg, &authorizers, fd); err != nil {
 			return nil, err
 		}
 	}
-	if c.TokenAuthFile != "" {
-		tf, err := authn.NewTokenFile(c.TokenAuthFile)
-		if err != nil {
-			return nil, err
-		}
-		cfg.Tokens = append(cfg.Tokens, tf)
+	if p.tokenFile != nil {
+		cfg.Tokens = append(cfg.Tokens, p.tokenFile)
 	}
-	if c.OIDC != nil {
-		o, err := authn.NewOIDC(*c.OIDC)
-		if err != nil {
-			return nil, err
-		}
+	if o := p.oidc; o != nil {
 		cfg.Tokens = append(cfg.Tokens, authn.NewTokenCache(o, authn.TokenCacheConfig{Metrics: fd.authnMetrics}))
 		s.readyChecks = append(s.readyChecks, healthz.ReadyCheck("oidc", o))
 	}
-	if len(c.AuthorizationPolicyFiles) > 0 {
-		rbac, err := authz.LoadRBACFiles(c.AuthorizationPolicyFiles...)
-		if err != nil {
-			return nil, err
-		}
-		authorizers = append(authorizers, authz.NamedAuthorizer{Name: authz.NameRBAC, Authorizer: rbac})
+	if p.rbac != nil {
+		authorizers = append(authorizers, authz.NamedAuthorizer{Name: authz.NameRBAC, Authorizer: p.rbac})
 	}
 
 	fd.authenticator = c.Authenticator
@@ -195,31 +170,10 @@ func (s *Server) standaloneClientCA(c *Builder) (authn.CAProvider, error) {
 }
 
 // delegate configures the front proxy, TokenReview and SubjectAccessReview
-// against the cluster.
-func (s *Server) delegate(c *Builder, d *Delegation, cfg *authn.Config, authorizers *[]authz.NamedAuthorizer,
-	fd *frontDoor, caFile func(string) (authn.CAProvider, error)) error {
-	clientFor := func(kubeconfig string) (*kubeclient.Client, error) {
-		var kc *kubeclient.Config
-		var err error
-		if kubeconfig != "" {
-			kc, err = kubeclient.LoadKubeconfig(kubeconfig, "")
-		} else {
-			kc, err = kubeclient.InClusterConfig()
-		}
-		if err != nil {
-			return nil, fmt.Errorf("delegation: %w", err)
-		}
-		return kubeclient.New(*kc)
-	}
-	authnClient, err := clientFor(d.AuthenticationKubeconfig)
-	if err != nil {
-		return err
-	}
+// against the cluster, with the clients validate made.
+func (s *Server) delegate(d *Delegation, p *plan, cfg *authn.Config, authorizers *[]authz.NamedAuthorizer, fd *frontDoor) error {
+	authnClient, authzClient := p.authnClient, p.authzClient
 	fd.cluster = authnClient
-	authzClient, err := clientFor(d.AuthorizationKubeconfig)
-	if err != nil {
-		return err
-	}
 	del, err := authn.NewDelegated(authn.DelegatedConfig{Client: authnClient, Logger: s.log.Named("delegation"),
 		TolerateMissingRequestHeaderCA: d.TolerateMissingRequestHeaderCA})
 	if err != nil {
@@ -230,11 +184,10 @@ func (s *Server) delegate(c *Builder, d *Delegation, cfg *authn.Config, authoriz
 	if cfg.ClientCA == nil {
 		cfg.ClientCA = del.ClientCA()
 	}
-	rhCA := del.RequestHeaderCA()
-	if d.RequestHeaderClientCAFile != "" {
-		if rhCA, err = caFile(d.RequestHeaderClientCAFile); err != nil {
-			return err
-		}
+	var rhCA authn.CAProvider = del.RequestHeaderCA()
+	if p.requestHeaderCA != nil {
+		rhCA = p.requestHeaderCA
+		s.runners = append(s.runners, p.requestHeaderCA.Start)
 	}
 	var names authn.RequestHeaderNamesProvider = del
 	if d.overridesHeaders() {
@@ -263,23 +216,22 @@ func (s *Server) delegate(c *Builder, d *Delegation, cfg *authn.Config, authoriz
 	return nil
 }
 
-// stages returns the authentication, impersonation and authorization stages.
-func (fd *frontDoor) stages() ([]Stage, error) {
+// fill sets the authentication, impersonation and authorization stages.
+func (fd *frontDoor) fill(set func(name string, f Filter)) error {
 	authnFilter, err := authn.WithAuthentication(authn.FilterConfig{Authenticator: fd.authenticator, RequestHeaders: fd.headerNames, Metrics: fd.authnMetrics})
 	if err != nil {
-		return nil, err
+		return err
 	}
 	impersonation, err := authz.WithImpersonation(authz.ImpersonationConfig{Authorizer: fd.authorizer})
 	if err != nil {
-		return nil, err
+		return err
 	}
 	authzFilter, err := authz.WithAuthorization(authz.FilterConfig{Authorizer: fd.authorizer, Metrics: fd.authzMetrics})
 	if err != nil {
-		return nil, err
+		return err
 	}
-	return []Stage{
-		{Name: StageAuthentication, Provides: []Provision{ProvidesUser}, Filter: authnFilter},
-		{Name: StageImpersonation, Needs: []Provision{ProvidesUser}, Provides: []Provision{ProvidesImpersonator}, Filter: impersonation},
-		{Name: StageAuthorization, Needs: []Provision{ProvidesUser, ProvidesRequestInfo}, Provides: []Provision{ProvidesAuthorized}, Filter: authzFilter},
-	}, nil
+	set(StageAuthentication, authnFilter)
+	set(StageImpersonation, impersonation)
+	set(StageAuthorization, authzFilter)
+	return nil
 }

@@ -12,7 +12,6 @@ import (
 	"runtime"
 	"runtime/debug"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	"github.com/go-chi/chi/v5"
@@ -31,7 +30,7 @@ import (
 // always-allow authorizer both cover them.
 func healthPaths() []string { return []string{"/healthz", "/livez", "/readyz"} }
 
-func (s *Server) buildHandler(c *Builder, resources []rest.Resource, fd *frontDoor) (http.Handler, error) {
+func (s *Server) buildHandler(c *Builder, p *plan, resources []rest.Resource, fd *frontDoor) (http.Handler, error) {
 	var errs []error
 	s.watchCtx, s.cancelWatch = context.WithCancel(context.Background())
 	s.closers = append(s.closers, func() error { s.cancelWatch(); return nil })
@@ -40,7 +39,7 @@ func (s *Server) buildHandler(c *Builder, resources []rest.Resource, fd *frontDo
 	if err != nil {
 		return nil, err
 	}
-	admit, err := s.buildAdmission(c, resources, fd.cluster, m.ObserveRejection)
+	admit, err := s.buildAdmission(c, p, resources, fd.cluster, m.ObserveRejection)
 	if err != nil {
 		errs = append(errs, err)
 	}
@@ -54,47 +53,73 @@ func (s *Server) buildHandler(c *Builder, resources []rest.Resource, fd *frontDo
 		errs = append(errs, err)
 	}
 
-	doorStages, err := fd.stages()
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+
+	// Fill the table of stages.go; a slot left unset stays off.
+	stages := DefaultStages()
+	set := func(name string, f Filter) {
+		if err := SetFilter(stages, name, f); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	set(StagePanicRecovery, filters.WithPanicRecovery(filters.PanicRecoveryConfig{
+		OnPanic: func(r *http.Request, v any, stack []byte) {
+			s.log.Error("handler panic", zap.String("path", r.URL.Path), zap.Any("panic", v), zap.ByteString("stack", stack))
+		}}))
+	set(StageAuditID, filters.WithAuditID(filters.AuditIDConfig{}))
+	set(StageRequestInfo, chainOf(
+		filters.WithRequestReceivedTimestamp(filters.RequestReceivedTimestampConfig{}),
+		filters.WithRequestInfoResolver(filters.RequestInfoResolver{})))
+	set(StageMetrics, m.Filter())
+	set(StageLogging, s.requestLogging)
+	set(StageHeaders, filters.WithCacheControl(filters.CacheControlConfig{}))
+	set(StageDeadline, filters.WithRequestDeadline(filters.RequestDeadlineConfig{MaxTimeout: c.RequestTimeout}))
+	set(StageTimeout, filters.WithRequestTimeout(filters.RequestTimeoutConfig{}))
+	set(StageBodyLimit, filters.WithMaxRequestBody(filters.MaxRequestBodyConfig{MaxBytes: c.MaxRequestBodyBytes}))
+	set(StageWarnings, filters.WithWarningRecorder(filters.WarningRecorderConfig{}))
+	if err := fd.fill(set); err != nil {
+		errs = append(errs, err)
+	}
+	// StageAudit and StageFlowControl are slots: a section of the Builder
+	// that fills one adds set(StageAudit, f) here and says so in fills.
+	stages, err = c.insertStages(stages)
 	if err != nil {
 		errs = append(errs, err)
 	}
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
 	}
-
-	stages := []Stage{
-		{Name: StagePanicRecovery, Filter: filters.WithPanicRecovery(filters.PanicRecoveryConfig{
-			OnPanic: func(r *http.Request, v any, stack []byte) {
-				s.log.Error("handler panic", zap.String("path", r.URL.Path), zap.Any("panic", v), zap.ByteString("stack", stack))
-			}})},
-		{Name: StageAuditID, Provides: []Provision{ProvidesAuditID}, Filter: filters.WithAuditID(filters.AuditIDConfig{})},
-		{Name: StageRequestInfo, Provides: []Provision{ProvidesRequestInfo}, Filter: chainOf(
-			filters.WithRequestReceivedTimestamp(filters.RequestReceivedTimestampConfig{}),
-			filters.WithRequestInfoResolver(filters.RequestInfoResolver{}))},
-		{Name: StageMetrics, Needs: []Provision{ProvidesRequestInfo}, Filter: m.Filter()},
-		{Name: StageLogging, Needs: []Provision{ProvidesRequestInfo, ProvidesAuditID}, Filter: s.requestLogging},
-		{Name: StageHeaders, Filter: filters.WithCacheControl(filters.CacheControlConfig{})},
-		{Name: StageDeadline, Needs: []Provision{ProvidesRequestInfo}, Provides: []Provision{ProvidesDeadline},
-			Filter: filters.WithRequestDeadline(filters.RequestDeadlineConfig{MaxTimeout: c.RequestTimeout})},
-		{Name: StageTimeout, Needs: []Provision{ProvidesDeadline}, Filter: filters.WithRequestTimeout(filters.RequestTimeoutConfig{})},
-		{Name: StageBodyLimit, Filter: filters.WithMaxRequestBody(filters.MaxRequestBodyConfig{MaxBytes: c.MaxRequestBodyBytes})},
-		{Name: StageWarnings, Provides: []Provision{ProvidesWarnings}, Filter: filters.WithWarningRecorder(filters.WarningRecorderConfig{})},
-	}
-	stages = append(stages, doorStages...)
-	for _, ins := range c.Stages {
-		stages, err = insertStage(stages, ins.After, ins.Stage)
-		if err != nil {
-			errs = append(errs, err)
-		}
-	}
-	errs = append(errs, checkOrder(stages)...)
-	if len(errs) > 0 {
-		return nil, errors.Join(errs...)
-	}
-	return trackRejections(stages, mux, func(r *http.Request, stage string, code int) {
+	return Chain(stages, mux, ChainOptions{OnReject: func(r *http.Request, stage string, code int) {
 		m.ObserveRejection(stage)
 		s.log.Debug("request rejected", zap.String("stage", stage), zap.Int("code", code), zap.String("path", r.URL.Path))
-	}), nil
+	}})
+}
+
+// fills reports whether Build fills the built-in stage name; the others
+// (the slots) stay off. The validation phase checks the order of the stages
+// with these on.
+func (c *Builder) fills(name string) bool {
+	switch name {
+	case StageAudit, StageFlowControl:
+		return false
+	}
+	return true
+}
+
+// insertStages places the user's stages (Builder.Stages) into stages.
+func (c *Builder) insertStages(stages []Stage) ([]Stage, error) {
+	var errs []error
+	for i, ins := range c.Stages {
+		out, err := InsertStage(stages, ins.After, ins.Stage)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("Stages[%d]: %w", i, err))
+			continue
+		}
+		stages = out
+	}
+	return stages, errors.Join(errs...)
 }
 
 // chainOf composes filters so that the first runs first.
@@ -248,40 +273,4 @@ func (v VersionInfo) complete() VersionInfo {
 	v.Compiler = runtime.Compiler
 	v.Platform = runtime.GOOS + "/" + runtime.GOARCH
 	return v
-}
-
-// trackRejections wraps stages around h and reports, for each request
-// answered with an error before it reached h, the stage that answered.
-func trackRejections(stages []Stage, h http.Handler, report func(r *http.Request, stage string, code int)) http.Handler {
-	// passed is atomic: the timeout stage runs the inner handlers on another
-	// goroutine, which may still be running when the request is answered.
-	type progress struct{ passed atomic.Int32 }
-	type key struct{}
-	// Each enabled stage's inner handler records that the request got past it.
-	marked := make([]Stage, 0, len(stages))
-	for _, st := range stages {
-		if st.Filter == nil {
-			continue
-		}
-		n := int32(len(marked) + 1)
-		inner := st.Filter
-		st.Filter = func(next http.Handler) http.Handler {
-			return inner(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-				if p, ok := r.Context().Value(key{}).(*progress); ok {
-					p.passed.Store(n)
-				}
-				next.ServeHTTP(w, r)
-			}))
-		}
-		marked = append(marked, st)
-	}
-	inner := chain(marked, h)
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		p := &progress{}
-		rw := filters.WrapResponseWriter(w)
-		inner.ServeHTTP(rw, r.WithContext(context.WithValue(r.Context(), key{}, p)))
-		if passed := int(p.passed.Load()); passed < len(marked) && rw.Status() >= 400 {
-			report(r, marked[passed].Name, rw.Status())
-		}
-	})
 }

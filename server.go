@@ -113,11 +113,10 @@ func openDefaultStore(path string, log *zap.Logger) (*bbolt.Store, error) {
 // setupTLS prepares the serving certificate, from files (reloaded on change)
 // or, when none is given, a self-signed CA and serving certificate in the data
 // dir; advertised is the client CA offered in the handshake (nil for none).
-func (s *Server) setupTLS(c *Builder, advertised certs.PoolSource) (*tls.Config, error) {
-	certDir := filepath.Join(c.DataDir, "certs")
-	reload := certs.ReloadConfig{OnError: func(err error) { s.log.Error("reloading the serving certificate", zap.Error(err)) }}
-	certFile, keyFile := c.CertFile, c.KeyFile
-	if certFile == "" {
+func (s *Server) setupTLS(c *Builder, p *plan, advertised certs.PoolSource) (*tls.Config, error) {
+	sc := p.serving
+	if sc == nil {
+		certDir := filepath.Join(c.DataDir, "certs")
 		ca, err := certs.EnsureCA(certs.CAConfig{Dir: certDir, Name: c.Name + "-serving-ca"})
 		if err != nil {
 			return nil, err
@@ -125,15 +124,14 @@ func (s *Server) setupTLS(c *Builder, advertised certs.PoolSource) (*tls.Config,
 		if _, err := ca.EnsureServingCert(certs.ServingConfig{Dir: certDir, Hosts: c.ServingHosts}); err != nil {
 			return nil, err
 		}
-		certFile, keyFile = filepath.Join(certDir, "serving.crt"), filepath.Join(certDir, "serving.key")
 		if s.standalone == nil {
 			s.standalone = &standaloneMaterial{}
 		}
 		s.standalone.servingCA = ca
-	}
-	sc, err := certs.NewServingCert(certFile, keyFile, reload)
-	if err != nil {
-		return nil, err
+		reload := certs.ReloadConfig{OnError: func(err error) { s.log.Error("reloading the serving certificate", zap.Error(err)) }}
+		if sc, err = certs.NewServingCert(filepath.Join(certDir, "serving.crt"), filepath.Join(certDir, "serving.key"), reload); err != nil {
+			return nil, err
+		}
 	}
 	s.runners = append(s.runners, sc.Start)
 	return certs.ServerTLSConfig(certs.ServerTLSOptions{Serving: sc, ClientCA: advertised})

@@ -273,7 +273,7 @@ func TestBuildReportsEveryProblem(t *testing.T) {
 	if err == nil {
 		t.Fatal("want errors")
 	}
-	for _, want := range []string{"no resources declared", "CertFile and KeyFile must be given together", "SecurePort 70000 is out of range"} {
+	for _, want := range []string{"Resources: no resources declared", "CertFile/KeyFile: must be given together", "SecurePort: 70000 is out of range"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error %q lacks %q", err, want)
 		}

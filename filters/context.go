@@ -56,6 +56,7 @@ const (
 	auditIDKey
 	receivedTimestampKey
 	impersonatorKey
+	traceKey
 )
 
 // WithRequestInfo returns a copy of ctx carrying info.

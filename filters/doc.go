@@ -19,6 +19,8 @@
 //     (WithRequestReceivedTimestamp).
 //   - AddWarning: a warning for the client, sent as a Warning header
 //     (WithWarningRecorder).
+//   - TraceFrom: the stages the request went through, with their times
+//     (the chain builder).
 //
 // Each has a ContextWith... (or With...) setter, so tests and users who
 // build their own chain can provide the value themselves.
@@ -84,8 +86,18 @@
 //
 // WithPanicRecovery reports panics to a callback rather than a logger, so
 // this package does not import a logging library; the root package adapts
-// its *zap.Logger. The timeout filter runs each non-long-running handler in
-// its own goroutine, as Kubernetes does; a handler that ignores its
-// context's cancellation keeps running after the 504 (OnPostTimeout reports
-// when it ends).
+// its *zap.Logger. The timeout filter runs the handler on the request's
+// goroutine and acts at the deadline from a context.AfterFunc (a goroutine
+// only for a request that times out): it answers 504 or cuts the response
+// off, and the handler's later writes fail. A handler is expected to return
+// once its context is done; one that ignores it keeps its connection (HTTP/1)
+// or stream (HTTP/2) open until it returns (OnPostTimeout reports when).
+//
+// # Stage trace
+//
+// Trace is the per-request record of the chain: which stages a request
+// entered and when, the steps its handler reported (RecordStep with
+// StepAdmission, StepStorage) and which stage or step rejected it
+// (Trace.RejectedBy). annex.Chain puts one in every request's context;
+// TraceFrom returns it, or nil, whose methods do nothing.
 package filters

@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -202,141 +201,6 @@ func TestRequestReceivedTimestamp(t *testing.T) {
 	}
 }
 
-// cancelled returns a request whose context is already done, as after its
-// deadline.
-func cancelled(method, url string) *http.Request {
-	r := httptest.NewRequest(method, url, nil)
-	ctx, cancel := context.WithCancel(r.Context())
-	cancel()
-	return r.WithContext(ctx)
-}
-
-func TestRequestTimeoutAnswers504(t *testing.T) {
-	t.Parallel()
-	release := make(chan struct{})
-	post := make(chan any, 1)
-	timedOut := false
-	var writeErr error
-	h := WithRequestTimeout(RequestTimeoutConfig{
-		OnTimeout:     func(*http.Request) { timedOut = true },
-		OnPostTimeout: func(_ *http.Request, v any) { post <- v },
-	})(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		<-release
-		w.Header().Set("X-Late", "1")
-		_, writeErr = w.Write([]byte("late"))
-	}))
-	w := httptest.NewRecorder()
-	w.Header().Set("Audit-Id", "abc")
-	h.ServeHTTP(w, cancelled("GET", "/api/v1/pods"))
-	close(release)
-	if v := <-post; v != nil {
-		t.Errorf("post-timeout result = %v, want nil", v)
-	}
-	if !errors.Is(writeErr, http.ErrHandlerTimeout) {
-		t.Errorf("late write error = %v, want http.ErrHandlerTimeout", writeErr)
-	}
-	if !timedOut {
-		t.Error("OnTimeout not called")
-	}
-	if w.Code != 504 {
-		t.Fatalf("code = %d, want 504", w.Code)
-	}
-	want := `{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"Timeout: request did not complete within the allotted timeout","reason":"Timeout","code":504}` + "\n"
-	if w.Body.String() != want {
-		t.Errorf("body = %s, want %s", w.Body, want)
-	}
-	if w.Header().Get("Audit-Id") != "abc" || w.Header().Get("X-Late") != "" || w.Header().Get("Content-Type") != "application/json" {
-		t.Errorf("headers = %v", w.Header())
-	}
-}
-
-func TestRequestTimeoutAbortsStartedResponse(t *testing.T) {
-	t.Parallel()
-	wrote := make(chan struct{})
-	release := make(chan struct{})
-	h := WithRequestTimeout(RequestTimeoutConfig{})(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		_, _ = w.Write([]byte("partial"))
-		close(wrote)
-		<-release
-	}))
-	defer close(release)
-	r := httptest.NewRequest("GET", "/api/v1/pods", nil)
-	ctx, cancel := context.WithCancel(r.Context())
-	go func() { <-wrote; cancel() }()
-	w := httptest.NewRecorder()
-	defer func() {
-		if v := recover(); v != http.ErrAbortHandler {
-			t.Errorf("recovered %v, want http.ErrAbortHandler", v)
-		}
-		if w.Body.String() != "partial" {
-			t.Errorf("body = %q", w.Body)
-		}
-	}()
-	h.ServeHTTP(w, r.WithContext(ctx))
-	t.Error("ServeHTTP returned instead of aborting")
-}
-
-func TestRequestTimeoutPassesThrough(t *testing.T) {
-	t.Parallel()
-	tests := []struct {
-		name string
-		url  string
-	}{
-		{"watch_is_exempt", "/api/v1/pods?watch=1"},
-		{"done_request_that_finishes", "/api/v1/pods"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			t.Parallel()
-			h := WithRequestTimeout(RequestTimeoutConfig{})(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-				w.Header().Set("X-From", "handler")
-				w.Header().Del("Cache-Control")
-				w.WriteHeader(201)
-				_, _ = io.WriteString(w, "made")
-			}))
-			w := httptest.NewRecorder()
-			w.Header().Set("Cache-Control", "no-cache, private")
-			r := httptest.NewRequest("GET", tt.url, nil)
-			ctx, cancel := context.WithTimeout(r.Context(), time.Hour)
-			defer cancel()
-			r = r.WithContext(ctx)
-			if tt.name == "watch_is_exempt" {
-				r = cancelled("GET", tt.url) // would time out at once if not exempt
-			}
-			h.ServeHTTP(w, r)
-			if w.Code != 201 || w.Body.String() != "made" || w.Header().Get("X-From") != "handler" {
-				t.Errorf("got %d %q %v", w.Code, w.Body, w.Header())
-			}
-			if _, ok := w.Header()["Cache-Control"]; ok {
-				t.Errorf("a header the handler deleted was sent: %v", w.Header())
-			}
-		})
-	}
-}
-
-func TestRequestTimeoutRepanicsWithHandlerStack(t *testing.T) {
-	t.Parallel()
-	var got any
-	var stack []byte
-	h := WithPanicRecovery(PanicRecoveryConfig{OnPanic: func(_ *http.Request, v any, s []byte) { got, stack = v, s }})(
-		WithRequestTimeout(RequestTimeoutConfig{})(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			panicInHandler()
-		})))
-	r := httptest.NewRequest("GET", "/api/v1/pods", nil)
-	ctx, cancel := context.WithTimeout(r.Context(), time.Hour)
-	defer cancel()
-	w := httptest.NewRecorder()
-	h.ServeHTTP(w, r.WithContext(ctx))
-	if got != "in handler" || !strings.Contains(string(stack), "panicInHandler") {
-		t.Errorf("got %v, stack:\n%s", got, stack)
-	}
-	if w.Code != 500 {
-		t.Errorf("code = %d, want 500", w.Code)
-	}
-}
-
-func panicInHandler() { panic("in handler") }
-
 func TestMaxRequestBody(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
@@ -465,42 +329,6 @@ func TestAddWarningWithoutRecorder(t *testing.T) {
 	AddWarning(ctx, "x")
 	if len(got) != 1 || got[0] != "x" {
 		t.Errorf("got %q", got)
-	}
-}
-
-func TestWarningsInsideTimeout(t *testing.T) {
-	t.Parallel()
-	// The recorder writes into the timeout writer's private map, concurrently
-	// with the timeout writing its 504: run with -race to see it is safe.
-	release := make(chan struct{})
-	done := make(chan struct{})
-	h := WithRequestTimeout(RequestTimeoutConfig{OnPostTimeout: func(*http.Request, any) { close(done) }})(
-		WithWarningRecorder(WarningRecorderConfig{})(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			AddWarning(r.Context(), "early")
-			<-release
-			AddWarning(r.Context(), "late")
-		})))
-	w := httptest.NewRecorder()
-	h.ServeHTTP(w, cancelled("GET", "/api/v1/pods"))
-	close(release)
-	<-done
-	if w.Code != 504 || len(w.Header().Values("Warning")) != 0 {
-		t.Errorf("got %d, warnings %q", w.Code, w.Header().Values("Warning"))
-	}
-
-	h = WithRequestTimeout(RequestTimeoutConfig{})(
-		WithWarningRecorder(WarningRecorderConfig{})(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			AddWarning(r.Context(), "kept")
-			_, _ = io.WriteString(w, "{}")
-			AddWarning(r.Context(), "too late")
-		})))
-	w = httptest.NewRecorder()
-	r := httptest.NewRequest("GET", "/api/v1/pods", nil)
-	ctx, cancel := context.WithTimeout(r.Context(), time.Hour)
-	defer cancel()
-	h.ServeHTTP(w, r.WithContext(ctx))
-	if got := w.Result().Header.Values("Warning"); len(got) != 1 || got[0] != `299 - "kept"` {
-		t.Errorf("warnings = %q", got)
 	}
 }
 
@@ -786,40 +614,4 @@ func TestFlushThroughAllWrappers(t *testing.T) {
 			}
 		})
 	}
-}
-
-// TestTimeoutWriterConcurrentHeaderAccess exercises the timeout racing a
-// handler that keeps writing, for the race detector.
-func TestTimeoutWriterConcurrentHeaderAccess(t *testing.T) {
-	t.Parallel()
-	var wg sync.WaitGroup
-	for range 20 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			finished := make(chan struct{})
-			h := WithRequestTimeout(RequestTimeoutConfig{OnPostTimeout: func(*http.Request, any) { close(finished) }})(
-				http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-					for i := 0; r.Context().Err() == nil || i < 100; i++ {
-						w.Header().Set("X-I", "v")
-						if _, err := w.Write([]byte("x")); err != nil {
-							return
-						}
-					}
-				}))
-			r := httptest.NewRequest("GET", "/api/v1/pods", nil)
-			ctx, cancel := context.WithTimeout(r.Context(), time.Millisecond)
-			defer cancel()
-			func() {
-				defer func() { _ = recover() }()
-				h.ServeHTTP(httptest.NewRecorder(), r.WithContext(ctx))
-			}()
-			select {
-			case <-finished:
-			case <-time.After(10 * time.Second):
-				t.Error("handler did not finish after the timeout")
-			}
-		}()
-	}
-	wg.Wait()
 }

@@ -12,8 +12,7 @@ import (
 // and answers, and reports nothing.
 type PanicRecoveryConfig struct {
 	// OnPanic, when not nil, is called with every recovered panic other than
-	// http.ErrAbortHandler and the stack of the goroutine that panicked (for
-	// a panic re-raised by WithRequestTimeout, the handler's goroutine). It
+	// http.ErrAbortHandler and the stack of the goroutine that panicked. It
 	// is the place to log: the root package passes a function that writes to
 	// its *zap.Logger, so this package stays free of logging libraries.
 	OnPanic func(r *http.Request, recovered any, stack []byte)
@@ -51,14 +50,8 @@ func WithPanicRecovery(cfg PanicRecoveryConfig) func(http.Handler) http.Handler 
 					}
 					panic(http.ErrAbortHandler)
 				}
-				value, stack := v, []byte(nil)
-				if hp, ok := v.(*handlerPanic); ok {
-					value, stack = hp.value, hp.stack
-				} else {
-					stack = debug.Stack()
-				}
 				if cfg.OnPanic != nil {
-					cfg.OnPanic(r, value, stack)
+					cfg.OnPanic(r, v, debug.Stack())
 				}
 				if rw.WroteHeader() {
 					panic(http.ErrAbortHandler)
@@ -73,11 +66,4 @@ func WithPanicRecovery(cfg PanicRecoveryConfig) func(http.Handler) http.Handler 
 func isAbort(v any) bool {
 	err, ok := v.(error)
 	return ok && errors.Is(err, http.ErrAbortHandler)
-}
-
-// handlerPanic carries a panic from a handler's goroutine to the serving
-// goroutine (WithRequestTimeout) with the stack where it happened.
-type handlerPanic struct {
-	value any
-	stack []byte
 }
