@@ -65,6 +65,9 @@ type Config struct {
 	Registerer prometheus.Registerer
 	// Logger receives backend errors (rate-limited). Nil means no logging.
 	Logger *zap.Logger
+	// Now is the clock of stage timestamps (and of requestReceivedTimestamp
+	// when no filters.WithRequestReceivedTimestamp ran). Nil means time.Now.
+	Now func() time.Time
 }
 
 // Auditor is the audit stage. A nil *Auditor audits nothing: its Filter is
@@ -78,6 +81,7 @@ type Auditor struct {
 	truncMin    int64 // smallest MaxEventSize of a truncating backend; 0: none truncates
 	metrics     *auditMetrics
 	logger      *zap.Logger
+	now         func() time.Time
 	started     sync.Once
 }
 
@@ -92,7 +96,10 @@ func New(cfg Config) (*Auditor, error) {
 	if err != nil {
 		return nil, err
 	}
-	a := &Auditor{eval: eval, longRunning: cfg.LongRunning, stages: cfg.Stages, maxObject: cfg.MaxObjectBytes, logger: cfg.Logger}
+	a := &Auditor{eval: eval, longRunning: cfg.LongRunning, stages: cfg.Stages, maxObject: cfg.MaxObjectBytes, logger: cfg.Logger, now: cfg.Now}
+	if a.now == nil {
+		a.now = time.Now
+	}
 	if a.longRunning == nil {
 		a.longRunning = filters.DefaultLongRunning
 	}
@@ -281,7 +288,7 @@ func (a *Auditor) emit(ctx context.Context, rec *record, stage Stage) bool {
 	if stage == StageRequestReceived {
 		rec.ev.StageTimestamp = rec.ev.RequestReceivedTimestamp
 	} else {
-		rec.ev.StageTimestamp = MicroTime{time.Now()}
+		rec.ev.StageTimestamp = MicroTime{a.now()}
 	}
 	enc := a.encode(&rec.ev)
 	rec.mu.Unlock()

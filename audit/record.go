@@ -16,7 +16,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"time"
 
 	"github.com/annexapi/annex/filters"
 	"github.com/annexapi/annex/meta"
@@ -48,7 +47,7 @@ const (
 func (a *Auditor) newRecord(r *http.Request, info *filters.RequestInfo, cfg RequestConfig, user, impersonated *filters.User) *record {
 	received, ok := filters.ReceivedTimestampFrom(r.Context())
 	if !ok {
-		received = time.Now()
+		received = a.now()
 	}
 	ua := r.UserAgent()
 	if len(ua) > maxUserAgentLength {
