@@ -191,16 +191,14 @@ func (rec *record) attachRequest() {
 	}
 	body := rec.body.buf
 	if v := rec.ev.Verb; (v == "create" || v == "update") && rec.ev.ObjectRef != nil {
-		var obj struct {
-			Metadata struct {
-				Name            string `json:"name"`
-				Namespace       string `json:"namespace"`
-				UID             string `json:"uid"`
-				ResourceVersion string `json:"resourceVersion"`
-			} `json:"metadata"`
+		var m struct {
+			Name            string `json:"name"`
+			Namespace       string `json:"namespace"`
+			UID             string `json:"uid"`
+			ResourceVersion string `json:"resourceVersion"`
 		}
-		if json.Unmarshal(body, &obj) == nil {
-			ref, m := rec.ev.ObjectRef, &obj.Metadata
+		if md := topLevelField(body, "metadata"); md != nil && json.Unmarshal(md, &m) == nil {
+			ref := rec.ev.ObjectRef
 			fill(&ref.Name, m.Name)
 			fill(&ref.Namespace, m.Namespace)
 			fill(&ref.UID, m.UID)
