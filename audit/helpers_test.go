@@ -1,6 +1,7 @@
 package audit_test
 
 import (
+	"flag"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -38,3 +39,5 @@ func (r registry) value(t testing.TB, name string, labels map[string]string) flo
 	}
 	return 0
 }
+
+func newFlagSet() *flag.FlagSet { return flag.NewFlagSet("server", flag.ContinueOnError) }
