@@ -1,5 +1,5 @@
-// This file holds the validation every backend shares of Get, List and
-// Watch options: which revision a List reads at (resourceVersion, its match, the
+// This file holds the validation every backend shares of Get, List and Watch
+// options: which revision a List reads at (resourceVersion, its match, the
 // continue token), where a Watch starts, and the errors of a revision out of
 // reach (too large, compacted, an expired continue token).
 
@@ -12,7 +12,7 @@ import (
 )
 
 // ParseGetOptions validates the key and the resource version of a Get. It
-// fails with ErrInvalidKey or ErrInvalidResourceVersion.
+// fails with storage.ErrInvalidKey or storage.ErrInvalidResourceVersion.
 func ParseGetOptions(key string, opts storage.GetOptions) (ResourceVersion, error) {
 	if err := ValidateKey(key); err != nil {
 		return ResourceVersion{}, err
@@ -44,13 +44,13 @@ type ListRequest struct {
 	Predicate storage.Predicate
 }
 
-// ParseListOptions validates a List of prefix with opts as Kubernetes does
-// and resolves the revision to read at. It fails with ErrInvalidKey for a bad
-// prefix, ErrInvalidResourceVersion for a bad resource version or a
-// combination Kubernetes forbids (a match without a version, Exact with "0",
-// a version or a match with a continue token; "0" with a token is
-// tolerated), and ErrInvalidContinue for a token that does not decode or
-// belongs to another prefix. A negative Limit is no limit.
+// ParseListOptions validates a List of prefix with opts as Kubernetes does and
+// resolves the revision to read at. It fails with storage.ErrInvalidKey for a
+// bad prefix, storage.ErrInvalidResourceVersion for a bad resource version or a
+// combination Kubernetes forbids (a match without a version, Exact with "0", a
+// version or a match with a continue token; "0" with a token is tolerated), and
+// storage.ErrInvalidContinue for a token that does not decode or belongs to
+// another prefix. A negative Limit is no limit.
 func ParseListOptions(prefix string, opts storage.ListOptions) (ListRequest, error) {
 	pr, err := PrefixRange(prefix)
 	if err != nil {
@@ -97,8 +97,8 @@ func ParseListOptions(prefix string, opts storage.ListOptions) (ListRequest, err
 	return req, nil
 }
 
-// CheckRevision returns ErrTooLargeResourceVersion when the request needs a
-// revision after current, the store's revision.
+// CheckRevision returns storage.ErrTooLargeResourceVersion when the request
+// needs a revision after current, the store's revision.
 func (r ListRequest) CheckRevision(current uint64) error {
 	switch {
 	case r.NotOlder > current:
@@ -109,10 +109,10 @@ func (r ListRequest) CheckRevision(current uint64) error {
 	return nil
 }
 
-// ExpiredContinue turns e, the ErrExpired of reading r.At, into the error of
-// an expired continue token when r.At came from one: Kubernetes' message, and
-// a fresh inconsistent token that continues from the same key at the latest
-// revision. Otherwise it returns e as it is.
+// ExpiredContinue turns e, the storage.ErrExpired of reading r.At, into the
+// error of an expired continue token when r.At came from one: Kubernetes'
+// message, and a fresh inconsistent token that continues from the same key at
+// the latest revision. Otherwise it returns e as it is.
 func (r ListRequest) ExpiredContinue(e *storage.Error) error {
 	if !r.FromToken {
 		return e
@@ -126,15 +126,15 @@ func (r ListRequest) ExpiredContinue(e *storage.Error) error {
 	return e
 }
 
-// TooLargeError is the ErrTooLargeResourceVersion of a request for revision
-// requested when the store is at current.
+// TooLargeError is the storage.ErrTooLargeResourceVersion of a request for
+// revision requested when the store is at current.
 func TooLargeError(requested, current uint64) *storage.Error {
 	return &storage.Error{Err: storage.ErrTooLargeResourceVersion, ResourceVersion: current,
 		Msg: fmt.Sprintf("Too large resource version: %d, current: %d", requested, current)}
 }
 
-// ExpiredError is the ErrExpired of a request for a revision at or before
-// compacted, the store's compacted revision.
+// ExpiredError is the storage.ErrExpired of a request for a revision at or
+// before compacted, the store's compacted revision.
 func ExpiredError(compacted uint64) *storage.Error {
 	return &storage.Error{Err: storage.ErrExpired, ResourceVersion: compacted,
 		Msg: fmt.Sprintf("required revision has been compacted (compacted revision %d)", compacted)}
@@ -159,8 +159,8 @@ type WatchRequest struct {
 }
 
 // ParseWatchOptions validates the key (a prefix when opts.Recursive) and the
-// resource version of a Watch. It fails with ErrInvalidKey or
-// ErrInvalidResourceVersion.
+// resource version of a Watch. It fails with storage.ErrInvalidKey or
+// storage.ErrInvalidResourceVersion.
 func ParseWatchOptions(key string, opts storage.WatchOptions) (WatchRequest, error) {
 	req := WatchRequest{Key: key, Recursive: opts.Recursive}
 	if opts.Recursive {

@@ -1,6 +1,6 @@
 // This file holds the helpers every backend uses to edit metadata inside an
-// object's JSON bytes (resourceVersion, uid, creationTimestamp) without decoding
-// and re-encoding the rest of the object.
+// object's JSON bytes (resourceVersion, uid, creationTimestamp) without
+// decoding and re-encoding the rest of the object.
 
 package backend
 
@@ -13,9 +13,10 @@ import (
 )
 
 // PrepareCreate returns data ready to be stored by a Create at revision rev,
-// and the metadata parsed from it. It fails with ErrResourceVersionSetOnCreate
-// when metadata.resourceVersion is set to anything but "" or null, and with
-// ErrInvalidObject when data is not a JSON object or metadata is not an object.
+// and the metadata parsed from it. It fails with
+// storage.ErrResourceVersionSetOnCreate when metadata.resourceVersion is set to
+// anything but "" or null, and with storage.ErrInvalidObject when data is not a
+// JSON object or metadata is not an object.
 //
 // The result is data in compact form with metadata.resourceVersion set to rev,
 // metadata.uid set to uid and metadata.creationTimestamp set to now when they
@@ -44,16 +45,17 @@ func PrepareUpdate(data []byte, rev uint64) ([]byte, storage.Meta, error) {
 
 // SetResourceVersion returns data in compact form with
 // metadata.resourceVersion set to rev, as PrepareUpdate does, without parsing
-// the metadata. It fails with ErrInvalidObject as PrepareCreate does.
+// the metadata. It fails with storage.ErrInvalidObject as PrepareCreate does.
 func SetResourceVersion(data []byte, rev uint64) ([]byte, error) {
 	return editMeta(data, rev, "", "", false)
 }
 
-// DecodeMeta parses the metadata of an object's JSON as ParseMeta does, but
-// decodes only the metadata member. It is meant for bytes this package
-// produced (which are valid JSON): it does not validate the rest of data, and
-// it matches the member name "metadata" exactly (ParseMeta, like
-// encoding/json, also accepts other cases). It fails with ErrInvalidObject.
+// DecodeMeta parses the metadata of an object's JSON as storage.ParseMeta
+// does, but decodes only the metadata member. It is meant for bytes this
+// package produced (which are valid JSON): it does not validate the rest of
+// data, and it matches the member name "metadata" exactly (storage.ParseMeta,
+// like encoding/json, also accepts other cases). It fails with
+// storage.ErrInvalidObject.
 func DecodeMeta(data []byte) (storage.Meta, error) {
 	var m storage.Meta
 	found := -1
@@ -220,8 +222,9 @@ func keyEquals(key []byte, name string) bool {
 }
 
 // forEachMember calls f with the spans of each member's key (quotes included)
-// and value of the JSON object starting at b[start]. b must be valid JSON
-// from start on; a malformed object fails with ErrInvalidObject, never a panic.
+// and value of the JSON object starting at b[start]. b must be valid JSON from
+// start on; a malformed object fails with storage.ErrInvalidObject, never a
+// panic.
 func forEachMember(b []byte, start int, f func(ks, ke, vs, ve int) error) error {
 	bad := invalidObject("malformed JSON object")
 	if start >= len(b) || b[start] != '{' {

@@ -50,14 +50,6 @@ type StateReader interface {
 	ReadState(ctx context.Context, key string) (State, error)
 }
 
-// StateReaderFunc adapts a function to StateReader.
-type StateReaderFunc func(ctx context.Context, key string) (State, error)
-
-// ReadState calls f.
-func (f StateReaderFunc) ReadState(ctx context.Context, key string) (State, error) {
-	return f(ctx, key)
-}
-
 // UpdateCommitter is what GuaranteedUpdate needs from a backend.
 // Implementations must be safe for concurrent use.
 type UpdateCommitter interface {
