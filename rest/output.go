@@ -34,7 +34,16 @@ type output struct {
 
 func (o output) apiVersion() string { return meta.MetaGroup + "/" + o.version }
 
-// frameKey names the output in a FrameCache key.
+// frameKey names the output in the key of an encoded watch frame. A watch
+// event's frames are kept in its storage.EventMemo, which the watch cache
+// shares among every watcher that receives the event, so that a frame is
+// encoded once per event, not once per watcher. The key is frameKey, "/",
+// and the event type as the watcher sees it: together, everything a frame
+// depends on besides the event. The type is part of it because the watch
+// cache hands one stored change to different watchers as different types
+// (MODIFIED, or ADDED or DELETED for a watcher whose selector the object
+// starts or stops matching), all sharing one memo; for one event, a given
+// type always carries the same object.
 func (o output) frameKey() string {
 	switch o.kind {
 	case outTable:

@@ -124,7 +124,7 @@ func (rh *resourceHandler) watch(w http.ResponseWriter, r *http.Request, o outpu
 				if o.kind == outTable && first {
 					buf = rh.appendTableEvent(buf[:0], o, ev, true)
 				} else {
-					buf = append(buf[:0], ev.Frames.Get(o.frameKey()+"/"+string(ev.Type), func() []byte {
+					buf = append(buf[:0], ev.Memo.Get(o.frameKey()+"/"+string(ev.Type), func() []byte {
 						return rh.encodeEvent(o, ev)
 					})...)
 				}
@@ -143,7 +143,7 @@ func (rh *resourceHandler) watch(w http.ResponseWriter, r *http.Request, o outpu
 }
 
 // encodeEvent encodes one watch event in the output o; the bytes may be
-// shared by every watcher of the event (FrameCache).
+// shared by every watcher of the event (see output.frameKey).
 func (rh *resourceHandler) encodeEvent(o output, ev storage.Event) []byte {
 	switch o.kind {
 	case outTable:

@@ -25,10 +25,11 @@ type Interface interface {
 
 	// Update replaces the object under key with what tryUpdate returns for its
 	// current state, retrying from a fresh read when a concurrent write got there
-	// first (GuaranteedUpdate). Preconditions are checked against the state
-	// tryUpdate would see. A result whose bytes equal the stored ones (after
-	// resourceVersion is set) writes nothing and returns the stored object with
-	// its old resource version.
+	// first (Kubernetes' GuaranteedUpdate; storage/backend has the loop).
+	// Preconditions are checked against the state tryUpdate would see. A
+	// result whose bytes equal the stored ones (after resourceVersion is set)
+	// writes nothing and returns the stored object with its old resource
+	// version.
 	Update(ctx context.Context, key string, opts UpdateOptions, tryUpdate UpdateFunc) (Object, error)
 
 	// Delete removes the object under key and returns its last state, with its

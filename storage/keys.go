@@ -1,8 +1,6 @@
-// This file holds the key layout: how objects map to keys, and what a valid key is.
+// This file holds the key layout: how objects map to keys.
 
 package storage
-
-import "strings"
 
 // ObjectKey is the key of an object: /<group>/<resource>/<namespace>/<name>,
 // or /<group>/<resource>/<name> for a cluster-scoped object (empty
@@ -22,31 +20,4 @@ func ResourcePrefix(group, resource, namespace string) string {
 		p += "/" + namespace
 	}
 	return p
-}
-
-// ValidateKey checks that key is an absolute slash-separated path with no
-// empty, "." or ".." segment and no trailing slash. It fails with ErrInvalidKey.
-func ValidateKey(key string) error {
-	if len(key) < 2 || key[0] != '/' || key[len(key)-1] == '/' {
-		return &Error{Err: ErrInvalidKey, Key: key}
-	}
-	for _, seg := range strings.Split(key[1:], "/") {
-		if seg == "" || seg == "." || seg == ".." {
-			return &Error{Err: ErrInvalidKey, Key: key}
-		}
-	}
-	return nil
-}
-
-// PrefixRange is the form of a prefix that List and Watch match against: the
-// prefix with one trailing slash, so that /a/foo/ never matches /a/foobar.
-// It validates prefix as ValidateKey does.
-func PrefixRange(prefix string) (string, error) {
-	if err := ValidateKey(strings.TrimSuffix(prefix, "/")); err != nil {
-		return "", err
-	}
-	if !strings.HasSuffix(prefix, "/") {
-		prefix += "/"
-	}
-	return prefix, nil
 }

@@ -1,12 +1,14 @@
 // This file holds the object form that travels through storage (JSON bytes plus
-// parsed metadata), watch events, and resource version parsing.
+// parsed metadata), watch events, the decimal form of a resource version, and
+// the uid of a new object.
 
 package storage
 
 import (
 	"bytes"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
-	"fmt"
 	"strconv"
 )
 
@@ -79,36 +81,40 @@ type Event struct {
 	Prev *Object
 	// Err is set on EventError; it unwraps to one of the sentinel errors.
 	Err error
-	// Frames, when not nil, memoizes the wire encodings of this event and is
-	// shared by every watcher that receives it (see FrameCache). Backends
-	// without a fan-out leave it nil.
-	Frames *FrameCache
+	// Memo, when not nil, is shared by every watcher that receives this
+	// event: a fan-out (the watch cache) attaches one to each event it
+	// dispatches, so that what a consumer derives from the event alone (the
+	// REST layer's encoded watch frames) is computed once per event, not
+	// once per watcher. Backends without a fan-out leave it nil; a nil
+	// *EventMemo computes every time.
+	Memo *EventMemo
 	// InitialEventsEnd marks the EventBookmark that ends the initial events of
 	// a watch with WatchOptions.SendInitialEvents: the REST layer writes it
 	// with the k8s.io/initial-events-end annotation.
 	InitialEventsEnd bool
 }
 
-// ParsedResourceVersion is a resource version string as a request carries it.
-type ParsedResourceVersion struct {
-	// Revision is N for "N"; 0 for "" and "0".
-	Revision uint64
-	// Unset is true for "".
-	Unset bool
-}
-
-// ParseResourceVersion parses a resource version from a request: "", "0", or a
-// decimal revision. Anything else fails with ErrInvalidResourceVersion.
-func ParseResourceVersion(rv string) (ParsedResourceVersion, error) {
-	if rv == "" {
-		return ParsedResourceVersion{Unset: true}, nil
-	}
-	n, err := strconv.ParseUint(rv, 10, 64)
-	if err != nil {
-		return ParsedResourceVersion{}, &Error{Err: ErrInvalidResourceVersion, Msg: fmt.Sprintf("invalid resource version %q", rv)}
-	}
-	return ParsedResourceVersion{Revision: n}, nil
-}
-
 // FormatResourceVersion is the decimal form of a revision.
 func FormatResourceVersion(rev uint64) string { return strconv.FormatUint(rev, 10) }
+
+// NewUID returns a random (version 4) UUID in its canonical text form: the
+// metadata.uid that Create gives an object that has none. It is exported for
+// the layers that set a uid themselves (an Update that creates, with
+// UpdateOptions.IgnoreNotFound).
+func NewUID() string {
+	var u [16]byte
+	_, _ = rand.Read(u[:]) // crypto/rand.Read never fails (Go 1.24+).
+	u[6] = u[6]&0x0f | 0x40
+	u[8] = u[8]&0x3f | 0x80
+	var b [36]byte
+	hex.Encode(b[0:8], u[0:4])
+	b[8] = '-'
+	hex.Encode(b[9:13], u[4:6])
+	b[13] = '-'
+	hex.Encode(b[14:18], u[6:8])
+	b[18] = '-'
+	hex.Encode(b[19:23], u[8:10])
+	b[23] = '-'
+	hex.Encode(b[24:], u[10:])
+	return string(b[:])
+}

@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/annexapi/annex/storage"
+	"github.com/annexapi/annex/storage/backend"
 )
 
 // heapPerWatcher opens n idle watchers on c (no consumer reading) and returns
@@ -217,7 +218,7 @@ func BenchmarkDispatch10000Watchers(b *testing.B) {
 			evs := make([]storage.Event, b.N)
 			for i := range evs {
 				k := key("ns", fmt.Sprintf("o%d", i))
-				data, meta, err := storage.PrepareCreate(object("ns", fmt.Sprintf("o%d", i), "1"), base+uint64(i)+1, "uid", "2024-01-01T00:00:00Z")
+				data, meta, err := backend.PrepareCreate(object("ns", fmt.Sprintf("o%d", i), "1"), base+uint64(i)+1, "uid", "2024-01-01T00:00:00Z")
 				if err != nil {
 					b.Fatal(err)
 				}

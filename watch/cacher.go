@@ -19,15 +19,16 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/annexapi/annex/storage"
+	"github.com/annexapi/annex/storage/backend"
 )
 
 // entry is one current object in the cache.
 type entry struct {
 	obj storage.Object
-	// frames memoizes the object's encodings as an ADDED event (shared with
+	// memo holds the object's encodings as an ADDED event (shared with
 	// the event that produced it: for that event, type ADDED means this
 	// object), so initial events of many watchers are encoded once too.
-	frames *storage.FrameCache
+	memo *storage.EventMemo
 }
 
 func entryLess(a, b *entry) bool { return a.obj.Key < b.obj.Key }
@@ -39,11 +40,11 @@ type tree = btree.BTreeG[*entry]
 
 // event is one change under the prefix, as the cacher keeps it in its ring.
 type event struct {
-	typ    storage.EventType // ADDED, MODIFIED or DELETED, as stored
-	obj    storage.Object    // the new state; for DELETED the last state at the deletion's revision
-	prev   *storage.Object   // the state before, for MODIFIED and DELETED
-	frames *storage.FrameCache
-	snap   *tree // the state after this event
+	typ  storage.EventType // ADDED, MODIFIED or DELETED, as stored
+	obj  storage.Object    // the new state; for DELETED the last state at the deletion's revision
+	prev *storage.Object   // the state before, for MODIFIED and DELETED
+	memo *storage.EventMemo
+	snap *tree // the state after this event
 
 	// The event as watchers see it, built once and shared (a shard copies
 	// one of them into each channel it sends to).
@@ -59,12 +60,12 @@ type event struct {
 // newEvent returns the event for an upstream change; prev is the state
 // before it, as the cache had it.
 func newEvent(typ storage.EventType, obj storage.Object, prev *storage.Object) *event {
-	e := &event{typ: typ, obj: obj, prev: prev, frames: &storage.FrameCache{}}
-	e.asIs = storage.Event{Type: typ, Object: obj, Frames: e.frames}
+	e := &event{typ: typ, obj: obj, prev: prev, memo: &storage.EventMemo{}}
+	e.asIs = storage.Event{Type: typ, Object: obj, Memo: e.memo}
 	switch typ {
 	case storage.EventModified:
 		e.asIs.Prev = prev
-		e.added = storage.Event{Type: storage.EventAdded, Object: obj, Frames: e.frames}
+		e.added = storage.Event{Type: storage.EventAdded, Object: obj, Memo: e.memo}
 	case storage.EventDeleted:
 		e.asIs.Prev = prev
 	}
@@ -77,7 +78,7 @@ type Cacher struct {
 	// Set by New, read-only after.
 	store  storage.Interface
 	cfg    Config
-	prefix string // Config.Prefix as storage.PrefixRange returns it
+	prefix string // Config.Prefix as backend.PrefixRange returns it
 	m      *metrics
 	// fields are the names of cfg.IndexFields, sorted, so a watcher is always
 	// indexed by the same field.
@@ -145,7 +146,7 @@ func New(store storage.Interface, cfg Config) (*Cacher, error) {
 	if err != nil {
 		return nil, err
 	}
-	pr, err := storage.PrefixRange(cfg.Prefix)
+	pr, err := backend.PrefixRange(cfg.Prefix)
 	if err != nil {
 		return nil, err
 	}
@@ -269,7 +270,7 @@ func (c *Cacher) listAndWatch(ctx context.Context) error {
 func (c *Cacher) replace(res storage.ListResult) {
 	t := btree.NewG(32, entryLess)
 	for _, o := range res.Items {
-		t.ReplaceOrInsert(&entry{obj: o, frames: &storage.FrameCache{}})
+		t.ReplaceOrInsert(&entry{obj: o, memo: &storage.EventMemo{}})
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -359,7 +360,7 @@ func (c *Cacher) applyLocked(ev storage.Event) {
 	if e.typ == storage.EventDeleted {
 		c.tree.Delete(probe)
 	} else {
-		c.tree.ReplaceOrInsert(&entry{obj: e.obj, frames: e.frames})
+		c.tree.ReplaceOrInsert(&entry{obj: e.obj, memo: e.memo})
 	}
 	e.snap = c.tree.Clone()
 	c.snap = e.snap
@@ -480,14 +481,14 @@ func (c *Cacher) goneEvent(e *event) *storage.Event {
 				zap.String("key", e.obj.Key), zap.Error(err))
 			return
 		}
-		e.gone = &storage.Event{Type: storage.EventDeleted, Object: g, Prev: e.prev, Frames: e.frames}
+		e.gone = &storage.Event{Type: storage.EventDeleted, Object: g, Prev: e.prev, Memo: e.memo}
 	})
 	return e.gone
 }
 
 // goneObject is prev with its resource version set to rev.
 func goneObject(prev *storage.Object, rev uint64) (storage.Object, error) {
-	data, err := storage.SetResourceVersion(prev.Data, rev)
+	data, err := backend.SetResourceVersion(prev.Data, rev)
 	if err != nil {
 		return storage.Object{}, err
 	}
@@ -499,12 +500,12 @@ func goneObject(prev *storage.Object, rev uint64) (storage.Object, error) {
 }
 
 // broadcastBookmark sends a bookmark at rev to every watcher that asked for
-// progress. One FrameCache serves them all. Called with mu held for writing.
+// progress. One EventMemo serves them all. Called with mu held for writing.
 func (c *Cacher) broadcastBookmark(rev uint64) {
 	if rev == 0 {
 		return
 	}
-	ev := &storage.Event{Type: storage.EventBookmark, Object: storage.Object{ResourceVersion: rev}, Frames: &storage.FrameCache{}}
+	ev := &storage.Event{Type: storage.EventBookmark, Object: storage.Object{ResourceVersion: rev}, Memo: &storage.EventMemo{}}
 	for _, s := range c.shards {
 		s.enqueue(item{kind: itemBookmark, ev: ev})
 	}

@@ -148,7 +148,7 @@ func TestEncodeOncePerEventAndType(t *testing.T) {
 	u := mustRelabel(t, c, key("ns", "a"), "color", "blue")
 
 	var encodes sync.Map // type → *atomic.Int32
-	var frames sync.Map  // *FrameCache seen
+	var memos sync.Map   // *EventMemo seen
 	var wg sync.WaitGroup
 	errs := make(chan error, n)
 	for g := range 8 {
@@ -159,9 +159,9 @@ func TestEncodeOncePerEventAndType(t *testing.T) {
 					errs <- fmt.Errorf("watcher %d: %s at %d, want %s at %d", i, ev.Type, ev.Object.ResourceVersion, preds[i%3].want, u.ResourceVersion)
 					continue
 				}
-				frames.Store(ev.Frames, true)
+				memos.Store(ev.Memo, true)
 				cnt, _ := encodes.LoadOrStore(ev.Type, new(atomic.Int32))
-				frame := ev.Frames.Get("json/"+string(ev.Type), func() []byte {
+				frame := ev.Memo.Get("json/"+string(ev.Type), func() []byte {
 					cnt.(*atomic.Int32).Add(1)
 					return fmt.Appendf(nil, `{"type":%q,"object":%s}`+"\n", ev.Type, ev.Object.Data)
 				})
@@ -176,10 +176,10 @@ func TestEncodeOncePerEventAndType(t *testing.T) {
 	for err := range errs {
 		t.Fatal(err)
 	}
-	nFrames := 0
-	frames.Range(func(k, _ any) bool { nFrames++; return k.(*storage.FrameCache) != nil })
-	if nFrames != 1 {
-		t.Errorf("%d watchers saw %d FrameCaches for one event, want 1", n, nFrames)
+	nMemos := 0
+	memos.Range(func(k, _ any) bool { nMemos++; return k.(*storage.EventMemo) != nil })
+	if nMemos != 1 {
+		t.Errorf("%d watchers saw %d EventMemos for one event, want 1", n, nMemos)
 	}
 	for _, p := range preds {
 		cnt, ok := encodes.Load(p.want)

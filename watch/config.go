@@ -13,6 +13,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/annexapi/annex/storage"
+	"github.com/annexapi/annex/storage/backend"
 )
 
 // Config configures a Cacher. Prefix is required; every other zero field
@@ -100,7 +101,7 @@ func (c Config) withDefaults() (Config, error) {
 	if c.Prefix == "" {
 		return c, fmt.Errorf("watch: Config.Prefix is required")
 	}
-	if err := storage.ValidateKey(c.Prefix); err != nil {
+	if err := backend.ValidateKey(c.Prefix); err != nil {
 		return c, fmt.Errorf("watch: Config.Prefix: %w", err)
 	}
 	if c.Resource == "" {

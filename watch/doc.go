@@ -52,7 +52,7 @@
 // for one it stops matching), and every watcher gets a copy of one of them;
 // a delivery takes no lock and allocates nothing while the watcher keeps up
 // (a non-blocking send to its channel). Each event carries one
-// [storage.FrameCache], shared by every watcher in every shard that receives
+// [storage.EventMemo], shared by every watcher in every shard that receives
 // it, so the REST layer encodes each frame (per event type and output kind)
 // once however many watchers write it. When a shard has more than 256
 // events queued, the upstream loop waits for it: a fan-out that cannot keep

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/annexapi/annex/storage"
+	"github.com/annexapi/annex/storage/backend"
 )
 
 // waitConsistent waits until the cache has caught up with the store's
@@ -56,7 +57,7 @@ func (c *Cacher) waitRevision(ctx context.Context, rev uint64) (bool, error) {
 		return false, err
 	}
 	if rev > cur {
-		return false, tooLarge(rev, cur)
+		return false, backend.TooLargeError(rev, cur)
 	}
 	return c.waitFor(ctx, rev, true)
 }
@@ -137,15 +138,6 @@ func (c *Cacher) tooLargeNow(ctx context.Context) error {
 		Msg: fmt.Sprintf("Timeout: Too large resource version: the watch cache is at %d and did not catch up within %v", have, c.cfg.ConsistentReadWait)}
 }
 
-func tooLarge(rv, cur uint64) error {
-	return &storage.Error{Err: storage.ErrTooLargeResourceVersion, ResourceVersion: cur,
-		Msg: fmt.Sprintf("Too large resource version: %d, current: %d", rv, cur)}
-}
-
-func invalidRV(msg string) error {
-	return &storage.Error{Err: storage.ErrInvalidResourceVersion, Msg: msg}
-}
-
 // current returns the latest snapshot and its revision.
 func (c *Cacher) current() (*tree, uint64) {
 	c.mu.RLock()
@@ -157,10 +149,7 @@ func (c *Cacher) current() (*tree, uint64) {
 // "0" at once, "N" once the cache has reached N. The store serves it when
 // the key is outside the prefix, the cache is not ready, or a wait times out.
 func (c *Cacher) Get(ctx context.Context, key string, opts storage.GetOptions) (storage.Object, error) {
-	if err := storage.ValidateKey(key); err != nil {
-		return storage.Object{}, err
-	}
-	rv, err := storage.ParseResourceVersion(opts.ResourceVersion)
+	rv, err := backend.ParseGetOptions(key, opts)
 	if err != nil {
 		return storage.Object{}, err
 	}
@@ -199,68 +188,27 @@ func (c *Cacher) Get(ctx context.Context, key string, opts storage.GetOptions) (
 // snapshot kept with each event of the ring. A revision the cache does not
 // hold (before the ring, compacted, or not reached within the wait) is
 // served by the store, which also answers ErrExpired for compacted ones.
+// The options are validated and resolved as every backend does
+// (backend.ParseListOptions).
 func (c *Cacher) List(ctx context.Context, prefix string, opts storage.ListOptions) (storage.ListResult, error) {
-	pr, err := storage.PrefixRange(prefix)
+	req, err := backend.ParseListOptions(prefix, opts)
 	if err != nil {
 		return storage.ListResult{}, err
 	}
-	switch opts.ResourceVersionMatch {
-	case storage.MatchDefault, storage.MatchExact, storage.MatchNotOlderThan:
-	default:
-		return storage.ListResult{}, invalidRV(fmt.Sprintf("unsupported resourceVersionMatch %q", opts.ResourceVersionMatch))
-	}
-	rv, err := storage.ParseResourceVersion(opts.ResourceVersion)
-	if err != nil {
-		return storage.ListResult{}, err
-	}
-	if !c.inPrefix(pr) || !c.isReady() {
+	if !c.inPrefix(req.Prefix) || !c.isReady() {
 		return c.store.List(ctx, prefix, opts)
 	}
-	start := pr
-	var exact, notOlder uint64
-	consistent := false
-	switch {
-	case opts.Continue != "":
-		if opts.ResourceVersionMatch != "" {
-			return storage.ListResult{}, invalidRV("resourceVersionMatch is forbidden when continue is provided")
-		}
-		if !rv.Unset && rv.Revision != 0 {
-			return storage.ListResult{}, invalidRV("specifying resource version is not allowed when using continue")
-		}
-		s, tokRev, err := storage.DecodeContinue(opts.Continue, pr)
-		if err != nil {
-			return storage.ListResult{}, err
-		}
-		start = s
-		if tokRev > 0 {
-			exact = uint64(tokRev)
-		} else {
-			consistent = true
-		}
-	case opts.ResourceVersionMatch != "" && rv.Unset:
-		return storage.ListResult{}, invalidRV("resourceVersionMatch is forbidden unless resourceVersion is provided")
-	case opts.ResourceVersionMatch == storage.MatchExact && rv.Revision == 0:
-		return storage.ListResult{}, invalidRV("resourceVersionMatch \"Exact\" is forbidden for resourceVersion \"0\"")
-	case rv.Unset:
-		consistent = true
-	case rv.Revision != 0 && (opts.ResourceVersionMatch == storage.MatchExact ||
-		(opts.ResourceVersionMatch == storage.MatchDefault && opts.Limit > 0)):
-		exact = rv.Revision
-	case rv.Revision != 0:
-		notOlder = rv.Revision
-	}
-
 	var ok bool
 	switch {
-	case consistent:
-		ok, err = c.waitConsistent(ctx)
-	case exact != 0:
-		ok, err = c.waitRevision(ctx, exact)
-	case notOlder != 0:
-		ok, err = c.waitRevision(ctx, notOlder)
-	default: // "0"
+	case req.At != 0:
+		ok, err = c.waitRevision(ctx, req.At)
+	case req.NotOlder != 0:
+		ok, err = c.waitRevision(ctx, req.NotOlder)
+	case req.AnyState:
 		c.waitOwnWrites(ctx)
 		ok = true
+	default: // the latest state: "", or an inconsistent continue token
+		ok, err = c.waitConsistent(ctx)
 	}
 	if err != nil {
 		return storage.ListResult{}, err
@@ -271,9 +219,9 @@ func (c *Cacher) List(ctx context.Context, prefix string, opts storage.ListOptio
 	var snap *tree
 	var at uint64
 	c.mu.RLock()
-	if exact != 0 {
-		snap, ok = c.snapshotAt(exact)
-		at = exact
+	if req.At != 0 {
+		snap, ok = c.snapshotAt(req.At)
+		at = req.At
 	} else {
 		snap, at, ok = c.snap, c.rev, c.snap != nil
 	}
@@ -281,7 +229,7 @@ func (c *Cacher) List(ctx context.Context, prefix string, opts storage.ListOptio
 	if !ok {
 		return c.store.List(ctx, prefix, opts)
 	}
-	return page(snap, at, pr, start, opts.Limit, opts.Predicate)
+	return page(snap, at, req.Prefix, req.Start, req.Limit, req.Predicate)
 }
 
 // page reads one page of snap under pr from start.
@@ -311,7 +259,7 @@ func page(snap *tree, rev uint64, pr, start string, limit int64, pred storage.Pr
 		return true
 	})
 	if more {
-		tok, err := storage.EncodeContinue(res.Items[len(res.Items)-1].Key+"\x00", pr, int64(rev))
+		tok, err := backend.EncodeContinue(res.Items[len(res.Items)-1].Key+"\x00", pr, rev)
 		if err != nil {
 			return storage.ListResult{}, err
 		}
@@ -326,7 +274,7 @@ func page(snap *tree, rev uint64, pr, start string, limit int64, pred storage.Pr
 // Count implements storage.Counter from memory, after a consistent wait;
 // otherwise the store counts, if it can.
 func (c *Cacher) Count(ctx context.Context, prefix string) (int64, error) {
-	pr, err := storage.PrefixRange(prefix)
+	pr, err := backend.PrefixRange(prefix)
 	if err != nil {
 		return 0, err
 	}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/annexapi/annex/storage"
+	"github.com/annexapi/annex/storage/backend"
 )
 
 // queueCounter counts the events queued across all watchers.
@@ -226,15 +227,15 @@ func (w *watcher) pump() {
 func (c *Cacher) Watch(ctx context.Context, key string, opts storage.WatchOptions) (storage.Watcher, error) {
 	wkey := key
 	if opts.Recursive {
-		pr, err := storage.PrefixRange(key)
+		pr, err := backend.PrefixRange(key)
 		if err != nil {
 			return nil, err
 		}
 		wkey = pr
-	} else if err := storage.ValidateKey(key); err != nil {
+	} else if err := backend.ValidateKey(key); err != nil {
 		return nil, err
 	}
-	rv, err := storage.ParseResourceVersion(opts.ResourceVersion)
+	rv, err := backend.ParseResourceVersion(opts.ResourceVersion)
 	if err != nil {
 		return nil, err
 	}
@@ -427,7 +428,7 @@ func endBookmark(rev uint64) storage.Event {
 func (c *Cacher) initialEvents(w *watcher, snap *tree, q []storage.Event) []storage.Event {
 	add := func(en *entry) bool {
 		if w.matchesKey(en.obj.Key) && w.matches(&en.obj) {
-			q = append(q, storage.Event{Type: storage.EventAdded, Object: en.obj, Frames: en.frames})
+			q = append(q, storage.Event{Type: storage.EventAdded, Object: en.obj, Memo: en.memo})
 		}
 		return true
 	}

@@ -17,6 +17,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/annexapi/annex/storage"
+	"github.com/annexapi/annex/storage/backend"
 	"github.com/annexapi/annex/storage/value"
 )
 
@@ -36,7 +37,7 @@ type writeOp struct {
 	// resource version to the revision it assigns.
 	data []byte
 	// rvStart, rvEnd locate metadata.resourceVersion's value in data when
-	// rvOK (see storage.ResourceVersionIndex).
+	// rvOK (see backend.ResourceVersionIndex).
 	rvStart, rvEnd int
 	rvOK           bool
 	// meta is parsed from data; the commit sets its ResourceVersion.
@@ -62,14 +63,14 @@ type writeResult struct {
 }
 
 // commit is r as the shared write loops take it.
-func (r writeResult) commit() (storage.Commit, error) {
+func (r writeResult) commit() (backend.Commit, error) {
 	if r.err != nil {
-		return storage.Commit{}, r.err
+		return backend.Commit{}, r.err
 	}
 	if r.conflict {
-		return storage.Commit{Conflict: true, Current: storage.State{Object: r.current, Exists: r.exists}}, nil
+		return backend.Commit{Conflict: true, Current: backend.State{Object: r.current, Exists: r.exists}}, nil
 	}
-	return storage.Commit{Object: r.obj}, nil
+	return backend.Commit{Object: r.obj}, nil
 }
 
 // Write states (writeOp.state).
@@ -249,10 +250,10 @@ func apply(tr value.Transformer, objs, evs *bolt.Bucket, op *writeOp, rev *uint6
 		if verr != nil {
 			return writeResult{err: verr}, nil
 		}
-		start, end, ok := storage.ResourceVersionIndex(old)
+		start, end, ok := backend.ResourceVersionIndex(old)
 		// withRevision copies old out of the transaction.
 		if data, err = withRevision(old, start, end, ok, next); err == nil {
-			meta, err = storage.DecodeMeta(data)
+			meta, err = backend.DecodeMeta(data)
 		}
 		ent = encodeEntry(entryDelete, op.key, curRev, nil)
 	} else {
@@ -289,7 +290,7 @@ func apply(tr value.Transformer, objs, evs *bolt.Bucket, op *writeOp, rev *uint6
 // one copy.
 func withRevision(data []byte, start, end int, ok bool, rev uint64) ([]byte, error) {
 	if !ok {
-		return storage.SetResourceVersion(data, rev)
+		return backend.SetResourceVersion(data, rev)
 	}
 	out := make([]byte, 0, len(data)-(end-start)+22)
 	out = append(out, data[:start]...)

@@ -14,6 +14,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/annexapi/annex/storage"
+	"github.com/annexapi/annex/storage/backend"
 )
 
 // TestCompactionKeepsLiveStates runs random writes over a few keys with
@@ -158,7 +159,7 @@ func checkCompacted(t *testing.T, s *Store, states map[uint64]map[string][]byte,
 				t.Fatalf("event %d: %s %s, want MODIFIED %s from %s", r, ev.Type, ev.Object.Data, now, prev)
 			}
 		case had && !has:
-			want, err := storage.SetResourceVersion(prev, r)
+			want, err := backend.SetResourceVersion(prev, r)
 			if err != nil {
 				t.Fatal(err)
 			}

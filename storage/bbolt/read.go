@@ -12,6 +12,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/annexapi/annex/storage"
+	"github.com/annexapi/annex/storage/backend"
 	"github.com/annexapi/annex/storage/value"
 )
 
@@ -30,7 +31,7 @@ func readMeta(tx *bolt.Tx) (rev, compacted uint64) {
 // Get implements storage.Interface. Every resource version mode is served
 // from the latest state, which is never older than what was asked.
 func (s *Store) Get(ctx context.Context, key string, opts storage.GetOptions) (storage.Object, error) {
-	rv, err := storage.ParseGetOptions(key, opts)
+	rv, err := backend.ParseGetOptions(key, opts)
 	if err != nil {
 		return storage.Object{}, err
 	}
@@ -41,7 +42,7 @@ func (s *Store) Get(ctx context.Context, key string, opts storage.GetOptions) (s
 	err = s.db.View(func(tx *bolt.Tx) error {
 		cur, _ := readMeta(tx)
 		if rv.Revision > cur {
-			return storage.TooLargeError(rv.Revision, cur)
+			return backend.TooLargeError(rv.Revision, cur)
 		}
 		rev, data, err := current(s.opts.Transformer, tx, key)
 		if err != nil {
@@ -56,10 +57,10 @@ func (s *Store) Get(ctx context.Context, key string, opts storage.GetOptions) (s
 	return obj, err
 }
 
-// List implements storage.Interface: storage.ParseListOptions, then one read
+// List implements storage.Interface: backend.ParseListOptions, then one read
 // transaction.
 func (s *Store) List(ctx context.Context, prefix string, opts storage.ListOptions) (storage.ListResult, error) {
-	req, err := storage.ParseListOptions(prefix, opts)
+	req, err := backend.ParseListOptions(prefix, opts)
 	if err != nil {
 		return storage.ListResult{}, err
 	}
@@ -69,7 +70,7 @@ func (s *Store) List(ctx context.Context, prefix string, opts storage.ListOption
 	return s.list(req)
 }
 
-func (s *Store) list(req storage.ListRequest) (storage.ListResult, error) {
+func (s *Store) list(req backend.ListRequest) (storage.ListResult, error) {
 	var res storage.ListResult
 	err := s.db.View(func(tx *bolt.Tx) error {
 		cur, compacted := readMeta(tx)
@@ -79,7 +80,7 @@ func (s *Store) list(req storage.ListRequest) (storage.ListResult, error) {
 		read := cur
 		switch {
 		case req.At != 0 && req.At <= compacted:
-			return req.ExpiredContinue(storage.ExpiredError(compacted))
+			return req.ExpiredContinue(backend.ExpiredError(compacted))
 		case req.At != 0:
 			read = req.At
 		}
@@ -93,7 +94,7 @@ func (s *Store) list(req storage.ListRequest) (storage.ListResult, error) {
 // scan lists req at revision read (cur is the latest): the current objects
 // merged with, for each key changed after read, the state it had before its
 // first change after read.
-func scan(tr value.Transformer, tx *bolt.Tx, req storage.ListRequest, read, cur uint64) (storage.ListResult, error) {
+func scan(tr value.Transformer, tx *bolt.Tx, req backend.ListRequest, read, cur uint64) (storage.ListResult, error) {
 	evs := tx.Bucket([]byte(bucketEvents))
 	// past maps keys changed after read to their revision at read (0:
 	// absent).
@@ -185,7 +186,7 @@ func scan(tr value.Transformer, tx *bolt.Tx, req storage.ListRequest, read, cur 
 	if remaining == 0 {
 		return res, nil
 	}
-	tok, err := storage.EncodeContinue(last+"\x00", req.Prefix, int64(read))
+	tok, err := backend.EncodeContinue(last+"\x00", req.Prefix, read)
 	if err != nil {
 		return storage.ListResult{}, err
 	}
@@ -198,7 +199,7 @@ func scan(tr value.Transformer, tx *bolt.Tx, req storage.ListRequest, read, cur 
 
 // Count implements storage.Counter.
 func (s *Store) Count(ctx context.Context, prefix string) (int64, error) {
-	pr, err := storage.PrefixRange(prefix)
+	pr, err := backend.PrefixRange(prefix)
 	if err != nil {
 		return 0, err
 	}

@@ -13,6 +13,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/annexapi/annex/storage"
+	"github.com/annexapi/annex/storage/backend"
 	"github.com/annexapi/annex/storage/value"
 )
 
@@ -217,7 +218,7 @@ func fromStorage(tr value.Transformer, key string, stored []byte) ([]byte, error
 func makeObject(key string, rev uint64, data []byte) (storage.Object, error) {
 	d := make([]byte, len(data))
 	copy(d, data)
-	m, err := storage.DecodeMeta(d)
+	m, err := backend.DecodeMeta(d)
 	if err != nil {
 		return storage.Object{}, &storage.Error{Err: storage.ErrInvalidObject, Key: key, Msg: "stored object: " + err.Error()}
 	}

@@ -14,6 +14,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/annexapi/annex/storage"
+	"github.com/annexapi/annex/storage/backend"
 )
 
 // Store is a storage.Interface kept in one bbolt file. It serves every
@@ -147,12 +148,12 @@ func (s *Store) Create(ctx context.Context, key string, data []byte) (storage.Ob
 		return storage.Object{}, err
 	}
 	// The revision is not known yet: stamp 0, the commit sets the real one.
-	prepared, meta, err := storage.PrepareCreate(data, 0, storage.NewUID(), s.now())
+	prepared, meta, err := backend.PrepareCreate(data, 0, storage.NewUID(), s.now())
 	if err != nil {
 		return storage.Object{}, withKey(err, key)
 	}
 	op := &writeOp{kind: opCreate, key: key, data: prepared, meta: meta}
-	op.rvStart, op.rvEnd, op.rvOK = storage.ResourceVersionIndex(prepared)
+	op.rvStart, op.rvEnd, op.rvOK = backend.ResourceVersionIndex(prepared)
 	r := s.submit(ctx, op)
 	return r.obj, r.err
 }
@@ -160,7 +161,7 @@ func (s *Store) Create(ctx context.Context, key string, data []byte) (storage.Ob
 // writable checks what every write checks first: the key, then that the
 // store is open.
 func (s *Store) writable(key string) error {
-	if err := storage.ValidateKey(key); err != nil {
+	if err := backend.ValidateKey(key); err != nil {
 		return err
 	}
 	if s.isClosed() {
@@ -180,7 +181,7 @@ func withKey(err error, key string) error {
 	return err
 }
 
-// Update implements storage.Interface with storage.GuaranteedUpdate:
+// Update implements storage.Interface with backend.GuaranteedUpdate:
 // tryUpdate runs outside any transaction; the write commits (in the group
 // commit) only if the key's mod revision is still the one tryUpdate saw,
 // otherwise it retries with the state the commit found.
@@ -188,15 +189,15 @@ func (s *Store) Update(ctx context.Context, key string, opts storage.UpdateOptio
 	if err := s.writable(key); err != nil {
 		return storage.Object{}, err
 	}
-	return storage.GuaranteedUpdate(ctx, (*committer)(s), key, opts, tryUpdate)
+	return backend.GuaranteedUpdate(ctx, (*committer)(s), key, opts, tryUpdate)
 }
 
-// Delete implements storage.Interface with storage.GuaranteedDelete.
+// Delete implements storage.Interface with backend.GuaranteedDelete.
 func (s *Store) Delete(ctx context.Context, key string, opts storage.DeleteOptions) (storage.Object, error) {
 	if err := s.writable(key); err != nil {
 		return storage.Object{}, err
 	}
-	return storage.GuaranteedDelete(ctx, (*committer)(s), key, opts)
+	return backend.GuaranteedDelete(ctx, (*committer)(s), key, opts)
 }
 
 // committer is the Store as the shared write loops see it: reads from a
@@ -204,13 +205,13 @@ func (s *Store) Delete(ctx context.Context, key string, opts storage.DeleteOptio
 type committer Store
 
 var (
-	_ storage.UpdateCommitter = (*committer)(nil)
-	_ storage.DeleteCommitter = (*committer)(nil)
+	_ backend.UpdateCommitter = (*committer)(nil)
+	_ backend.DeleteCommitter = (*committer)(nil)
 )
 
-// ReadState implements storage.StateReader.
-func (c *committer) ReadState(ctx context.Context, key string) (storage.State, error) {
-	var st storage.State
+// ReadState implements backend.StateReader.
+func (c *committer) ReadState(ctx context.Context, key string) (backend.State, error) {
+	var st backend.State
 	err := c.db.View(func(tx *bolt.Tx) error {
 		rev, data, err := current(c.opts.Transformer, tx, key)
 		if err != nil || rev == 0 {
@@ -223,16 +224,16 @@ func (c *committer) ReadState(ctx context.Context, key string) (storage.State, e
 	return st, err
 }
 
-// CommitUpdate implements storage.UpdateCommitter.
-func (c *committer) CommitUpdate(ctx context.Context, key string, data []byte, meta storage.Meta, expect uint64) (storage.Commit, error) {
+// CommitUpdate implements backend.UpdateCommitter.
+func (c *committer) CommitUpdate(ctx context.Context, key string, data []byte, meta storage.Meta, expect uint64) (backend.Commit, error) {
 	op := &writeOp{kind: opPut, key: key, data: data, meta: meta, expect: expect}
-	op.rvStart, op.rvEnd, op.rvOK = storage.ResourceVersionIndex(data)
+	op.rvStart, op.rvEnd, op.rvOK = backend.ResourceVersionIndex(data)
 	return (*Store)(c).submit(ctx, op).commit()
 }
 
-// CommitDelete implements storage.DeleteCommitter.
+// CommitDelete implements backend.DeleteCommitter.
 // The commit reads the last state from the log, in its transaction.
-func (c *committer) CommitDelete(ctx context.Context, key string, last storage.Object) (storage.Commit, error) {
+func (c *committer) CommitDelete(ctx context.Context, key string, last storage.Object) (backend.Commit, error) {
 	return (*Store)(c).submit(ctx, &writeOp{kind: opDelete, key: key, expect: last.ResourceVersion}).commit()
 }
 

@@ -16,6 +16,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/annexapi/annex/storage"
+	"github.com/annexapi/annex/storage/backend"
 )
 
 // hub publishes the committed revision and progress requests to watchers.
@@ -88,7 +89,7 @@ func (w *watcher) Stop() { w.cancel() }
 // Watch implements storage.Interface. See the file comment for how a slow
 // consumer is handled.
 func (s *Store) Watch(ctx context.Context, key string, opts storage.WatchOptions) (storage.Watcher, error) {
-	req, err := storage.ParseWatchOptions(key, opts)
+	req, err := backend.ParseWatchOptions(key, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -222,7 +223,7 @@ func (w *watcher) run() {
 func (w *watcher) checkStart() error {
 	return w.s.db.View(func(tx *bolt.Tx) error {
 		if _, compacted := readMeta(tx); w.start <= compacted && compacted > 0 {
-			return storage.ExpiredError(compacted)
+			return backend.ExpiredError(compacted)
 		}
 		return nil
 	})
@@ -270,7 +271,7 @@ func (w *watcher) readEvents(last, rev uint64) ([]storage.Event, uint64, error) 
 	upTo := last
 	err := w.s.db.View(func(tx *bolt.Tx) error {
 		if _, compacted := readMeta(tx); last < compacted {
-			return storage.ExpiredError(compacted)
+			return backend.ExpiredError(compacted)
 		}
 		logb := tx.Bucket([]byte(bucketEvents))
 		c, prevc := logb.Cursor(), logb.Cursor()
@@ -360,7 +361,7 @@ func (w *watcher) translate(log *bolt.Cursor, rev uint64, ent entry) (storage.Ev
 // deletedAt is prev with its resource version set to rev: the object of a
 // DELETED event at rev.
 func deletedAt(key string, prev *storage.Object, rev uint64) (storage.Object, error) {
-	start, end, ok := storage.ResourceVersionIndex(prev.Data)
+	start, end, ok := backend.ResourceVersionIndex(prev.Data)
 	data, err := withRevision(prev.Data, start, end, ok, rev)
 	if err != nil {
 		return storage.Object{}, err

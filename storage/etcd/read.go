@@ -10,12 +10,13 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/annexapi/annex/storage"
+	"github.com/annexapi/annex/storage/backend"
 )
 
 // expired returns ErrExpired with the compacted revision in annex's terms
 // (etcd's compact revision minus one), looked up from etcd.
 func (s *Store) expired(ctx context.Context) *storage.Error {
-	return storage.ExpiredError(s.compactedRevision(ctx))
+	return backend.ExpiredError(s.compactedRevision(ctx))
 }
 
 // compactedRevision asks etcd for its compact revision the one way etcd
@@ -43,7 +44,7 @@ func (s *Store) compactedRevision(ctx context.Context) uint64 {
 // (any state the member has), "N" linearizably and fails when the store has
 // not reached N.
 func (s *Store) Get(ctx context.Context, key string, opts storage.GetOptions) (storage.Object, error) {
-	rv, err := storage.ParseGetOptions(key, opts)
+	rv, err := backend.ParseGetOptions(key, opts)
 	if err != nil {
 		return storage.Object{}, err
 	}
@@ -59,7 +60,7 @@ func (s *Store) Get(ctx context.Context, key string, opts storage.GetOptions) (s
 		return storage.Object{}, s.mapError(ctx, err, key)
 	}
 	if cur := uint64(resp.Header.Revision); rv.Revision > cur {
-		return storage.Object{}, storage.TooLargeError(rv.Revision, cur)
+		return storage.Object{}, backend.TooLargeError(rv.Revision, cur)
 	}
 	st, err := s.fromKVs(ctx, key, resp.Kvs)
 	if err != nil {
@@ -71,10 +72,10 @@ func (s *Store) Get(ctx context.Context, key string, opts storage.GetOptions) (s
 	return st.Object, nil
 }
 
-// List implements storage.Interface: storage.ParseListOptions, then ranges
+// List implements storage.Interface: backend.ParseListOptions, then ranges
 // at one revision.
 func (s *Store) List(ctx context.Context, prefix string, opts storage.ListOptions) (storage.ListResult, error) {
-	req, err := storage.ParseListOptions(prefix, opts)
+	req, err := backend.ParseListOptions(prefix, opts)
 	if err != nil {
 		return storage.ListResult{}, err
 	}
@@ -90,7 +91,7 @@ const maxBatch = 10000
 // list reads req page by page from etcd, every range at the revision of the
 // first (or the requested one), until the page has req.Limit matching
 // objects or the prefix ends.
-func (s *Store) list(ctx context.Context, req storage.ListRequest) (storage.ListResult, error) {
+func (s *Store) list(ctx context.Context, req backend.ListRequest) (storage.ListResult, error) {
 	end := clientv3.GetPrefixRangeEnd(s.etcdKey(req.Prefix))
 	from := s.etcdKey(req.Start)
 	read := int64(req.At)
@@ -147,7 +148,7 @@ func (s *Store) list(ctx context.Context, req storage.ListRequest) (storage.List
 		}
 		if full {
 			// remaining: the keys after last at this revision.
-			tok, err := storage.EncodeContinue(last+"\x00", req.Prefix, read)
+			tok, err := backend.EncodeContinue(last+"\x00", req.Prefix, uint64(read))
 			if err != nil {
 				return storage.ListResult{}, err
 			}
@@ -169,7 +170,7 @@ func (s *Store) list(ctx context.Context, req storage.ListRequest) (storage.List
 
 // listError maps a list's etcd error; an expired continue token's error
 // carries a fresh inconsistent token.
-func (s *Store) listError(ctx context.Context, err error, req storage.ListRequest) error {
+func (s *Store) listError(ctx context.Context, err error, req backend.ListRequest) error {
 	e := s.mapError(ctx, err, req.Prefix)
 	if se, ok := e.(*storage.Error); ok && se.Err == storage.ErrExpired {
 		return req.ExpiredContinue(se)

@@ -15,6 +15,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/annexapi/annex/storage"
+	"github.com/annexapi/annex/storage/backend"
 )
 
 // Store is a storage.Interface on etcd. It is safe for concurrent use.
@@ -77,7 +78,7 @@ func (s *Store) now() string {
 // encode returns the stored form of prepared (final JSON with some
 // revision): metadata.resourceVersion emptied, then transformed.
 func (s *Store) encode(ctx context.Context, key string, prepared []byte) ([]byte, error) {
-	start, end, ok := storage.ResourceVersionIndex(prepared)
+	start, end, ok := backend.ResourceVersionIndex(prepared)
 	var plain []byte
 	if ok {
 		plain = make([]byte, 0, len(prepared)-(end-start)+2)
@@ -88,7 +89,7 @@ func (s *Store) encode(ctx context.Context, key string, prepared []byte) ([]byte
 		// Duplicate members: edit them all (SetResourceVersion keeps the
 		// digits; the read splices the real revision again).
 		var err error
-		if plain, err = storage.SetResourceVersion(prepared, 0); err != nil {
+		if plain, err = backend.SetResourceVersion(prepared, 0); err != nil {
 			return nil, err
 		}
 	}
@@ -119,12 +120,12 @@ func (s *Store) decodeStale(ctx context.Context, key string, stored []byte, rev 
 // finalObject returns data with its resource version set to rev, and its
 // metadata.
 func finalObject(key string, data []byte, rev uint64) (storage.Object, error) {
-	start, end, ok := storage.ResourceVersionIndex(data)
+	start, end, ok := backend.ResourceVersionIndex(data)
 	out, err := withRevision(data, start, end, ok, rev)
 	if err != nil {
 		return storage.Object{}, withKey(err, key)
 	}
-	m, err := storage.DecodeMeta(out)
+	m, err := backend.DecodeMeta(out)
 	if err != nil {
 		return storage.Object{}, &storage.Error{Err: storage.ErrInvalidObject, Key: key, Msg: "stored object: " + err.Error()}
 	}
@@ -135,7 +136,7 @@ func finalObject(key string, data []byte, rev uint64) (storage.Object, error) {
 // the digits in at [start, end) when ok.
 func withRevision(data []byte, start, end int, ok bool, rev uint64) ([]byte, error) {
 	if !ok {
-		return storage.SetResourceVersion(data, rev)
+		return backend.SetResourceVersion(data, rev)
 	}
 	out := make([]byte, 0, len(data)-(end-start)+22)
 	out = append(out, data[:start]...)
@@ -184,7 +185,7 @@ func (s *Store) Create(ctx context.Context, key string, data []byte) (storage.Ob
 	if err := s.writable(key); err != nil {
 		return storage.Object{}, err
 	}
-	prepared, meta, err := storage.PrepareCreate(data, 0, storage.NewUID(), s.now())
+	prepared, meta, err := backend.PrepareCreate(data, 0, storage.NewUID(), s.now())
 	if err != nil {
 		return storage.Object{}, withKey(err, key)
 	}
@@ -208,7 +209,7 @@ func (s *Store) Create(ctx context.Context, key string, data []byte) (storage.Ob
 
 // written is the object a write of prepared (with meta) committed at rev.
 func written(key string, prepared []byte, meta storage.Meta, rev uint64) (storage.Object, error) {
-	start, end, ok := storage.ResourceVersionIndex(prepared)
+	start, end, ok := backend.ResourceVersionIndex(prepared)
 	out, err := withRevision(prepared, start, end, ok, rev)
 	if err != nil {
 		return storage.Object{}, withKey(err, key)
@@ -220,7 +221,7 @@ func written(key string, prepared []byte, meta storage.Meta, rev uint64) (storag
 // writable checks what every write checks first: the key, then that the
 // store is open.
 func (s *Store) writable(key string) error {
-	if err := storage.ValidateKey(key); err != nil {
+	if err := backend.ValidateKey(key); err != nil {
 		return err
 	}
 	if s.closed.Load() {
@@ -232,18 +233,18 @@ func (s *Store) writable(key string) error {
 // fromKVs is the state a range read of one key returned. State.Outdated is
 // set when the value's stored form is not the transformer's current one (an
 // older key, plaintext).
-func (s *Store) fromKVs(ctx context.Context, key string, kvs []*mvccpb.KeyValue) (storage.State, error) {
+func (s *Store) fromKVs(ctx context.Context, key string, kvs []*mvccpb.KeyValue) (backend.State, error) {
 	if len(kvs) == 0 {
-		return storage.State{}, nil
+		return backend.State{}, nil
 	}
 	o, outdated, err := s.decodeStale(ctx, key, kvs[0].Value, kvs[0].ModRevision)
 	if err != nil {
-		return storage.State{}, err
+		return backend.State{}, err
 	}
-	return storage.State{Object: o, Exists: true, Outdated: outdated}, nil
+	return backend.State{Object: o, Exists: true, Outdated: outdated}, nil
 }
 
-// Update implements storage.Interface with storage.GuaranteedUpdate:
+// Update implements storage.Interface with backend.GuaranteedUpdate:
 // tryUpdate runs outside etcd; the put commits only if the key's mod
 // revision is still the one tryUpdate saw, otherwise the transaction returns
 // the current state and the update retries from it. A no-op update of a
@@ -253,17 +254,17 @@ func (s *Store) Update(ctx context.Context, key string, opts storage.UpdateOptio
 	if err := s.writable(key); err != nil {
 		return storage.Object{}, err
 	}
-	return storage.GuaranteedUpdate(ctx, (*committer)(s), key, opts, tryUpdate)
+	return backend.GuaranteedUpdate(ctx, (*committer)(s), key, opts, tryUpdate)
 }
 
-// Delete implements storage.Interface with storage.GuaranteedDelete: a
+// Delete implements storage.Interface with backend.GuaranteedDelete: a
 // transaction that deletes the key only if its mod revision is the one
 // checked, retried from the state the transaction returns otherwise.
 func (s *Store) Delete(ctx context.Context, key string, opts storage.DeleteOptions) (storage.Object, error) {
 	if err := s.writable(key); err != nil {
 		return storage.Object{}, err
 	}
-	return storage.GuaranteedDelete(ctx, (*committer)(s), key, opts)
+	return backend.GuaranteedDelete(ctx, (*committer)(s), key, opts)
 }
 
 // committer is the Store as the shared write loops see it: linearizable
@@ -271,34 +272,34 @@ func (s *Store) Delete(ctx context.Context, key string, opts storage.DeleteOptio
 type committer Store
 
 var (
-	_ storage.UpdateCommitter = (*committer)(nil)
-	_ storage.DeleteCommitter = (*committer)(nil)
+	_ backend.UpdateCommitter = (*committer)(nil)
+	_ backend.DeleteCommitter = (*committer)(nil)
 )
 
-// ReadState implements storage.StateReader.
-func (c *committer) ReadState(ctx context.Context, key string) (storage.State, error) {
+// ReadState implements backend.StateReader.
+func (c *committer) ReadState(ctx context.Context, key string) (backend.State, error) {
 	s := (*Store)(c)
 	resp, err := s.client.Get(ctx, s.etcdKey(key))
 	if err != nil {
-		return storage.State{}, s.mapError(ctx, err, key)
+		return backend.State{}, s.mapError(ctx, err, key)
 	}
 	return s.fromKVs(ctx, key, resp.Kvs)
 }
 
-// CommitUpdate implements storage.UpdateCommitter.
-func (c *committer) CommitUpdate(ctx context.Context, key string, data []byte, meta storage.Meta, expect uint64) (storage.Commit, error) {
+// CommitUpdate implements backend.UpdateCommitter.
+func (c *committer) CommitUpdate(ctx context.Context, key string, data []byte, meta storage.Meta, expect uint64) (backend.Commit, error) {
 	s := (*Store)(c)
 	stored, err := s.encode(ctx, key, data)
 	if err != nil {
-		return storage.Commit{}, err
+		return backend.Commit{}, err
 	}
 	return s.commitIf(ctx, key, expect, clientv3.OpPut(s.etcdKey(key), string(stored)), func(rev uint64) (storage.Object, error) {
 		return written(key, data, meta, rev)
 	})
 }
 
-// CommitDelete implements storage.DeleteCommitter.
-func (c *committer) CommitDelete(ctx context.Context, key string, last storage.Object) (storage.Commit, error) {
+// CommitDelete implements backend.DeleteCommitter.
+func (c *committer) CommitDelete(ctx context.Context, key string, last storage.Object) (backend.Commit, error) {
 	s := (*Store)(c)
 	return s.commitIf(ctx, key, last.ResourceVersion, clientv3.OpDelete(s.etcdKey(key)), func(rev uint64) (storage.Object, error) {
 		return written(key, last.Data, last.Meta, rev)
@@ -309,7 +310,7 @@ func (c *committer) CommitDelete(ctx context.Context, key string, last storage.O
 // missing); result makes the written object from the revision of the
 // transaction. Otherwise the transaction reads the key, and the Commit is a
 // conflict with that state.
-func (s *Store) commitIf(ctx context.Context, key string, expect uint64, op clientv3.Op, result func(rev uint64) (storage.Object, error)) (storage.Commit, error) {
+func (s *Store) commitIf(ctx context.Context, key string, expect uint64, op clientv3.Op, result func(rev uint64) (storage.Object, error)) (backend.Commit, error) {
 	k := s.etcdKey(key)
 	resp, err := s.client.Txn(ctx).
 		If(clientv3.Compare(clientv3.ModRevision(k), "=", int64(expect))).
@@ -317,17 +318,17 @@ func (s *Store) commitIf(ctx context.Context, key string, expect uint64, op clie
 		Else(clientv3.OpGet(k)).
 		Commit()
 	if err != nil {
-		return storage.Commit{}, s.mapError(ctx, err, key)
+		return backend.Commit{}, s.mapError(ctx, err, key)
 	}
 	if !resp.Succeeded {
 		st, err := s.fromKVs(ctx, key, resp.Responses[0].GetResponseRange().Kvs)
 		if err != nil {
-			return storage.Commit{}, err
+			return backend.Commit{}, err
 		}
-		return storage.Commit{Conflict: true, Current: st}, nil
+		return backend.Commit{Conflict: true, Current: st}, nil
 	}
 	o, err := result(uint64(resp.Header.Revision))
-	return storage.Commit{Object: o}, err
+	return backend.Commit{Object: o}, err
 }
 
 // CurrentRevision implements storage.RevisionReader: the revision of etcd's
@@ -345,7 +346,7 @@ func (s *Store) CurrentRevision(ctx context.Context) (uint64, error) {
 
 // Count implements storage.Counter.
 func (s *Store) Count(ctx context.Context, prefix string) (int64, error) {
-	pr, err := storage.PrefixRange(prefix)
+	pr, err := backend.PrefixRange(prefix)
 	if err != nil {
 		return 0, err
 	}

@@ -14,6 +14,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/annexapi/annex/storage"
+	"github.com/annexapi/annex/storage/backend"
 )
 
 // watchBuffer is the capacity of a watcher's channel.
@@ -43,7 +44,7 @@ func (w *watcher) Stop() { w.cancel() }
 
 // Watch implements storage.Interface.
 func (s *Store) Watch(ctx context.Context, key string, opts storage.WatchOptions) (storage.Watcher, error) {
-	req, err := storage.ParseWatchOptions(key, opts)
+	req, err := backend.ParseWatchOptions(key, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -234,7 +235,7 @@ func (w *watcher) translate(ev *clientv3.Event) (storage.Event, bool, error) {
 // deletedAt is prev with its resource version set to rev: the object of a
 // DELETED event at rev.
 func deletedAt(key string, prev *storage.Object, rev uint64) (storage.Object, error) {
-	start, end, ok := storage.ResourceVersionIndex(prev.Data)
+	start, end, ok := backend.ResourceVersionIndex(prev.Data)
 	data, err := withRevision(prev.Data, start, end, ok, rev)
 	if err != nil {
 		return storage.Object{}, withKey(err, key)

@@ -8,6 +8,7 @@ import (
 	"slices"
 
 	"github.com/annexapi/annex/storage"
+	"github.com/annexapi/annex/storage/backend"
 )
 
 // history writes a small history under namespace ns and returns the
@@ -31,8 +32,8 @@ func listCases() []testCase {
 		{name: "invalid_options", private: true, run: func(e *env) {
 			e.create(key("ns", "a"), obj("ns", "a", "1"))
 			e.create(key("ns", "b"), obj("ns", "b", "1"))
-			pr, _ := storage.PrefixRange(prefix("ns"))
-			tok, err := storage.EncodeContinue(key("ns", "a")+"\x00", pr, int64(e.current()))
+			pr, _ := backend.PrefixRange(prefix("ns"))
+			tok, err := backend.EncodeContinue(key("ns", "a")+"\x00", pr, e.current())
 			if err != nil {
 				e.t.Fatal(err)
 			}

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/annexapi/annex/storage"
+	"github.com/annexapi/annex/storage/backend"
 	"github.com/annexapi/annex/storage/bbolt"
 	"github.com/annexapi/annex/storage/storagetest"
 )
@@ -124,9 +125,9 @@ type inconsistentPages struct{ *bbolt.Store }
 
 func (m *inconsistentPages) List(ctx context.Context, p string, opts storage.ListOptions) (storage.ListResult, error) {
 	if opts.Continue != "" {
-		pr, _ := storage.PrefixRange(p)
-		if k, _, err := storage.DecodeContinue(opts.Continue, pr); err == nil {
-			if tok, err := storage.EncodeContinue(k, pr, -1); err == nil {
+		pr, _ := backend.PrefixRange(p)
+		if k, _, err := backend.DecodeContinue(opts.Continue, pr); err == nil {
+			if tok, err := backend.EncodeContinue(k, pr, 0); err == nil {
 				opts.Continue = tok
 			}
 		}

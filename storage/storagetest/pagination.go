@@ -7,6 +7,7 @@ import (
 	"fmt"
 
 	"github.com/annexapi/annex/storage"
+	"github.com/annexapi/annex/storage/backend"
 )
 
 // next fetches the page after r with the same limit and predicate.
@@ -146,8 +147,8 @@ func paginationCases() []testCase {
 		{name: "inconsistent_continue_token", private: true, run: func(e *env) {
 			objs(e, 4)
 			e.update(key("ns", "o02"), "2")
-			pr, _ := storage.PrefixRange(prefix("ns"))
-			tok, err := storage.EncodeContinue(key("ns", "o01")+"\x00", pr, -1)
+			pr, _ := backend.PrefixRange(prefix("ns"))
+			tok, err := backend.EncodeContinue(key("ns", "o01")+"\x00", pr, 0)
 			if err != nil {
 				e.t.Fatal(err)
 			}

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/annexapi/annex/storage"
+	"github.com/annexapi/annex/storage/backend"
 )
 
 // PropertySeeds is how many seeds RunProperty runs, each on a fresh store.
@@ -483,7 +484,7 @@ func (p *prop) list() {
 
 // stateAt replays the model's log up to rev under prefix pfx.
 func (p *prop) stateAt(pfx string, rev uint64) map[string]mstate {
-	pr, _ := storage.PrefixRange(pfx)
+	pr, _ := backend.PrefixRange(pfx)
 	st := map[string]mstate{}
 	for _, w := range p.log {
 		if w.rev > rev || !strings.HasPrefix(w.key, pr) {
@@ -515,7 +516,7 @@ func (p *prop) expectedEvents(ws watchSpec) []mevent {
 		if !ws.recursive {
 			return k == ws.key
 		}
-		pr, _ := storage.PrefixRange(ws.key)
+		pr, _ := backend.PrefixRange(ws.key)
 		return strings.HasPrefix(k, pr)
 	}
 	pass := func(s mstate) bool { return ws.pred == nil || ws.pred(s) }

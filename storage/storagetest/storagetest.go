@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/annexapi/annex/storage"
+	"github.com/annexapi/annex/storage/backend"
 )
 
 // Capabilities describes what a backend cannot be probed for. Optional
@@ -503,7 +504,7 @@ func mustJSON(t testing.TB, v any) []byte {
 // key order.
 func (e *env) stateAt(p string, rev uint64) []storage.Object {
 	e.t.Helper()
-	pr, err := storage.PrefixRange(p)
+	pr, err := backend.PrefixRange(p)
 	if err != nil {
 		e.t.Fatal(err)
 	}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/annexapi/annex/storage"
+	"github.com/annexapi/annex/storage/backend"
 )
 
 // watcher reads one storage.Watcher on behalf of a case.
@@ -164,7 +165,7 @@ type expected struct {
 // eventsAfter is the changes the case made under p after revision from.
 func (e *env) eventsAfter(p string, from uint64) []expected {
 	e.t.Helper()
-	pr, err := storage.PrefixRange(p)
+	pr, err := backend.PrefixRange(p)
 	if err != nil {
 		e.t.Fatal(err)
 	}

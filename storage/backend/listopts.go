@@ -1,17 +1,21 @@
-// This file holds the validation every backend shares of Get, List and
-// Watch options: which revision a List reads at (resourceVersion, its match, the
+// This file holds the validation every backend shares of Get, List and Watch
+// options: which revision a List reads at (resourceVersion, its match, the
 // continue token), where a Watch starts, and the errors of a revision out of
 // reach (too large, compacted, an expired continue token).
 
-package storage
+package backend
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/annexapi/annex/storage"
+)
 
 // ParseGetOptions validates the key and the resource version of a Get. It
-// fails with ErrInvalidKey or ErrInvalidResourceVersion.
-func ParseGetOptions(key string, opts GetOptions) (ParsedResourceVersion, error) {
+// fails with storage.ErrInvalidKey or storage.ErrInvalidResourceVersion.
+func ParseGetOptions(key string, opts storage.GetOptions) (ResourceVersion, error) {
 	if err := ValidateKey(key); err != nil {
-		return ParsedResourceVersion{}, err
+		return ResourceVersion{}, err
 	}
 	return ParseResourceVersion(opts.ResourceVersion)
 }
@@ -37,23 +41,23 @@ type ListRequest struct {
 	// Limit caps the page; 0 means no limit.
 	Limit int64
 	// Predicate selects objects; nil selects all.
-	Predicate Predicate
+	Predicate storage.Predicate
 }
 
-// ParseListOptions validates a List of prefix with opts as Kubernetes does
-// and resolves the revision to read at. It fails with ErrInvalidKey for a bad
-// prefix, ErrInvalidResourceVersion for a bad resource version or a
-// combination Kubernetes forbids (a match without a version, Exact with "0",
-// a version or a match with a continue token; "0" with a token is
-// tolerated), and ErrInvalidContinue for a token that does not decode or
-// belongs to another prefix. A negative Limit is no limit.
-func ParseListOptions(prefix string, opts ListOptions) (ListRequest, error) {
+// ParseListOptions validates a List of prefix with opts as Kubernetes does and
+// resolves the revision to read at. It fails with storage.ErrInvalidKey for a
+// bad prefix, storage.ErrInvalidResourceVersion for a bad resource version or a
+// combination Kubernetes forbids (a match without a version, Exact with "0", a
+// version or a match with a continue token; "0" with a token is tolerated), and
+// storage.ErrInvalidContinue for a token that does not decode or belongs to
+// another prefix. A negative Limit is no limit.
+func ParseListOptions(prefix string, opts storage.ListOptions) (ListRequest, error) {
 	pr, err := PrefixRange(prefix)
 	if err != nil {
 		return ListRequest{}, err
 	}
 	switch opts.ResourceVersionMatch {
-	case MatchDefault, MatchExact, MatchNotOlderThan:
+	case storage.MatchDefault, storage.MatchExact, storage.MatchNotOlderThan:
 	default:
 		return ListRequest{}, invalidRV(fmt.Sprintf("unsupported resourceVersionMatch %q", opts.ResourceVersionMatch))
 	}
@@ -75,15 +79,15 @@ func ParseListOptions(prefix string, opts ListOptions) (ListRequest, error) {
 			return ListRequest{}, err
 		}
 		req.Start = start
-		if tokRev > 0 {
-			req.At, req.FromToken = uint64(tokRev), true
+		if tokRev != 0 {
+			req.At, req.FromToken = tokRev, true
 		}
 	case opts.ResourceVersionMatch != "" && rv.Unset:
 		return ListRequest{}, invalidRV("resourceVersionMatch is forbidden unless resourceVersion is provided")
-	case opts.ResourceVersionMatch == MatchExact && rv.Revision == 0:
+	case opts.ResourceVersionMatch == storage.MatchExact && rv.Revision == 0:
 		return ListRequest{}, invalidRV("resourceVersionMatch \"Exact\" is forbidden for resourceVersion \"0\"")
-	case rv.Revision != 0 && (opts.ResourceVersionMatch == MatchExact ||
-		(opts.ResourceVersionMatch == MatchDefault && req.Limit > 0)):
+	case rv.Revision != 0 && (opts.ResourceVersionMatch == storage.MatchExact ||
+		(opts.ResourceVersionMatch == storage.MatchDefault && req.Limit > 0)):
 		req.At = rv.Revision
 	case rv.Revision != 0:
 		req.NotOlder = rv.Revision
@@ -93,8 +97,8 @@ func ParseListOptions(prefix string, opts ListOptions) (ListRequest, error) {
 	return req, nil
 }
 
-// CheckRevision returns ErrTooLargeResourceVersion when the request needs a
-// revision after current, the store's revision.
+// CheckRevision returns storage.ErrTooLargeResourceVersion when the request
+// needs a revision after current, the store's revision.
 func (r ListRequest) CheckRevision(current uint64) error {
 	switch {
 	case r.NotOlder > current:
@@ -105,15 +109,15 @@ func (r ListRequest) CheckRevision(current uint64) error {
 	return nil
 }
 
-// ExpiredContinue turns e, the ErrExpired of reading r.At, into the error of
-// an expired continue token when r.At came from one: Kubernetes' message, and
-// a fresh inconsistent token that continues from the same key at the latest
-// revision. Otherwise it returns e as it is.
-func (r ListRequest) ExpiredContinue(e *Error) error {
+// ExpiredContinue turns e, the storage.ErrExpired of reading r.At, into the
+// error of an expired continue token when r.At came from one: Kubernetes'
+// message, and a fresh inconsistent token that continues from the same key at
+// the latest revision. Otherwise it returns e as it is.
+func (r ListRequest) ExpiredContinue(e *storage.Error) error {
 	if !r.FromToken {
 		return e
 	}
-	tok, err := EncodeContinue(r.Start, r.Prefix, -1)
+	tok, err := EncodeContinue(r.Start, r.Prefix, 0)
 	if err != nil {
 		return err
 	}
@@ -122,22 +126,22 @@ func (r ListRequest) ExpiredContinue(e *Error) error {
 	return e
 }
 
-// TooLargeError is the ErrTooLargeResourceVersion of a request for revision
-// requested when the store is at current.
-func TooLargeError(requested, current uint64) *Error {
-	return &Error{Err: ErrTooLargeResourceVersion, ResourceVersion: current,
+// TooLargeError is the storage.ErrTooLargeResourceVersion of a request for
+// revision requested when the store is at current.
+func TooLargeError(requested, current uint64) *storage.Error {
+	return &storage.Error{Err: storage.ErrTooLargeResourceVersion, ResourceVersion: current,
 		Msg: fmt.Sprintf("Too large resource version: %d, current: %d", requested, current)}
 }
 
-// ExpiredError is the ErrExpired of a request for a revision at or before
-// compacted, the store's compacted revision.
-func ExpiredError(compacted uint64) *Error {
-	return &Error{Err: ErrExpired, ResourceVersion: compacted,
+// ExpiredError is the storage.ErrExpired of a request for a revision at or
+// before compacted, the store's compacted revision.
+func ExpiredError(compacted uint64) *storage.Error {
+	return &storage.Error{Err: storage.ErrExpired, ResourceVersion: compacted,
 		Msg: fmt.Sprintf("required revision has been compacted (compacted revision %d)", compacted)}
 }
 
 func invalidRV(msg string) error {
-	return &Error{Err: ErrInvalidResourceVersion, Msg: msg}
+	return &storage.Error{Err: storage.ErrInvalidResourceVersion, Msg: msg}
 }
 
 // WatchRequest is a Watch's key and start, validated.
@@ -155,9 +159,9 @@ type WatchRequest struct {
 }
 
 // ParseWatchOptions validates the key (a prefix when opts.Recursive) and the
-// resource version of a Watch. It fails with ErrInvalidKey or
-// ErrInvalidResourceVersion.
-func ParseWatchOptions(key string, opts WatchOptions) (WatchRequest, error) {
+// resource version of a Watch. It fails with storage.ErrInvalidKey or
+// storage.ErrInvalidResourceVersion.
+func ParseWatchOptions(key string, opts storage.WatchOptions) (WatchRequest, error) {
 	req := WatchRequest{Key: key, Recursive: opts.Recursive}
 	if opts.Recursive {
 		pr, err := PrefixRange(key)

@@ -8,9 +8,9 @@ import (
 	"github.com/annexapi/annex/storage"
 )
 
-func TestFrameCache(t *testing.T) {
+func TestEventMemo(t *testing.T) {
 	t.Parallel()
-	var fc storage.FrameCache
+	var fc storage.EventMemo
 	var calls [2]atomic.Int32
 	encode := func(i int, b string) func() []byte {
 		return func() []byte { calls[i].Add(1); return []byte(b) }
@@ -30,7 +30,7 @@ func TestFrameCache(t *testing.T) {
 	wg.Wait()
 	for i := range calls {
 		if n := calls[i].Load(); n != 1 {
-			t.Errorf("key %d encoded %d times, want 1", i, n)
+			t.Errorf("key %d computed %d times, want 1", i, n)
 		}
 	}
 	for i := 2; i < n; i++ {
@@ -39,13 +39,13 @@ func TestFrameCache(t *testing.T) {
 		}
 	}
 	if string(got[0]) != "added" || string(got[1]) != "deleted" {
-		t.Errorf("frames %q %q, want added deleted", got[0], got[1])
+		t.Errorf("results %q %q, want added deleted", got[0], got[1])
 	}
 }
 
-func TestFrameCacheNil(t *testing.T) {
+func TestEventMemo_nil(t *testing.T) {
 	t.Parallel()
-	var fc *storage.FrameCache
+	var fc *storage.EventMemo
 	n := 0
 	for range 3 {
 		if b := fc.Get("k", func() []byte { n++; return []byte("x") }); string(b) != "x" {
@@ -53,6 +53,6 @@ func TestFrameCacheNil(t *testing.T) {
 		}
 	}
 	if n != 3 {
-		t.Errorf("a nil FrameCache encoded %d times for 3 calls, want 3 (no memo)", n)
+		t.Errorf("a nil EventMemo computed %d times for 3 calls, want 3 (no memo)", n)
 	}
 }

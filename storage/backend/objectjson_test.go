@@ -1,12 +1,13 @@
-package storage
+package backend
 
 import (
 	"bytes"
 	"encoding/json"
 	"errors"
 	"reflect"
-	"regexp"
 	"testing"
+
+	"github.com/annexapi/annex/storage"
 )
 
 func TestPrepareCreate(t *testing.T) {
@@ -31,11 +32,11 @@ func TestPrepareCreate(t *testing.T) {
 			want: `{"metadata":{"uid":"u-1","creationTimestamp":"2024-01-02T03:04:05Z","resourceVersion":"7"}}`},
 		{name: "escaped_key", in: `{"metad\u0061ta":{"name":"x"}}`,
 			want: `{"metad\u0061ta":{"name":"x","uid":"u-1","resourceVersion":"7","creationTimestamp":"2024-01-02T03:04:05Z"}}`},
-		{name: "rv_set", in: `{"metadata":{"resourceVersion":"3"}}`, wantErr: ErrResourceVersionSetOnCreate},
-		{name: "array", in: `[1]`, wantErr: ErrInvalidObject},
-		{name: "not_json", in: `{"a":`, wantErr: ErrInvalidObject},
-		{name: "metadata_string", in: `{"metadata":"x"}`, wantErr: ErrInvalidObject},
-		{name: "labels_wrong_type", in: `{"metadata":{"labels":[1]}}`, wantErr: ErrInvalidObject},
+		{name: "rv_set", in: `{"metadata":{"resourceVersion":"3"}}`, wantErr: storage.ErrResourceVersionSetOnCreate},
+		{name: "array", in: `[1]`, wantErr: storage.ErrInvalidObject},
+		{name: "not_json", in: `{"a":`, wantErr: storage.ErrInvalidObject},
+		{name: "metadata_string", in: `{"metadata":"x"}`, wantErr: storage.ErrInvalidObject},
+		{name: "labels_wrong_type", in: `{"metadata":{"labels":[1]}}`, wantErr: storage.ErrInvalidObject},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -90,7 +91,7 @@ func TestDecodeMeta(t *testing.T) {
 	if m.Name != "a" || m.Namespace != "ns" || m.Labels["k"] != "v" {
 		t.Fatalf("meta = %+v", m)
 	}
-	if _, err := DecodeMeta([]byte(`[]`)); !errors.Is(err, ErrInvalidObject) {
+	if _, err := DecodeMeta([]byte(`[]`)); !errors.Is(err, storage.ErrInvalidObject) {
 		t.Fatalf("array: err = %v", err)
 	}
 }
@@ -115,14 +116,6 @@ func TestResourceVersionIndex(t *testing.T) {
 	}
 }
 
-func TestNewUID(t *testing.T) {
-	re := regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$`)
-	a, b := NewUID(), NewUID()
-	if !re.MatchString(a) || a == b {
-		t.Fatalf("uids %q %q", a, b)
-	}
-}
-
 // FuzzPrepareCreate checks that PrepareCreate either fails with one of its
 // documented errors or returns compact JSON equal to the input except for the
 // three metadata fields it owns.
@@ -137,11 +130,11 @@ func FuzzPrepareCreate(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		out, m, err := PrepareCreate(data, 42, "uid-x", "2024-01-01T00:00:00Z")
 		if err != nil {
-			if !errors.Is(err, ErrInvalidObject) && !errors.Is(err, ErrResourceVersionSetOnCreate) {
+			if !errors.Is(err, storage.ErrInvalidObject) && !errors.Is(err, storage.ErrResourceVersionSetOnCreate) {
 				t.Fatalf("unexpected error %v", err)
 			}
 			var v map[string]any
-			if errors.Is(err, ErrInvalidObject) && json.Unmarshal(data, &v) == nil {
+			if errors.Is(err, storage.ErrInvalidObject) && json.Unmarshal(data, &v) == nil {
 				if md, ok := v["metadata"]; ok && (md == nil || isMap(md)) && metaShapeOK(data) {
 					t.Fatalf("valid object rejected: %v", err)
 				}
@@ -202,7 +195,7 @@ func metaShapeOK(data []byte) bool {
 		return false
 	}
 	b, _ := json.Marshal(doc.Metadata)
-	var m Meta
+	var m storage.Meta
 	if json.Unmarshal(b, &m) != nil {
 		return false
 	}

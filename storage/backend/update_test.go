@@ -6,7 +6,7 @@
 // commit found without another read, and that an outdated stored form is
 // rewritten.
 
-package storage_test
+package backend_test
 
 import (
 	"context"
@@ -16,6 +16,7 @@ import (
 	"testing"
 
 	"github.com/annexapi/annex/storage"
+	"github.com/annexapi/annex/storage/backend"
 )
 
 // fakeBackend is a one-goroutine key-value store with a revision counter.
@@ -33,8 +34,8 @@ type fakeBackend struct {
 }
 
 var (
-	_ storage.UpdateCommitter = (*fakeBackend)(nil)
-	_ storage.DeleteCommitter = (*fakeBackend)(nil)
+	_ backend.UpdateCommitter = (*fakeBackend)(nil)
+	_ backend.DeleteCommitter = (*fakeBackend)(nil)
 )
 
 func newFake() *fakeBackend { return &fakeBackend{objs: map[string]storage.Object{}} }
@@ -43,7 +44,7 @@ func newFake() *fakeBackend { return &fakeBackend{objs: map[string]storage.Objec
 func (f *fakeBackend) put(t testing.TB, key string, data []byte) storage.Object {
 	t.Helper()
 	f.rev++
-	out, meta, err := storage.PrepareUpdate(data, f.rev)
+	out, meta, err := backend.PrepareUpdate(data, f.rev)
 	if err != nil {
 		t.Fatalf("put %s: %v", data, err)
 	}
@@ -52,52 +53,52 @@ func (f *fakeBackend) put(t testing.TB, key string, data []byte) storage.Object 
 	return o
 }
 
-func (f *fakeBackend) state(key string) storage.State {
+func (f *fakeBackend) state(key string) backend.State {
 	o, ok := f.objs[key]
-	return storage.State{Object: o, Exists: ok, Outdated: ok && f.outdated}
+	return backend.State{Object: o, Exists: ok, Outdated: ok && f.outdated}
 }
 
-func (f *fakeBackend) ReadState(ctx context.Context, key string) (storage.State, error) {
+func (f *fakeBackend) ReadState(ctx context.Context, key string) (backend.State, error) {
 	f.reads++
 	return f.state(key), nil
 }
 
-func (f *fakeBackend) CommitUpdate(ctx context.Context, key string, data []byte, meta storage.Meta, expect uint64) (storage.Commit, error) {
+func (f *fakeBackend) CommitUpdate(ctx context.Context, key string, data []byte, meta storage.Meta, expect uint64) (backend.Commit, error) {
 	if f.beforeCommit != nil {
 		f.beforeCommit()
 	}
 	if st := f.state(key); st.Object.ResourceVersion != expect {
-		return storage.Commit{Conflict: true, Current: st}, nil
+		return backend.Commit{Conflict: true, Current: st}, nil
 	}
 	f.commits++
 	f.rev++
-	out, err := storage.SetResourceVersion(data, f.rev)
+	out, err := backend.SetResourceVersion(data, f.rev)
 	if err != nil {
-		return storage.Commit{}, err
+		return backend.Commit{}, err
 	}
 	meta.ResourceVersion = storage.FormatResourceVersion(f.rev)
 	o := storage.Object{Key: key, ResourceVersion: f.rev, Data: out, Meta: meta}
 	f.objs[key] = o
 	f.outdated = false
-	return storage.Commit{Object: o}, nil
+	return backend.Commit{Object: o}, nil
 }
 
-func (f *fakeBackend) CommitDelete(ctx context.Context, key string, last storage.Object) (storage.Commit, error) {
+func (f *fakeBackend) CommitDelete(ctx context.Context, key string, last storage.Object) (backend.Commit, error) {
 	if f.beforeCommit != nil {
 		f.beforeCommit()
 	}
 	if st := f.state(key); !st.Exists || st.Object.ResourceVersion != last.ResourceVersion {
-		return storage.Commit{Conflict: true, Current: st}, nil
+		return backend.Commit{Conflict: true, Current: st}, nil
 	}
 	f.commits++
 	f.rev++
 	delete(f.objs, key)
-	out, err := storage.SetResourceVersion(last.Data, f.rev)
+	out, err := backend.SetResourceVersion(last.Data, f.rev)
 	if err != nil {
-		return storage.Commit{}, err
+		return backend.Commit{}, err
 	}
 	last.Meta.ResourceVersion = storage.FormatResourceVersion(f.rev)
-	return storage.Commit{Object: storage.Object{Key: key, ResourceVersion: f.rev, Data: out, Meta: last.Meta}}, nil
+	return backend.Commit{Object: storage.Object{Key: key, ResourceVersion: f.rev, Data: out, Meta: last.Meta}}, nil
 }
 
 const testKey = "/g/things/ns/a"
@@ -309,7 +310,7 @@ func TestGuaranteedUpdate(t *testing.T) {
 			cached, opts := c.setup(t, f)
 			opts.Cached = cached
 			calls := 0
-			got, err := storage.GuaranteedUpdate(t.Context(), f, testKey, opts, func(cur storage.Object) ([]byte, error) {
+			got, err := backend.GuaranteedUpdate(t.Context(), f, testKey, opts, func(cur storage.Object) ([]byte, error) {
 				calls++
 				return c.update(cur, calls)
 			})
@@ -336,7 +337,7 @@ func TestGuaranteedUpdateStopsRetryingWhenContextEnds(t *testing.T) {
 		}
 		f.put(t, testKey, thing("u1", fmt.Sprint("other", n)))
 	}
-	_, err := storage.GuaranteedUpdate(ctx, f, testKey, storage.UpdateOptions{}, func(cur storage.Object) ([]byte, error) {
+	_, err := backend.GuaranteedUpdate(ctx, f, testKey, storage.UpdateOptions{}, func(cur storage.Object) ([]byte, error) {
 		return setValue("mine")(cur, 0)
 	})
 	if !errors.Is(err, context.Canceled) {
@@ -443,7 +444,7 @@ func TestGuaranteedDelete(t *testing.T) {
 			if v := opts.Validate; v != nil {
 				opts.Validate = func(cur storage.Object) error { validate++; return v(cur) }
 			}
-			got, err := storage.GuaranteedDelete(t.Context(), f, testKey, opts)
+			got, err := backend.GuaranteedDelete(t.Context(), f, testKey, opts)
 			checkOutcome(t, got, err, c.wantErr, c.wantVal, c.wantRev)
 			if f.reads != c.reads || validate != c.validate {
 				t.Errorf("reads %d, Validate calls %d; want %d, %d", f.reads, validate, c.reads, c.validate)
@@ -459,7 +460,7 @@ func TestGuaranteedDelete(t *testing.T) {
 	}
 }
 
-func TestPreconditionsCheck(t *testing.T) {
+func TestCheckPreconditions(t *testing.T) {
 	o := storage.Object{Key: testKey, ResourceVersion: 7, Meta: storage.Meta{UID: "u1"}}
 	for _, c := range []struct {
 		name    string
@@ -479,16 +480,16 @@ func TestPreconditionsCheck(t *testing.T) {
 			"Precondition failed: ResourceVersion in precondition: 7, ResourceVersion in object meta: "},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			err := c.pre.Check(testKey, c.obj)
+			err := backend.CheckPreconditions(c.pre, testKey, c.obj)
 			if c.wantMsg == "" {
 				if err != nil {
-					t.Fatalf("Check = %v, want nil", err)
+					t.Fatalf("CheckPreconditions = %v, want nil", err)
 				}
 				return
 			}
 			var se *storage.Error
 			if !errors.As(err, &se) || se.Err != storage.ErrConflict || se.Key != testKey || se.Msg != c.wantMsg {
-				t.Fatalf("Check = %#v, want ErrConflict on %s with %q", err, testKey, c.wantMsg)
+				t.Fatalf("CheckPreconditions = %#v, want ErrConflict on %s with %q", err, testKey, c.wantMsg)
 			}
 		})
 	}

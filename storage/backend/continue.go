@@ -1,14 +1,17 @@
 // This file holds the continue token of paginated lists, in the format
 // k8s.io/apiserver uses so that tokens look the same to clients.
 
-package storage
+package backend
 
 import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"math"
 	"path"
 	"strings"
+
+	"github.com/annexapi/annex/storage"
 )
 
 // continueToken is the JSON inside a continue token.
@@ -25,13 +28,21 @@ const continueVersion = "meta.k8s.io/v1"
 
 // EncodeContinue returns the token for a next page that starts at key (the
 // last key returned plus "\x00") under prefixRange (as PrefixRange returns),
-// read at revision rev; rev -1 makes an inconsistent token that continues at
-// the latest revision.
-func EncodeContinue(key, prefixRange string, rev int64) (string, error) {
+// read at revision rev. rev 0 makes an inconsistent token, one that
+// continues at the latest revision (written as -1 inside the token, as
+// Kubernetes does).
+func EncodeContinue(key, prefixRange string, rev uint64) (string, error) {
 	if !strings.HasPrefix(key, prefixRange) {
-		return "", &Error{Err: ErrInvalidKey, Key: key, Msg: "not under " + prefixRange}
+		return "", &storage.Error{Err: storage.ErrInvalidKey, Key: key, Msg: "not under " + prefixRange}
 	}
-	b, err := json.Marshal(continueToken{APIVersion: continueVersion, ResourceVersion: rev, StartKey: key[len(prefixRange):]})
+	if rev > math.MaxInt64 {
+		return "", &storage.Error{Err: storage.ErrInvalidResourceVersion, Msg: fmt.Sprintf("revision %d does not fit a continue token", rev)}
+	}
+	wire := int64(rev)
+	if rev == 0 {
+		wire = -1
+	}
+	b, err := json.Marshal(continueToken{APIVersion: continueVersion, ResourceVersion: wire, StartKey: key[len(prefixRange):]})
 	if err != nil {
 		return "", err
 	}
@@ -39,11 +50,12 @@ func EncodeContinue(key, prefixRange string, rev int64) (string, error) {
 }
 
 // DecodeContinue returns the start key (absolute, under prefixRange) and the
-// revision of a continue token. A malformed token, or one whose start key
-// would leave prefixRange, fails with ErrInvalidContinue.
-func DecodeContinue(token, prefixRange string) (startKey string, rev int64, err error) {
-	invalid := func(msg string) (string, int64, error) {
-		return "", 0, &Error{Err: ErrInvalidContinue, Msg: "continue key is not valid: " + msg}
+// revision of a continue token: 0 for an inconsistent token, which continues
+// at the latest revision. A malformed token, or one whose start key would
+// leave prefixRange, fails with storage.ErrInvalidContinue.
+func DecodeContinue(token, prefixRange string) (startKey string, rev uint64, err error) {
+	invalid := func(msg string) (string, uint64, error) {
+		return "", 0, &storage.Error{Err: storage.ErrInvalidContinue, Msg: "continue key is not valid: " + msg}
 	}
 	b, err := base64.RawURLEncoding.DecodeString(token)
 	if err != nil {
@@ -71,5 +83,8 @@ func DecodeContinue(token, prefixRange string) (startKey string, rev int64, err 
 	if path.Clean(key) != key {
 		return invalid(fmt.Sprintf("start key %q is not a clean path", c.StartKey))
 	}
-	return prefixRange + key[1:], c.ResourceVersion, nil
+	if c.ResourceVersion == -1 {
+		return prefixRange + key[1:], 0, nil
+	}
+	return prefixRange + key[1:], uint64(c.ResourceVersion), nil
 }

@@ -3,16 +3,18 @@
 // corpora run as ordinary tests; `go test -fuzz=FuzzDecodeContinue ./storage`
 // explores further.
 
-package storage_test
+package backend_test
 
 import (
 	"errors"
+	"math"
 	"path"
 	"strings"
 	"testing"
 	"unicode/utf8"
 
 	"github.com/annexapi/annex/storage"
+	"github.com/annexapi/annex/storage/backend"
 )
 
 // fuzzPrefix is one of the prefixes the continue targets decode under,
@@ -23,8 +25,9 @@ func fuzzPrefix(which uint8) string {
 }
 
 // FuzzDecodeContinue feeds arbitrary tokens: decoding never panics, a
-// decoded key always lies under the prefix and cannot climb out of it, the
-// revision is -1 or positive, and re-encoding what was decoded round-trips.
+// decoded key always lies under the prefix and cannot climb out of it, and
+// re-encoding what was decoded (revision 0 for an inconsistent token)
+// round-trips.
 func FuzzDecodeContinue(f *testing.F) {
 	for _, s := range []string{
 		"", "!!!", "e30",
@@ -46,7 +49,7 @@ func FuzzDecodeContinue(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, tok string, which uint8) {
 		pr := fuzzPrefix(which)
-		k, rev, err := storage.DecodeContinue(tok, pr)
+		k, rev, err := backend.DecodeContinue(tok, pr)
 		if err != nil {
 			if !errors.Is(err, storage.ErrInvalidContinue) {
 				t.Fatalf("DecodeContinue error %v is not ErrInvalidContinue", err)
@@ -59,14 +62,11 @@ func FuzzDecodeContinue(f *testing.F) {
 		if c := path.Clean(k); !under(c, pr) {
 			t.Fatalf("decoded key %q cleans to %q, outside %q", k, c, pr)
 		}
-		if rev == 0 || rev < -1 {
-			t.Fatalf("decoded revision %d", rev)
-		}
-		again, err := storage.EncodeContinue(k, pr, rev)
+		again, err := backend.EncodeContinue(k, pr, rev)
 		if err != nil {
 			t.Fatalf("EncodeContinue(%q) of a decoded key: %v", k, err)
 		}
-		k2, rev2, err := storage.DecodeContinue(again, pr)
+		k2, rev2, err := backend.DecodeContinue(again, pr)
 		if err != nil || k2 != k || rev2 != rev {
 			t.Fatalf("re-encoded token decodes to %q, %d, %v; want %q, %d", k2, rev2, err, k, rev)
 		}
@@ -79,32 +79,40 @@ func under(k, pr string) bool {
 	return strings.HasPrefix(k, pr) || k+"/" == pr
 }
 
-// FuzzContinueRoundTrip encodes arbitrary start keys: a key made of safe
-// segments (no empty, "." or ".." segment) round-trips exactly; anything
-// that decodes at all decodes under the prefix.
+// FuzzContinueRoundTrip encodes arbitrary start keys and revisions: a key
+// made of safe segments (no empty, "." or ".." segment) round-trips exactly
+// with its revision (0, inconsistent, included); anything that decodes at all
+// decodes under the prefix; a revision beyond int64, which the token cannot
+// carry, fails to encode with ErrInvalidResourceVersion.
 func FuzzContinueRoundTrip(f *testing.F) {
-	f.Add("ns/b\x00", int64(5), uint8(0))
-	f.Add("b", int64(-1), uint8(1))
-	f.Add("a/../../x", int64(7), uint8(2))
-	f.Add("a//b", int64(7), uint8(0))
-	f.Add("", int64(7), uint8(0))
-	f.Add("x", int64(0), uint8(0))
-	f.Add("x", int64(-2), uint8(0))
-	f.Add("/", int64(7), uint8(1)) // decodes to the prefix itself, as in k8s.io/apiserver
-	f.Add("ünïcode/名前\x00", int64(1<<62), uint8(1))
-	f.Fuzz(func(t *testing.T, start string, rev int64, which uint8) {
+	f.Add("ns/b\x00", uint64(5), uint8(0))
+	f.Add("b", uint64(0), uint8(1))
+	f.Add("a/../../x", uint64(7), uint8(2))
+	f.Add("a//b", uint64(7), uint8(0))
+	f.Add("", uint64(7), uint8(0))
+	f.Add("x", uint64(1<<63), uint8(0))
+	f.Add("x", uint64(1<<64-1), uint8(0))
+	f.Add("/", uint64(7), uint8(1)) // decodes to the prefix itself, as in k8s.io/apiserver
+	f.Add("ünïcode/名前\x00", uint64(1<<62), uint8(1))
+	f.Fuzz(func(t *testing.T, start string, rev uint64, which uint8) {
 		pr := fuzzPrefix(which)
 		if !utf8.ValidString(start) {
 			// JSON replaces invalid UTF-8 with U+FFFD, as in k8s.io/apiserver;
 			// keys come from validated names, which are UTF-8.
 			return
 		}
-		tok, err := storage.EncodeContinue(pr+start, pr, rev)
+		tok, err := backend.EncodeContinue(pr+start, pr, rev)
+		if rev > math.MaxInt64 {
+			if !errors.Is(err, storage.ErrInvalidResourceVersion) {
+				t.Fatalf("EncodeContinue at revision %d = %q, %v; want ErrInvalidResourceVersion", rev, tok, err)
+			}
+			return
+		}
 		if err != nil {
 			t.Fatalf("EncodeContinue(%q): %v", pr+start, err)
 		}
-		k, r, err := storage.DecodeContinue(tok, pr)
-		safe := start != "" && rev != 0 && rev >= -1 && !strings.HasPrefix(start, "/")
+		k, r, err := backend.DecodeContinue(tok, pr)
+		safe := start != "" && !strings.HasPrefix(start, "/")
 		for _, seg := range strings.Split(start, "/") {
 			safe = safe && seg != "" && seg != "." && seg != ".."
 		}
@@ -127,7 +135,7 @@ func FuzzParseResourceVersion(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		p, err := storage.ParseResourceVersion(s)
+		p, err := backend.ParseResourceVersion(s)
 		if err != nil {
 			if !errors.Is(err, storage.ErrInvalidResourceVersion) {
 				t.Fatalf("ParseResourceVersion(%q) error %v is not ErrInvalidResourceVersion", s, err)
@@ -141,7 +149,7 @@ func FuzzParseResourceVersion(f *testing.F) {
 			return
 		}
 		f := storage.FormatResourceVersion(p.Revision)
-		if again, err := storage.ParseResourceVersion(f); err != nil || again.Revision != p.Revision {
+		if again, err := backend.ParseResourceVersion(f); err != nil || again.Revision != p.Revision {
 			t.Fatalf("%q parses to %d, formats to %q, which parses to %+v, %v", s, p.Revision, f, again, err)
 		}
 		if (len(s) == 1 || s[0] != '0') && f != s {
@@ -158,7 +166,7 @@ func FuzzValidateKey(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, k string) {
-		err := storage.ValidateKey(k)
+		err := backend.ValidateKey(k)
 		if err != nil {
 			if !errors.Is(err, storage.ErrInvalidKey) {
 				t.Fatalf("ValidateKey(%q) error %v is not ErrInvalidKey", k, err)
@@ -168,29 +176,9 @@ func FuzzValidateKey(f *testing.F) {
 		if path.Clean(k) != k || !strings.HasPrefix(k, "/") || k == "/" {
 			t.Fatalf("ValidateKey accepted %q, which is not a clean absolute path below the root", k)
 		}
-		pr, err := storage.PrefixRange(k)
+		pr, err := backend.PrefixRange(k)
 		if err != nil || pr != k+"/" {
 			t.Fatalf("PrefixRange(%q) = %q, %v", k, pr, err)
-		}
-	})
-}
-
-// FuzzParseMeta: never panics; errors are ErrInvalidObject; anything that
-// parses is a JSON object.
-func FuzzParseMeta(f *testing.F) {
-	for _, s := range []string{`{}`, `{"metadata":{"name":"a","labels":{"x":"y"}}}`, `null`, `[]`, `"x"`, `{"metadata":1}`, ` {"metadata":null}`, `{`} {
-		f.Add([]byte(s))
-	}
-	f.Fuzz(func(t *testing.T, data []byte) {
-		_, err := storage.ParseMeta(data)
-		if err != nil {
-			if !errors.Is(err, storage.ErrInvalidObject) {
-				t.Fatalf("ParseMeta error %v is not ErrInvalidObject", err)
-			}
-			return
-		}
-		if t2 := strings.TrimLeft(string(data), " \t\r\n"); !strings.HasPrefix(t2, "{") {
-			t.Fatalf("ParseMeta accepted %q, which is not a JSON object", data)
 		}
 	})
 }

@@ -4,19 +4,21 @@
 // check. A backend supplies only how to read a key's state and how to commit
 // a write that holds if the key's mod revision is still the one expected.
 
-package storage
+package backend
 
 import (
 	"bytes"
 	"context"
 	"errors"
 	"fmt"
+
+	"github.com/annexapi/annex/storage"
 )
 
 // State is a key's current state as a backend read it.
 type State struct {
 	// Object is the stored object; the zero Object when !Exists.
-	Object Object
+	Object storage.Object
 	// Exists is false when the key is missing.
 	Exists bool
 	// Outdated says the stored form is not the one the backend writes now
@@ -32,7 +34,7 @@ type Commit struct {
 	// Object is what was written: for a put, the new object; for a delete,
 	// the last state with its resource version set to the deletion's
 	// revision. It is unset when Conflict is.
-	Object Object
+	Object storage.Object
 	// Conflict is set when the key's mod revision was not the expected one
 	// (or, for a delete, the key was missing); nothing was written, and
 	// Current is the key's state.
@@ -48,14 +50,6 @@ type StateReader interface {
 	ReadState(ctx context.Context, key string) (State, error)
 }
 
-// StateReaderFunc adapts a function to StateReader.
-type StateReaderFunc func(ctx context.Context, key string) (State, error)
-
-// ReadState calls f.
-func (f StateReaderFunc) ReadState(ctx context.Context, key string) (State, error) {
-	return f(ctx, key)
-}
-
 // UpdateCommitter is what GuaranteedUpdate needs from a backend.
 // Implementations must be safe for concurrent use.
 type UpdateCommitter interface {
@@ -65,7 +59,7 @@ type UpdateCommitter interface {
 	// revision of the write) under key if the key's mod revision is still
 	// expect (0: the key is missing). Otherwise it writes nothing and
 	// returns Conflict with the current state.
-	CommitUpdate(ctx context.Context, key string, data []byte, meta Meta, expect uint64) (Commit, error)
+	CommitUpdate(ctx context.Context, key string, data []byte, meta storage.Meta, expect uint64) (Commit, error)
 }
 
 // DeleteCommitter is what GuaranteedDelete needs from a backend.
@@ -77,23 +71,23 @@ type DeleteCommitter interface {
 	// to the deletion's revision (see Commit.Object). Otherwise, or when the
 	// key is missing, it removes nothing and returns Conflict with the
 	// current state.
-	CommitDelete(ctx context.Context, key string, last Object) (Commit, error)
+	CommitDelete(ctx context.Context, key string, last storage.Object) (Commit, error)
 }
 
-// Check returns ErrConflict, with Kubernetes' message, when p does not hold
-// on o (the zero Object for a missing key).
-func (p Preconditions) Check(key string, o Object) error {
+// CheckPreconditions returns storage.ErrConflict, with Kubernetes' message,
+// when p does not hold on o (the zero Object for a missing key).
+func CheckPreconditions(p storage.Preconditions, key string, o storage.Object) error {
 	if p.UID != "" && p.UID != o.Meta.UID {
-		return &Error{Err: ErrConflict, Key: key,
+		return &storage.Error{Err: storage.ErrConflict, Key: key,
 			Msg: fmt.Sprintf("Precondition failed: UID in precondition: %v, UID in object meta: %v", p.UID, o.Meta.UID)}
 	}
 	if p.ResourceVersion != "" {
 		var have string
 		if o.ResourceVersion != 0 {
-			have = FormatResourceVersion(o.ResourceVersion)
+			have = storage.FormatResourceVersion(o.ResourceVersion)
 		}
 		if p.ResourceVersion != have {
-			return &Error{Err: ErrConflict, Key: key,
+			return &storage.Error{Err: storage.ErrConflict, Key: key,
 				Msg: fmt.Sprintf("Precondition failed: ResourceVersion in precondition: %v, ResourceVersion in object meta: %v", p.ResourceVersion, have)}
 		}
 	}
@@ -111,7 +105,7 @@ type tracked struct {
 
 // startState returns the loop's first state: cached, when not nil, else a fresh
 // read.
-func startState(ctx context.Context, r StateReader, key string, cached *Object) (tracked, error) {
+func startState(ctx context.Context, r StateReader, key string, cached *storage.Object) (tracked, error) {
 	if cached != nil {
 		return tracked{State: State{Object: *cached, Exists: true}, stale: true}, nil
 	}
@@ -177,47 +171,47 @@ func (t *tracked) noOp(prepared []byte) bool {
 // no-op is returned only when the fresh state is the same. A result equal to
 // the stored bytes (and not State.Outdated) writes nothing and returns the
 // stored object. key is not validated.
-func GuaranteedUpdate(ctx context.Context, b UpdateCommitter, key string, opts UpdateOptions, tryUpdate UpdateFunc) (Object, error) {
+func GuaranteedUpdate(ctx context.Context, b UpdateCommitter, key string, opts storage.UpdateOptions, tryUpdate storage.UpdateFunc) (storage.Object, error) {
 	t, err := startState(ctx, b, key, opts.Cached)
 	if err != nil {
-		return Object{}, err
+		return storage.Object{}, err
 	}
 	for retrying := false; ; retrying = true {
 		if retrying {
 			if err := ctx.Err(); err != nil {
-				return Object{}, err
+				return storage.Object{}, err
 			}
 		}
 		if !t.Exists && !opts.IgnoreNotFound {
-			return Object{}, &Error{Err: ErrNotFound, Key: key}
+			return storage.Object{}, &storage.Error{Err: storage.ErrNotFound, Key: key}
 		}
 		state := t.Object
 		if !t.Exists {
-			state = Object{}
+			state = storage.Object{}
 		}
-		if err := opts.Preconditions.Check(key, state); err != nil {
+		if err := CheckPreconditions(opts.Preconditions, key, state); err != nil {
 			if err := t.retryFresh(ctx, b, key, err); err != nil {
-				return Object{}, err
+				return storage.Object{}, err
 			}
 			continue
 		}
 		newData, err := tryUpdate(state)
 		if err != nil {
 			if err := t.recheck(ctx, b, key, err); err != nil {
-				return Object{}, err
+				return storage.Object{}, err
 			}
 			continue
 		}
 		prepared, meta, err := PrepareUpdate(newData, t.Object.ResourceVersion)
 		if err != nil {
-			return Object{}, withKey(err, key)
+			return storage.Object{}, withKey(err, key)
 		}
 		if t.noOp(prepared) {
 			if t.stale {
 				// Verify the no-op against the real state.
 				unchanged, err := t.refresh(ctx, b, key)
 				if err != nil {
-					return Object{}, err
+					return storage.Object{}, err
 				}
 				if unchanged && t.noOp(prepared) {
 					return t.Object, nil
@@ -232,7 +226,7 @@ func GuaranteedUpdate(ctx context.Context, b UpdateCommitter, key string, opts U
 		}
 		c, err := b.CommitUpdate(ctx, key, prepared, meta, expect)
 		if err != nil {
-			return Object{}, err
+			return storage.Object{}, err
 		}
 		if !c.Conflict {
 			return c.Object, nil
@@ -247,38 +241,38 @@ func GuaranteedUpdate(ctx context.Context, b UpdateCommitter, key string, opts U
 // commit found otherwise. With opts.Cached the stale-state rules of
 // GuaranteedUpdate apply, Validate in the place of tryUpdate. key is not
 // validated.
-func GuaranteedDelete(ctx context.Context, b DeleteCommitter, key string, opts DeleteOptions) (Object, error) {
+func GuaranteedDelete(ctx context.Context, b DeleteCommitter, key string, opts storage.DeleteOptions) (storage.Object, error) {
 	t, err := startState(ctx, b, key, opts.Cached)
 	if err != nil {
-		return Object{}, err
+		return storage.Object{}, err
 	}
 	for retrying := false; ; retrying = true {
 		if retrying {
 			if err := ctx.Err(); err != nil {
-				return Object{}, err
+				return storage.Object{}, err
 			}
 		}
 		if !t.Exists {
-			return Object{}, &Error{Err: ErrNotFound, Key: key}
+			return storage.Object{}, &storage.Error{Err: storage.ErrNotFound, Key: key}
 		}
-		err := opts.Preconditions.Check(key, t.Object)
+		err := CheckPreconditions(opts.Preconditions, key, t.Object)
 		if err != nil {
 			if err := t.retryFresh(ctx, b, key, err); err != nil {
-				return Object{}, err
+				return storage.Object{}, err
 			}
 			continue
 		}
 		if opts.Validate != nil {
 			if err := opts.Validate(t.Object); err != nil {
 				if err := t.recheck(ctx, b, key, err); err != nil {
-					return Object{}, err
+					return storage.Object{}, err
 				}
 				continue
 			}
 		}
 		c, err := b.CommitDelete(ctx, key, t.Object)
 		if err != nil {
-			return Object{}, err
+			return storage.Object{}, err
 		}
 		if !c.Conflict {
 			return c.Object, nil
@@ -289,7 +283,7 @@ func GuaranteedDelete(ctx context.Context, b DeleteCommitter, key string, opts D
 
 // withKey sets the key of a *Error that has none.
 func withKey(err error, key string) error {
-	var se *Error
+	var se *storage.Error
 	if errors.As(err, &se) && se.Key == "" {
 		c := *se
 		c.Key = key

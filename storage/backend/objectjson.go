@@ -1,31 +1,32 @@
 // This file holds the helpers every backend uses to edit metadata inside an
-// object's JSON bytes (resourceVersion, uid, creationTimestamp) without decoding
-// and re-encoding the rest of the object.
+// object's JSON bytes (resourceVersion, uid, creationTimestamp) without
+// decoding and re-encoding the rest of the object.
 
-package storage
+package backend
 
 import (
 	"bytes"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"strconv"
+
+	"github.com/annexapi/annex/storage"
 )
 
 // PrepareCreate returns data ready to be stored by a Create at revision rev,
-// and the metadata parsed from it. It fails with ErrResourceVersionSetOnCreate
-// when metadata.resourceVersion is set to anything but "" or null, and with
-// ErrInvalidObject when data is not a JSON object or metadata is not an object.
+// and the metadata parsed from it. It fails with
+// storage.ErrResourceVersionSetOnCreate when metadata.resourceVersion is set to
+// anything but "" or null, and with storage.ErrInvalidObject when data is not a
+// JSON object or metadata is not an object.
 //
 // The result is data in compact form with metadata.resourceVersion set to rev,
 // metadata.uid set to uid and metadata.creationTimestamp set to now when they
 // are empty, null or absent. Members keep their order; members that were absent
 // are appended to metadata, which is itself appended to the object when absent.
 // Callers pass [NewUID] and the time in RFC 3339, UTC, second precision.
-func PrepareCreate(data []byte, rev uint64, uid, now string) ([]byte, Meta, error) {
+func PrepareCreate(data []byte, rev uint64, uid, now string) ([]byte, storage.Meta, error) {
 	out, err := editMeta(data, rev, uid, now, true)
 	if err != nil {
-		return nil, Meta{}, err
+		return nil, storage.Meta{}, err
 	}
 	m, err := DecodeMeta(out)
 	return out, m, err
@@ -33,10 +34,10 @@ func PrepareCreate(data []byte, rev uint64, uid, now string) ([]byte, Meta, erro
 
 // PrepareUpdate is PrepareCreate for the result of an UpdateFunc: it only sets
 // metadata.resourceVersion (whatever it was) and returns the metadata.
-func PrepareUpdate(data []byte, rev uint64) ([]byte, Meta, error) {
+func PrepareUpdate(data []byte, rev uint64) ([]byte, storage.Meta, error) {
 	out, err := editMeta(data, rev, "", "", false)
 	if err != nil {
-		return nil, Meta{}, err
+		return nil, storage.Meta{}, err
 	}
 	m, err := DecodeMeta(out)
 	return out, m, err
@@ -44,18 +45,19 @@ func PrepareUpdate(data []byte, rev uint64) ([]byte, Meta, error) {
 
 // SetResourceVersion returns data in compact form with
 // metadata.resourceVersion set to rev, as PrepareUpdate does, without parsing
-// the metadata. It fails with ErrInvalidObject as PrepareCreate does.
+// the metadata. It fails with storage.ErrInvalidObject as PrepareCreate does.
 func SetResourceVersion(data []byte, rev uint64) ([]byte, error) {
 	return editMeta(data, rev, "", "", false)
 }
 
-// DecodeMeta parses the metadata of an object's JSON as ParseMeta does, but
-// decodes only the metadata member. It is meant for bytes this package
-// produced (which are valid JSON): it does not validate the rest of data, and
-// it matches the member name "metadata" exactly (ParseMeta, like
-// encoding/json, also accepts other cases). It fails with ErrInvalidObject.
-func DecodeMeta(data []byte) (Meta, error) {
-	var m Meta
+// DecodeMeta parses the metadata of an object's JSON as storage.ParseMeta
+// does, but decodes only the metadata member. It is meant for bytes this
+// package produced (which are valid JSON): it does not validate the rest of
+// data, and it matches the member name "metadata" exactly (storage.ParseMeta,
+// like encoding/json, also accepts other cases). It fails with
+// storage.ErrInvalidObject.
+func DecodeMeta(data []byte) (storage.Meta, error) {
+	var m storage.Meta
 	found := -1
 	var vs, ve int
 	err := forEachMember(data, firstNonSpace(data), func(ks, ke, s, e int) error {
@@ -65,34 +67,15 @@ func DecodeMeta(data []byte) (Meta, error) {
 		return nil
 	})
 	if err != nil {
-		return Meta{}, err
+		return storage.Meta{}, err
 	}
 	if found < 0 {
 		return m, nil
 	}
 	if err := json.Unmarshal(data[vs:ve], &m); err != nil {
-		return Meta{}, &Error{Err: ErrInvalidObject, Msg: "metadata: " + err.Error()}
+		return storage.Meta{}, &storage.Error{Err: storage.ErrInvalidObject, Msg: "metadata: " + err.Error()}
 	}
 	return m, nil
-}
-
-// NewUID returns a random (version 4) UUID in its canonical text form.
-func NewUID() string {
-	var u [16]byte
-	_, _ = rand.Read(u[:]) // crypto/rand.Read never fails (Go 1.24+).
-	u[6] = u[6]&0x0f | 0x40
-	u[8] = u[8]&0x3f | 0x80
-	var b [36]byte
-	hex.Encode(b[0:8], u[0:4])
-	b[8] = '-'
-	hex.Encode(b[9:13], u[4:6])
-	b[13] = '-'
-	hex.Encode(b[14:18], u[6:8])
-	b[18] = '-'
-	hex.Encode(b[19:23], u[8:10])
-	b[23] = '-'
-	hex.Encode(b[24:], u[10:])
-	return string(b[:])
 }
 
 // jsonEdit replaces data[start:end] with repl (an insertion when start == end).
@@ -101,7 +84,7 @@ type jsonEdit struct {
 	repl       []byte
 }
 
-func invalidObject(msg string) error { return &Error{Err: ErrInvalidObject, Msg: msg} }
+func invalidObject(msg string) error { return &storage.Error{Err: storage.ErrInvalidObject, Msg: msg} }
 
 // editMeta compacts data and sets the metadata fields; create also fills
 // uid and creationTimestamp and refuses a set resourceVersion. Every metadata
@@ -143,7 +126,7 @@ func editMeta(data []byte, rev uint64, uid, now string, create bool) ([]byte, er
 			case keyEquals(b[ks:ke], "resourceVersion"):
 				hasRV = true
 				if create && !unset {
-					return &Error{Err: ErrResourceVersionSetOnCreate}
+					return &storage.Error{Err: storage.ErrResourceVersionSetOnCreate}
 				}
 				edits = append(edits, jsonEdit{s, e, rvValue})
 			case create && keyEquals(b[ks:ke], "uid"):
@@ -239,8 +222,9 @@ func keyEquals(key []byte, name string) bool {
 }
 
 // forEachMember calls f with the spans of each member's key (quotes included)
-// and value of the JSON object starting at b[start]. b must be valid JSON
-// from start on; a malformed object fails with ErrInvalidObject, never a panic.
+// and value of the JSON object starting at b[start]. b must be valid JSON from
+// start on; a malformed object fails with storage.ErrInvalidObject, never a
+// panic.
 func forEachMember(b []byte, start int, f func(ks, ke, vs, ve int) error) error {
 	bad := invalidObject("malformed JSON object")
 	if start >= len(b) || b[start] != '{' {
