@@ -37,7 +37,7 @@ func importRules() []importRule {
 		{pkg: "attrs", allow: []string{"meta", "filters"}},
 		{pkg: "storage", noImport: []string{"net/http"}, forbid: []string{"filters", "rest", "watch", "authn", "authz", "admission", "flowcontrol", "audit"}},
 		{pkg: "watch", forbid: []string{"rest", "authn", "authz", "admission", "flowcontrol", "audit"}},
-		{pkg: "rest", forbid: []string{"watch", "authn", "authz", "admission", "flowcontrol", "audit", "storage/bbolt", "storage/etcd"}},
+		{pkg: "rest", forbid: []string{"watch", "authn", "authz", "admission", "flowcontrol", "audit", "storage/backend", "storage/bbolt", "storage/etcd"}},
 		// Shared leaves and helpers that stages may use: they must not reach
 		// back into a stage or the serving layers.
 		{pkg: "schema", allow: []string{}},

@@ -309,8 +309,7 @@ func (c *Cacher) Watch(ctx context.Context, key string, opts storage.WatchOption
 		}
 	case rv.Revision <= c.compacted:
 		c.mu.Unlock()
-		return c.failed(&storage.Error{Err: storage.ErrExpired, ResourceVersion: c.compacted,
-			Msg: fmt.Sprintf("required revision has been compacted (compacted revision %d)", c.compacted)}), nil
+		return c.failed(backend.ExpiredError(c.compacted)), nil
 	case rv.Revision < c.ringStart:
 		c.mu.Unlock()
 		return c.failed(&storage.Error{Err: storage.ErrExpired, ResourceVersion: c.ringStart,
