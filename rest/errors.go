@@ -82,7 +82,8 @@ const (
 // StatusForError maps err to the Status a Kubernetes API server answers with:
 // a *meta.Status anywhere in the chain passes through; storage sentinels become
 // NotFound, AlreadyExists, Conflict, Timeout (too large resource version),
-// Expired, or BadRequest; anything else is a 500 InternalError.
+// Expired, RequestEntityTooLarge (too large object), or BadRequest;
+// anything else is a 500 InternalError.
 func StatusForError(err error, ec ErrorContext) *meta.Status {
 	var st *meta.Status
 	if errors.As(err, &st) {
@@ -128,6 +129,14 @@ func StatusForError(err error, ec ErrorContext) *meta.Status {
 			return meta.NewBadRequest(se.Msg)
 		}
 		return meta.NewBadRequest(err.Error())
+	case errors.Is(err, storage.ErrTooLarge):
+		// The write path refuses a too large object before storage sees it;
+		// this is a store whose own limit is lower than it states.
+		msg := err.Error()
+		if se != nil && se.Msg != "" {
+			msg = se.Msg
+		}
+		return meta.NewRequestEntityTooLarge(msg)
 	case errors.Is(err, storage.ErrResourceVersionSetOnCreate):
 		// k8s.io/apiserver passes this storage error through unconverted, so
 		// it reaches the client as a 500 with no reason and the bare message.

@@ -588,10 +588,21 @@ func (rh *resourceHandler) objectMeta(md Object) (*meta.ObjectMeta, *meta.Status
 }
 
 // encode is the one encode of a write: the object to store, or, on a dry
-// run, to answer.
+// run, to answer. An object larger than the storage accepts
+// (storage.ObjectSizeLimiter) is a 413 here, before storage is called, a
+// dry run included: it answers what the write would.
 func (rh *resourceHandler) encode(obj Object) ([]byte, error) {
 	rh.h.jsonPass(1)
-	return json.Marshal(obj)
+	data, err := json.Marshal(obj)
+	if err != nil {
+		return nil, err
+	}
+	if l, ok := rh.Storage.(storage.ObjectSizeLimiter); ok {
+		if limit := l.MaxObjectSize(); limit > 0 && len(data) > limit {
+			return nil, meta.NewRequestEntityTooLarge(fmt.Sprintf("the object is %d bytes, limit is %d", len(data), limit))
+		}
+	}
+	return data, nil
 }
 
 // storeCreate is the store step of a create: it stores obj and returns the

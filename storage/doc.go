@@ -73,7 +73,8 @@
 //
 // Beyond the six methods of [Interface], a backend may implement any of the
 // one-method interfaces [RevisionReader], [Compactor], [ProgressRequester],
-// [Counter] and [ReadinessChecker]. Callers find them by type assertion.
+// [Counter], [ReadinessChecker] and [ObjectSizeLimiter]. Callers find them by
+// type assertion.
 //
 // # Concurrency
 //

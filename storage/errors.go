@@ -35,6 +35,9 @@ var (
 	// ErrInvalidObject is returned when an object's bytes are not a JSON object
 	// with well-formed metadata.
 	ErrInvalidObject = errors.New("invalid object")
+	// ErrTooLarge is returned by Create and Update when an object's bytes
+	// are larger than the store accepts (see ObjectSizeLimiter).
+	ErrTooLarge = errors.New("object too large")
 	// ErrClosed is returned when the backend has been closed.
 	ErrClosed = errors.New("storage closed")
 )

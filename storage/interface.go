@@ -209,6 +209,19 @@ type Counter interface {
 	Count(ctx context.Context, prefix string) (int64, error)
 }
 
+// ObjectSizeLimiter states the largest object a store accepts:
+// MaxObjectSize is the largest len(data) Create accepts and the largest
+// result of an UpdateFunc Update stores, in bytes, room for what the store
+// adds itself (resourceVersion, uid, creationTimestamp, key, encryption)
+// already taken off; a larger one fails with ErrTooLarge before anything is
+// written. Zero means no limit. The value does not change over the store's
+// life, and the method is safe for concurrent use. Callers that can answer
+// earlier (the REST layer refuses a too large write with 413 before calling
+// the store) ask for it.
+type ObjectSizeLimiter interface {
+	MaxObjectSize() int
+}
+
 // ReadinessChecker reports whether the store can serve requests; nil means ready.
 type ReadinessChecker interface {
 	Ready(ctx context.Context) error

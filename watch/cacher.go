@@ -134,6 +134,7 @@ var (
 	_ storage.ProgressRequester = (*Cacher)(nil)
 	_ storage.Counter           = (*Cacher)(nil)
 	_ storage.ReadinessChecker  = (*Cacher)(nil)
+	_ storage.ObjectSizeLimiter = (*Cacher)(nil)
 )
 
 // New returns a Cacher for the objects under cfg.Prefix in store. It serves

@@ -358,6 +358,15 @@ func (c *Cacher) CurrentRevision(ctx context.Context) (uint64, error) {
 	return rev, nil
 }
 
+// MaxObjectSize implements storage.ObjectSizeLimiter: the store's limit
+// (writes go through to it), zero when it states none.
+func (c *Cacher) MaxObjectSize() int {
+	if l, ok := c.store.(storage.ObjectSizeLimiter); ok {
+		return l.MaxObjectSize()
+	}
+	return 0
+}
+
 // Compact implements storage.Compactor: the store compacts (when it can),
 // and from then on the cache refuses watches and exact reads at or before the
 // compacted revision as the store would.

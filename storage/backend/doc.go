@@ -35,6 +35,13 @@
 // the format k8s.io/apiserver uses. [ValidateKey] and [PrefixRange] define a
 // valid key and the key range a prefix matches.
 //
+// # Object size
+//
+// [CheckSize] and [LimitUpdate] refuse an object over a backend's stated
+// limit (storage.ObjectSizeLimiter) with storage.ErrTooLarge before a write
+// is committed; [DefaultMaxObjectSize] is the limit both built-in backends
+// state by default.
+//
 // Revisions are uint64 throughout, as in [storage.Object]; options carry
 // them as strings, as on the wire ([ParseResourceVersion]). A backend whose
 // store counts in int64 (etcd) converts at its own boundary.

@@ -7,6 +7,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/annexapi/annex/storage/backend"
 	"github.com/annexapi/annex/storage/value"
 )
 
@@ -41,6 +42,13 @@ type Options struct {
 	// the file (encryption at rest, see storage/value), with the object's
 	// key as context. Nil stores the JSON as it is.
 	Transformer value.Transformer
+	// MaxObjectSize is the largest object, in bytes, Create and Update
+	// accept (storage.ObjectSizeLimiter); a larger one fails with
+	// storage.ErrTooLarge. Zero means backend.DefaultMaxObjectSize (1,556,480
+	// bytes, what the etcd backend accepts under etcd's default limit, so an
+	// object that fits one backend fits the other); negative means no limit
+	// beyond bbolt's own (2 GiB).
+	MaxObjectSize int
 	// Logger receives the store's few log lines (open, failed periodic
 	// compactions). Nil means no logging.
 	Logger *zap.Logger
@@ -65,6 +73,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.LockTimeout <= 0 {
 		o.LockTimeout = 10 * time.Second
+	}
+	if o.MaxObjectSize == 0 {
+		o.MaxObjectSize = backend.DefaultMaxObjectSize
 	}
 	if o.Logger == nil {
 		o.Logger = zap.NewNop()

@@ -68,6 +68,7 @@ var (
 	_ storage.ProgressRequester = (*Store)(nil)
 	_ storage.Counter           = (*Store)(nil)
 	_ storage.ReadinessChecker  = (*Store)(nil)
+	_ storage.ObjectSizeLimiter = (*Store)(nil)
 )
 
 // Open opens (creating it if needed) the store file at path. The caller must Close the Store. Periodic compaction runs only
@@ -147,6 +148,9 @@ func (s *Store) Create(ctx context.Context, key string, data []byte) (storage.Ob
 	if err := s.writable(key); err != nil {
 		return storage.Object{}, err
 	}
+	if err := backend.CheckSize(key, data, s.opts.MaxObjectSize); err != nil {
+		return storage.Object{}, err
+	}
 	// The revision is not known yet: stamp 0, the commit sets the real one.
 	prepared, meta, err := backend.PrepareCreate(data, 0, storage.NewUID(), s.now())
 	if err != nil {
@@ -189,8 +193,12 @@ func (s *Store) Update(ctx context.Context, key string, opts storage.UpdateOptio
 	if err := s.writable(key); err != nil {
 		return storage.Object{}, err
 	}
-	return backend.GuaranteedUpdate(ctx, (*committer)(s), key, opts, tryUpdate)
+	return backend.GuaranteedUpdate(ctx, (*committer)(s), key, opts, backend.LimitUpdate(key, s.opts.MaxObjectSize, tryUpdate))
 }
+
+// MaxObjectSize implements storage.ObjectSizeLimiter: Options.MaxObjectSize,
+// zero when negative (no limit).
+func (s *Store) MaxObjectSize() int { return max(s.opts.MaxObjectSize, 0) }
 
 // Delete implements storage.Interface with backend.GuaranteedDelete.
 func (s *Store) Delete(ctx context.Context, key string, opts storage.DeleteOptions) (storage.Object, error) {

@@ -36,6 +36,14 @@ type Options struct {
 	// Clock returns the current time, for creationTimestamp. Nil means
 	// time.Now.
 	Clock func() time.Time
+	// MaxRequestBytes is the etcd servers' --max-request-bytes, the largest
+	// request they accept. Zero means etcd's default, 1.5 MiB (1,572,864).
+	// The store accepts objects up to 16 KiB less (MaxObjectSize; the rest
+	// is for the key, the transaction and encryption at rest) and refuses a
+	// larger one with storage.ErrTooLarge before sending it; negative means
+	// no limit of the store's own (etcd's still applies, and is reported as
+	// storage.ErrTooLarge too).
+	MaxRequestBytes int
 	// Logger receives the store's few log lines (failed periodic
 	// compactions). Nil means no logging.
 	Logger *zap.Logger
@@ -61,10 +69,30 @@ func (o Options) withDefaults() Options {
 	if o.Clock == nil {
 		o.Clock = time.Now
 	}
+	if o.MaxRequestBytes == 0 {
+		o.MaxRequestBytes = defaultMaxRequestBytes
+	}
 	if o.Logger == nil {
 		o.Logger = zap.NewNop()
 	}
 	return o
+}
+
+// defaultMaxRequestBytes is etcd's default --max-request-bytes; requestReserve
+// is what a request takes besides the object's bytes (the key, thrice at
+// most, the transaction's compare, put and get, encryption's prefix, nonce
+// and tag), rounded well up.
+const (
+	defaultMaxRequestBytes = 1536 << 10
+	requestReserve         = 16 << 10
+)
+
+// maxObjectSize is the largest object o lets through; zero means no limit.
+func (o Options) maxObjectSize() int {
+	if o.MaxRequestBytes < 0 {
+		return 0
+	}
+	return max(o.MaxRequestBytes-requestReserve, 1)
 }
 
 // Config says how to reach etcd. The zero value has no servers: Enabled is

@@ -35,6 +35,7 @@ var (
 	_ storage.ProgressRequester = (*Store)(nil)
 	_ storage.Counter           = (*Store)(nil)
 	_ storage.ReadinessChecker  = (*Store)(nil)
+	_ storage.ObjectSizeLimiter = (*Store)(nil)
 )
 
 // New returns a Store on client. The caller keeps ownership of client: Close
@@ -166,6 +167,9 @@ func (s *Store) mapError(ctx context.Context, err error, key string) error {
 	switch {
 	case errors.Is(err, rpctypes.ErrCompacted):
 		return s.expired(ctx)
+	case errors.Is(err, rpctypes.ErrRequestTooLarge):
+		// etcd's own limit is lower than Options.MaxRequestBytes says.
+		return &storage.Error{Err: storage.ErrTooLarge, Key: key, Msg: "etcd: " + err.Error()}
 	case errors.Is(err, rpctypes.ErrFutureRev):
 		cur, cerr := s.CurrentRevision(ctx)
 		if cerr != nil {
@@ -183,6 +187,9 @@ func (s *Store) mapError(ctx context.Context, err error, key string) error {
 // only if it does not exist.
 func (s *Store) Create(ctx context.Context, key string, data []byte) (storage.Object, error) {
 	if err := s.writable(key); err != nil {
+		return storage.Object{}, err
+	}
+	if err := backend.CheckSize(key, data, s.opts.maxObjectSize()); err != nil {
 		return storage.Object{}, err
 	}
 	prepared, meta, err := backend.PrepareCreate(data, 0, storage.NewUID(), s.now())
@@ -254,8 +261,12 @@ func (s *Store) Update(ctx context.Context, key string, opts storage.UpdateOptio
 	if err := s.writable(key); err != nil {
 		return storage.Object{}, err
 	}
-	return backend.GuaranteedUpdate(ctx, (*committer)(s), key, opts, tryUpdate)
+	return backend.GuaranteedUpdate(ctx, (*committer)(s), key, opts, backend.LimitUpdate(key, s.opts.maxObjectSize(), tryUpdate))
 }
+
+// MaxObjectSize implements storage.ObjectSizeLimiter: Options.MaxRequestBytes
+// less 16 KiB, zero (no limit) when it is negative.
+func (s *Store) MaxObjectSize() int { return s.opts.maxObjectSize() }
 
 // Delete implements storage.Interface with backend.GuaranteedDelete: a
 // transaction that deletes the key only if its mod revision is the one

@@ -1,14 +1,63 @@
 // This file holds the cases of the optional capability interfaces:
-// RevisionReader, Counter, Compactor and ReadinessChecker.
+// RevisionReader, Counter, Compactor, ReadinessChecker and ObjectSizeLimiter.
 
 package storagetest
 
 import (
+	"errors"
+	"strings"
+
 	"github.com/annexapi/annex/storage"
 )
 
 func capabilityCases() []testCase {
 	return []testCase{
+		{name: "object_size_limit", needs: needSizeLimit, run: func(e *env) {
+			limit := e.s.(storage.ObjectSizeLimiter).MaxObjectSize()
+			// sized returns base with spec.value padded so that the whole
+			// is n bytes long.
+			sized := func(base func(v string) []byte, n int) []byte {
+				e.t.Helper()
+				pad := n - len(base(""))
+				if pad < 0 {
+					e.t.Fatalf("limit %d is below an empty widget", limit)
+				}
+				b := base(strings.Repeat("x", pad))
+				if len(b) != n {
+					e.t.Fatalf("padded widget is %d bytes, want %d", len(b), n)
+				}
+				return b
+			}
+			newWidget := func(name string) func(string) []byte {
+				return func(v string) []byte { return obj("ns", name, v) }
+			}
+			k := key("ns", "big")
+			_, err := e.s.Create(e.ctx, k, sized(newWidget("big"), limit+1))
+			storageError(e.t, err, storage.ErrTooLarge)
+			if _, err := e.s.Get(e.ctx, k, storage.GetOptions{}); !errors.Is(err, storage.ErrNotFound) {
+				e.t.Fatalf("Get after a too large Create: error = %v, want not found", err)
+			}
+			// An object of exactly the limit fits, with what the store adds.
+			c := e.create(k, sized(newWidget("big"), limit))
+			if got := len(value(e.t, c)); got != limit-len(obj("ns", "big", "")) {
+				e.t.Errorf("stored value is %d bytes", got)
+			}
+			upd := func(n int) (storage.Object, error) {
+				return e.s.Update(e.ctx, k, storage.UpdateOptions{}, func(cur storage.Object) ([]byte, error) {
+					return sized(func(v string) []byte { return withValue(e.t, cur.Data, v) }, n), nil
+				})
+			}
+			_, err = upd(limit + 1)
+			storageError(e.t, err, storage.ErrTooLarge)
+			if got := e.get(k, ""); got.ResourceVersion != c.ResourceVersion {
+				e.t.Errorf("a too large Update changed the object: resourceVersion %d, want %d", got.ResourceVersion, c.ResourceVersion)
+			}
+			u, err := upd(limit - 1)
+			if err != nil {
+				e.t.Fatalf("Update to limit-1 bytes: %v", err)
+			}
+			e.seen(u.ResourceVersion)
+		}},
 		{name: "revision_advances_by_one_per_write", private: true, needs: needRevision, run: func(e *env) {
 			rr := e.s.(storage.RevisionReader)
 			rev := func() uint64 {

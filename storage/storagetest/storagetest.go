@@ -61,6 +61,7 @@ const (
 	needProgress
 	needCount
 	needReady
+	needSizeLimit
 )
 
 // testCase is one conformance case.
@@ -165,6 +166,9 @@ func probe(t *testing.T, newStore func(t *testing.T) storage.Interface, caps Cap
 	}
 	if _, ok := s.(storage.ReadinessChecker); ok {
 		have |= needReady
+	}
+	if l, ok := s.(storage.ObjectSizeLimiter); ok && l.MaxObjectSize() > 0 {
+		have |= needSizeLimit
 	}
 	return have
 }
