@@ -129,6 +129,10 @@ type Builder struct {
 	MinRequestTimeout time.Duration
 	// MaxRequestBodyBytes limits request bodies. Zero means 3 MiB.
 	MaxRequestBodyBytes int64
+	// HTTP2MaxStreamsPerConnection is how many concurrent streams (requests
+	// and watches) a client may open on one HTTP/2 connection
+	// (--http2-max-streams-per-connection). Zero means 1000, kube-apiserver's.
+	HTTP2MaxStreamsPerConnection int
 	// ShutdownDelay is how long the server keeps serving, with /readyz
 	// failing, after Run's context ends, so load balancers stop sending
 	// requests first. Zero means none.
@@ -277,6 +281,7 @@ func (c *Builder) assemble(p *plan) (*Server, error) {
 		MaxHeaderBytes:    1 << 20,
 		IdleTimeout:       90 * time.Second,
 		ReadHeaderTimeout: 32 * time.Second,
+		HTTP2:             http2Config(c.HTTP2MaxStreamsPerConnection),
 		ErrorLog:          zap.NewStdLog(c.Logger.Named("http")),
 	}
 	ok = true

@@ -58,6 +58,7 @@ func (b *Builder) AddFlags(fs *flag.FlagSet) {
 	fs.StringVar(&b.ClientCAFile, "client-ca-file", b.ClientCAFile, "If set, any request presenting a client certificate signed by one of the authorities in the client-ca-file is authenticated with an identity corresponding to the CommonName of the client certificate.")
 	fs.StringVar(&b.TokenAuthFile, "token-auth-file", b.TokenAuthFile, "If set, the file that will be used to secure the secure port of the API server via token authentication.")
 	fs.Var(&f.policyFiles, "authorization-policy-file", "RBAC YAML (Roles, ClusterRoles and bindings) evaluated in process. Repeatable.")
+	b.addLimitFlags(fs)
 	fs.Var(&f.alwaysAllow, "authorization-always-allow-paths", "A list of HTTP paths to skip during authorization, i.e. these are authorized without contacting the 'core' kubernetes server. Default /healthz,/readyz,/livez.")
 
 	fs.BoolVar(&f.delegated, "delegated-auth", false, "Delegate authentication and authorization to the cluster (front proxy, TokenReview, SubjectAccessReview), as behind kube-aggregator.")

@@ -124,6 +124,9 @@ func (c *Builder) validateServing(bad func(string, error)) {
 	if c.MaxRequestBodyBytes < 0 {
 		bad("MaxRequestBodyBytes", fmt.Errorf("%d is negative", c.MaxRequestBodyBytes))
 	}
+	if c.HTTP2MaxStreamsPerConnection < 0 {
+		bad("HTTP2MaxStreamsPerConnection", fmt.Errorf("%d is negative", c.HTTP2MaxStreamsPerConnection))
+	}
 	if c.MinRequestTimeout < 0 {
 		bad("MinRequestTimeout", fmt.Errorf("%v is negative", c.MinRequestTimeout))
 	}

@@ -80,7 +80,8 @@ const (
 )
 
 // StatusForError maps err to the Status a Kubernetes API server answers with:
-// a *meta.Status anywhere in the chain passes through; storage sentinels become
+// a *meta.Status anywhere in the chain passes through, as does the Status of
+// an error with a Status() *meta.Status method; storage sentinels become
 // NotFound, AlreadyExists, Conflict, Timeout (too large resource version),
 // Expired, RequestEntityTooLarge (too large object), or BadRequest;
 // anything else is a 500 InternalError.
@@ -88,6 +89,12 @@ func StatusForError(err error, ec ErrorContext) *meta.Status {
 	var st *meta.Status
 	if errors.As(err, &st) {
 		return st
+	}
+	// An error that knows its Status (a body over the limit, from
+	// filters.WithMaxRequestBody) answers with it.
+	var withStatus interface{ Status() *meta.Status }
+	if errors.As(err, &withStatus) {
+		return withStatus.Status()
 	}
 	var se *storage.Error
 	errors.As(err, &se)
