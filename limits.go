@@ -56,7 +56,9 @@ func (b *Builder) addLimitFlags(fs *flag.FlagSet) {
 // kube-apiserver's --min-request-timeout.
 type secondsFlag time.Duration
 
-func (s *secondsFlag) String() string { return strconv.FormatInt(int64(time.Duration(*s)/time.Second), 10) }
+func (s *secondsFlag) String() string {
+	return strconv.FormatInt(int64(time.Duration(*s)/time.Second), 10)
+}
 func (s *secondsFlag) Set(v string) error {
 	n, err := strconv.ParseInt(v, 10, 64)
 	if err != nil {

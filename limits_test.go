@@ -442,4 +442,3 @@ func TestLimitWatchTimeout(t *testing.T) {
 		})
 	}
 }
-
