@@ -78,6 +78,11 @@ type Builder struct {
 	// Delegation, when set, delegates authentication and authorization to
 	// the cluster (a server behind kube-aggregator). Nil means standalone.
 	Delegation *Delegation
+	// RequestHeader, when set, trusts a front proxy in standalone mode
+	// (kube-apiserver's --requestheader-* flags without a cluster); see
+	// requestheader.go. Nil means none. A delegated server configures its
+	// front proxy in Delegation instead.
+	RequestHeader *RequestHeader
 	// TokenAuthFile is a static bearer token file in kube's CSV format
 	// (token,user,uid,"group1,group2"; --token-auth-file). Empty means none.
 	TokenAuthFile string
@@ -208,8 +213,10 @@ func (c *Builder) assemble(p *plan) (*Server, error) {
 		}
 	}()
 
-	if err := os.MkdirAll(c.DataDir, 0o700); err != nil {
-		return nil, fmt.Errorf("data directory: %w", err)
+	if c.usesDataDir() { // else nothing goes there: no directory is made
+		if err := os.MkdirAll(c.DataDir, 0o700); err != nil {
+			return nil, fmt.Errorf("data directory: %w", err)
+		}
 	}
 	needsStore := false // computed resources (Getter/Lister) have no storage
 	for _, r := range c.Resources {

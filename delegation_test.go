@@ -21,9 +21,10 @@ import (
 // delegated server calls: the extension-apiserver-authentication ConfigMap,
 // TokenReview and SubjectAccessReview.
 type kubeStandIn struct {
-	srv        *httptest.Server
-	sars       atomic.Int32
-	kubeconfig string
+	srv           *httptest.Server
+	sars          atomic.Int32
+	configMapGets atomic.Int32
+	kubeconfig    string
 }
 
 func newKubeStandIn(t *testing.T, clientCA, requestHeaderCA *certs.CA) *kubeStandIn {
@@ -31,6 +32,7 @@ func newKubeStandIn(t *testing.T, clientCA, requestHeaderCA *certs.CA) *kubeStan
 	k := &kubeStandIn{}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /api/v1/namespaces/kube-system/configmaps/extension-apiserver-authentication", func(w http.ResponseWriter, _ *http.Request) {
+		k.configMapGets.Add(1)
 		_ = json.NewEncoder(w).Encode(map[string]any{
 			"kind": "ConfigMap", "apiVersion": "v1",
 			"metadata": map[string]any{"name": "extension-apiserver-authentication", "namespace": "kube-system", "resourceVersion": "7"},

@@ -16,7 +16,11 @@ import (
 // flagState holds what flags set that is not a Builder field as is: the
 // delegation settings (used only when delegation is asked for) and OIDC.
 type flagState struct {
+	// fs is the set AddFlags registered on: its Visit tells which flags
+	// were given.
+	fs             *flag.FlagSet
 	delegated      bool
+	skipLookup     bool
 	delegation     Delegation
 	oidc           authn.OIDCConfig
 	oidcCAFile     string
@@ -37,14 +41,17 @@ type flagState struct {
 // --authorization-policy-file, --authorization-always-allow-paths, the
 // --oidc-* set, and for delegated mode --delegated-auth,
 // --authentication-kubeconfig, --authorization-kubeconfig, the
-// --requestheader-* set and the webhook cache TTLs. The current field values
-// are the defaults. Values take effect at Build; delegation is on when
-// --delegated-auth is set or either kubeconfig flag is given.
+// --authentication-skip-lookup, the webhook cache TTLs; the --requestheader-*
+// set (in either mode), the limits (limits.go). The current field values are
+// the defaults. Values take effect at Build; delegation is on when
+// --delegated-auth is set. A flag given that has no effect in the chosen
+// mode is an error of Build that names it (flagrules.go).
 func (b *Builder) AddFlags(fs *flag.FlagSet) {
 	if b.flags == nil {
 		b.flags = &flagState{}
 	}
 	f := b.flags
+	f.fs = fs
 	port := b.SecurePort
 	if port == 0 {
 		port = 8443
@@ -63,6 +70,7 @@ func (b *Builder) AddFlags(fs *flag.FlagSet) {
 
 	fs.BoolVar(&f.delegated, "delegated-auth", false, "Delegate authentication and authorization to the cluster (front proxy, TokenReview, SubjectAccessReview), as behind kube-aggregator.")
 	fs.StringVar(&f.delegation.AuthenticationKubeconfig, "authentication-kubeconfig", "", "kubeconfig file pointing at the 'core' kubernetes server with enough rights to create tokenreviews.authentication.k8s.io. Empty means in-cluster.")
+	fs.BoolVar(&f.skipLookup, "authentication-skip-lookup", false, "If false, the authentication-kubeconfig will be used to lookup missing authentication configuration from the cluster.")
 	fs.StringVar(&f.delegation.AuthorizationKubeconfig, "authorization-kubeconfig", "", "kubeconfig file pointing at the 'core' kubernetes server with enough rights to create subjectaccessreviews.authorization.k8s.io. Empty means in-cluster.")
 	fs.StringVar(&f.delegation.RequestHeaderClientCAFile, "requestheader-client-ca-file", "", "Root certificate bundle to use to verify client certificates on incoming requests before trusting usernames in headers specified by --requestheader-username-headers.")
 	fs.Var(&f.allowedNames, "requestheader-allowed-names", "List of client certificate common names to allow to provide usernames in headers specified by --requestheader-username-headers. If empty, any client certificate validated by the authorities in --requestheader-client-ca-file is allowed.")
@@ -97,11 +105,17 @@ func (b *Builder) applyFlags() error {
 	if len(f.alwaysAllow) > 0 {
 		b.AlwaysAllowPaths = f.alwaysAllow
 	}
+	fromCode := fieldsSetInCode{delegation: b.Delegation != nil, requestHeader: b.RequestHeader != nil, oidc: b.OIDC != nil}
 	d := f.delegation
-	if b.Delegation == nil && (f.delegated || d.AuthenticationKubeconfig != "" || d.AuthorizationKubeconfig != "") {
+	switch {
+	case b.Delegation == nil && f.delegated:
+		d.SkipLookup = f.skipLookup
 		d.RequestHeaderAllowedNames, d.RequestHeaderUsernameHeaders = f.allowedNames, f.usernameHdrs
 		d.RequestHeaderGroupHeaders, d.RequestHeaderExtraPrefixes, d.RequestHeaderUIDHeaders = f.groupHdrs, f.extraPrefixes, f.uidHdrs
 		b.Delegation = &d
+	case b.Delegation == nil && b.RequestHeader == nil && d.RequestHeaderClientCAFile != "":
+		b.RequestHeader = &RequestHeader{ClientCAFile: d.RequestHeaderClientCAFile, AllowedNames: f.allowedNames,
+			UsernameHeaders: f.usernameHdrs, GroupHeaders: f.groupHdrs, ExtraHeaderPrefixes: f.extraPrefixes, UIDHeaders: f.uidHdrs}
 	}
 	if b.OIDC == nil && f.oidc.IssuerURL != "" {
 		o := f.oidc
@@ -116,7 +130,7 @@ func (b *Builder) applyFlags() error {
 		o.SigningAlgorithms = f.oidcSigningAlg
 		b.OIDC = &o
 	}
-	return nil
+	return b.checkFlagEffects(fromCode)
 }
 
 // commaList is a flag of comma-separated values; repeating it appends.

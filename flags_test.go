@@ -93,7 +93,7 @@ func TestFlagsSelectDelegation(t *testing.T) {
 	b := Builder{}
 	fs := flag.NewFlagSet("test", flag.ContinueOnError)
 	b.AddFlags(fs)
-	if err := fs.Parse([]string{"--authentication-kubeconfig", "/k", "--requestheader-allowed-names", "front-proxy-client,aggregator",
+	if err := fs.Parse([]string{"--delegated-auth", "--authentication-kubeconfig", "/k", "--requestheader-allowed-names", "front-proxy-client,aggregator",
 		"--authorization-webhook-cache-authorized-ttl", "1m"}); err != nil {
 		t.Fatal(err)
 	}

@@ -50,6 +50,13 @@ type Delegation struct {
 	// TolerateMissingRequestHeaderCA keeps /readyz passing when the cluster
 	// has no front-proxy CA (no aggregation layer). Zero means not ready.
 	TolerateMissingRequestHeaderCA bool
+	// SkipLookup leaves the extension-apiserver-authentication ConfigMap
+	// unread (--authentication-skip-lookup): client certificates verify
+	// against Builder.ClientCAFile only, and the front proxy is
+	// RequestHeaderClientCAFile with the RequestHeader* fields (Kubernetes'
+	// defaults for empty header lists), or none when that is empty.
+	// TokenReview and SubjectAccessReview still go to the cluster.
+	SkipLookup bool
 }
 
 func (d *Delegation) overridesHeaders() bool {
@@ -104,6 +111,10 @@ func (s *Server) buildFrontDoor(c *Builder, p *plan) (*frontDoor, error) {
 		if err := s.delegate(d, p, &cfg, &authorizers, fd); err != nil {
 			return nil, err
 		}
+	}
+	if r := c.RequestHeader; r != nil {
+		s.staticRequestHeader(r, p, &cfg)
+		fd.headerNames = cfg.RequestHeader.Names
 	}
 	if p.tokenFile != nil {
 		cfg.Tokens = append(cfg.Tokens, p.tokenFile)
@@ -169,12 +180,28 @@ func (s *Server) standaloneClientCA(c *Builder) (authn.CAProvider, error) {
 	return b, nil
 }
 
-// delegate configures the front proxy, TokenReview and SubjectAccessReview
-// against the cluster, with the clients validate made.
+// delegate configures the front proxy (from the cluster, or from files when
+// the lookup is skipped), TokenReview and SubjectAccessReview against the
+// cluster, with the clients validate made.
 func (s *Server) delegate(d *Delegation, p *plan, cfg *authn.Config, authorizers *[]authz.NamedAuthorizer, fd *frontDoor) error {
 	authnClient, authzClient := p.authnClient, p.authzClient
 	fd.cluster = authnClient
-	del, err := authn.NewDelegated(authn.DelegatedConfig{Client: authnClient, Logger: s.log.Named("delegation"),
+	if d.SkipLookup {
+		if r := delegationHeaders(d); r != nil {
+			s.staticRequestHeader(r, p, cfg)
+			fd.headerNames = cfg.RequestHeader.Names
+		}
+	} else if err := s.lookupCluster(d, p, cfg, fd); err != nil {
+		return err
+	}
+	return s.delegateReviews(d, authnClient, authzClient, cfg, authorizers, fd)
+}
+
+// lookupCluster configures the client CA and the front proxy from the
+// cluster's extension-apiserver-authentication ConfigMap, each overridden by
+// the files and fields that are set.
+func (s *Server) lookupCluster(d *Delegation, p *plan, cfg *authn.Config, fd *frontDoor) error {
+	del, err := authn.NewDelegated(authn.DelegatedConfig{Client: p.authnClient, Logger: s.log.Named("delegation"),
 		TolerateMissingRequestHeaderCA: d.TolerateMissingRequestHeaderCA})
 	if err != nil {
 		return err
@@ -199,6 +226,12 @@ func (s *Server) delegate(d *Delegation, p *plan, cfg *authn.Config, authorizers
 	}
 	cfg.RequestHeader = &authn.RequestHeaderConfig{CA: rhCA, Names: names}
 	fd.headerNames = names
+	return nil
+}
+
+// delegateReviews asks the cluster about bearer tokens (TokenReview, cached)
+// and permissions (SubjectAccessReview, cached).
+func (s *Server) delegateReviews(d *Delegation, authnClient, authzClient *kubeclient.Client, cfg *authn.Config, authorizers *[]authz.NamedAuthorizer, fd *frontDoor) error {
 	tr, err := authn.NewTokenReview(authn.TokenReviewConfig{Client: authnClient, Metrics: fd.authnMetrics})
 	if err != nil {
 		return err

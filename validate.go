@@ -106,6 +106,7 @@ func (c *Builder) validate() (*plan, error) {
 			bad("Delegation.RequestHeaderClientCAFile", err)
 		}
 	}
+	c.validateRequestHeader(p, reload, bad)
 	c.validateAdmission(p, bad)
 	if _, err := c.orderedStages(); err != nil {
 		errs = append(errs, err) // each names the stage, as Chain's do

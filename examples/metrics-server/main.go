@@ -130,7 +130,7 @@ func serviceHost(service string) string { return service + ".svc" }
 // Builder decides it.
 func (o *options) delegated() bool {
 	v := func(name string) string { return o.fs.Lookup(name).Value.String() }
-	return v("delegated-auth") == "true" || v("authentication-kubeconfig") != "" || v("authorization-kubeconfig") != ""
+	return v("delegated-auth") == "true"
 }
 
 // clusterClient is a client with this server's own credentials
@@ -311,7 +311,7 @@ func (a *app) run(ctx context.Context, stdout io.Writer) error {
 			return err
 		}
 		if a.client == nil {
-			return errors.New("--register-apiservice needs delegated mode (--delegated-auth or --authentication-kubeconfig)")
+			return errors.New("--register-apiservice needs delegated mode (--delegated-auth)")
 		}
 		wg.Add(1)
 		go func() {

@@ -13,6 +13,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -55,7 +56,11 @@ func start(t *testing.T, args ...string) *started {
 	}
 	dir := t.TempDir()
 	logs := &syncBuffer{}
-	a, err := setup(append([]string{"--data-dir", dir, "--metric-resolution", "1s"}, args...), logs, ln)
+	base := []string{"--metric-resolution", "1s"}
+	if !slices.Contains(args, "--tls-cert-file") { // else nothing goes in a data dir: the flag is an error
+		base = append(base, "--data-dir", dir)
+	}
+	a, err := setup(append(base, args...), logs, ln)
 	if err != nil {
 		ln.Close()
 		t.Fatal(err)
@@ -286,7 +291,7 @@ func TestSelfDiagnosis(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			cluster := newClusterStandIn(t, ca.CertPEM, c.mutate)
-			s := start(t, append([]string{"--authentication-kubeconfig", cluster.kubeconfig(t), "--authorization-kubeconfig", cluster.kubeconfig(t),
+			s := start(t, append([]string{"--delegated-auth", "--authentication-kubeconfig", cluster.kubeconfig(t), "--authorization-kubeconfig", cluster.kubeconfig(t),
 				"--service", "metrics-server.annex-metrics", "--simulation-file", "testdata/cluster.yaml"}, c.args...)...)
 			if c.check == "" {
 				waitFor(t, "readyz", func() (bool, string) {
