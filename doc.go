@@ -24,6 +24,8 @@
 // an unreadable token or policy file, Authenticator set together with
 // TokenAuthFile, a misplaced stage), with no side effect. Only then does the
 // second make the data directory, certificates, kubeconfig, store and socket.
+// Flags (AddFlags) are checked in the first phase too: a flag given that has
+// no effect in the chosen mode (flagrules.go) is an error naming it.
 //
 // # Composition
 //
