@@ -231,10 +231,10 @@ type floodResult struct {
 	aOtherErrorsSum int64
 }
 
-// runFlood measures B's GETs for d in a server of mode while A floods (when
-// flood is set); honor makes A wait the Retry-After it is given, as
-// client-go does, instead of 10ms.
-func (r *floodRig) runFlood(mode string, flood, honor bool, d time.Duration) (res floodResult) {
+// runFlood measures B's GETs for d in a server of mode while A keeps aConc
+// LISTs in flight (none when 0); honor makes A wait the Retry-After it is
+// given, as client-go does, instead of 10ms.
+func (r *floodRig) runFlood(mode string, aConc int, honor bool, d time.Duration) (res floodResult) {
 	url, stop := r.start(mode)
 	defer stop()
 	listURL := url + "/apis/test.annex.dev/v1/namespaces/flood/widgets"
@@ -244,9 +244,9 @@ func (r *floodRig) runFlood(mode string, flood, honor bool, d time.Duration) (re
 	var a200, a429, aNoRA, aOther atomic.Int64
 	var listMu sync.Mutex
 	var listLat []time.Duration
-	if flood {
+	if aConc > 0 {
 		aClient := r.client()
-		for range floodConc {
+		for range aConc {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
@@ -344,22 +344,26 @@ func BenchmarkFairnessUnderFlood(b *testing.B) {
 	r := newFloodRig(b)
 	for range b.N {
 		rows := []struct {
-			name         string
-			mode         string
-			flood, honor bool
+			name  string
+			mode  string
+			aConc int
+			honor bool
 		}{
-			{"B alone (APF on)", modeAPF, false, false},
-			{"B under flood, APF on", modeAPF, true, false},
-			{"B under flood, APF on, A honors Retry-After", modeAPF, true, true},
-			{"B under flood, APF off (max-in-flight 3+1)", modeMaxInFlight, true, false},
-			{"B under flood, no limit", modeNone, true, false},
+			{"B alone (APF on)", modeAPF, 0, false},
+			{"B under flood, APF on", modeAPF, floodConc, false},
+			{"B under flood, APF on, A honors Retry-After", modeAPF, floodConc, true},
+			{"B under flood, APF off (max-in-flight 3+1)", modeMaxInFlight, floodConc, false},
+			{"B under flood, no limit", modeNone, floodConc, false},
+			// The floor of any limiter that admits one LIST at a time: A
+			// keeps exactly one in flight and nothing limits.
+			{"B, A with 1 LIST in flight, no limit", modeNone, 1, false},
 		}
 		b.Logf("server seats 3+1; A: %d LISTs of %d widgets in flight (bearer token, HTTP/2, HTTPS); B: one GET every 20ms; %v per row",
 			floodConc, floodObjects, floodRowTime)
 		b.Logf("%-44s %8s %8s %8s %5s %6s %6s %6s %9s", "case", "B p50", "B p99", "B max", "B ok", "B fail", "A 200", "A 429", "A LIST p50")
 		var alone, on floodResult
 		for i, row := range rows {
-			res := r.runFlood(row.mode, row.flood, row.honor, floodRowTime)
+			res := r.runFlood(row.mode, row.aConc, row.honor, floodRowTime)
 			b.Logf("%-44s %8s %8s %8s %5d %6d %6d %6d %9s", row.name, res.p50.Round(10*time.Microsecond), res.p99.Round(10*time.Microsecond),
 				res.max.Round(10*time.Microsecond), res.bOK, res.bFailed, res.a200, res.a429, res.aListP50.Round(100*time.Microsecond))
 			if res.aNoRetryAfter > 0 {
