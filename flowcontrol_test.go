@@ -14,9 +14,11 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/zap"
 
 	"github.com/annexapi/annex/flowcontrol"
 	"github.com/annexapi/annex/rest"
+	"github.com/annexapi/annex/storage"
 )
 
 // oneSeatForX puts user x in a level of one seat that rejects what does not
@@ -355,5 +357,63 @@ func TestFlowControlOffWithoutLimits(t *testing.T) {
 				t.Errorf("default configuration has %d FlowSchemas, want kube's mandatory and suggested ones", got)
 			}
 		})
+	}
+}
+
+// countingStore is a store that can count, and says how often it did.
+type countingStore struct {
+	pendingStore
+	n     int64
+	calls int
+}
+
+func (s *countingStore) Count(_ context.Context, prefix string) (int64, error) {
+	s.calls++
+	if want := storage.ResourcePrefix("test.annex.dev", "widgets", ""); prefix != want {
+		return 0, errors.New("unexpected prefix " + prefix)
+	}
+	return s.n, nil
+}
+
+// TestObjectCountsAreCachedNotLive: LIST widths read a figure counted when
+// refreshed, never a count per request; computed resources and stores
+// that cannot count are unknown.
+func TestObjectCountsAreCachedNotLive(t *testing.T) {
+	t.Parallel()
+	st := &countingStore{n: 1234}
+	stored := widgets()
+	stored.Storage = st
+	computed := newGate().resource()
+	oc := newObjectCounts([]rest.Resource{stored, computed}, time.Hour, zap.NewNop())
+	if n, ok := oc.ObjectCount("test.annex.dev", "widgets"); ok {
+		t.Errorf("before the first count: %d, true; want unknown", n)
+	}
+	oc.refresh(context.Background())
+	st.n = 99 // changes after the refresh are not seen until the next
+	for range 3 {
+		if n, ok := oc.ObjectCount("test.annex.dev", "widgets"); !ok || n != 1234 {
+			t.Errorf("widgets: %d, %v; want 1234, true", n, ok)
+		}
+	}
+	if st.calls != 1 {
+		t.Errorf("the store counted %d times for 3 reads, want once", st.calls)
+	}
+	if _, ok := oc.ObjectCount("test.annex.dev", "gauges"); ok {
+		t.Error("a computed resource has a count")
+	}
+	if _, ok := oc.ObjectCount("other", "widgets"); ok {
+		t.Error("an unknown resource has a count")
+	}
+}
+
+func TestHealthPathsAreExempt(t *testing.T) {
+	t.Parallel()
+	for path, want := range map[string]bool{
+		"/healthz": true, "/livez": true, "/readyz": true, "/readyz/ping": true, "/healthz/etcd": true,
+		"/healthzz": false, "/apis/healthz": false, "/metrics": false, "/": false,
+	} {
+		if got := isHealthPath(path); got != want {
+			t.Errorf("isHealthPath(%q) = %v, want %v", path, got, want)
+		}
 	}
 }
