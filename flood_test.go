@@ -31,7 +31,7 @@ import (
 // --max-mutating-requests-inflight=1); flow B (user "bystander") GETs one
 // widget every 20ms. Run it with
 //
-//	go test -run '^$' -bench FairnessUnderFlood -benchtime 1x .
+//	go test -run '^$' -bench FairnessUnderFlood -benchtime 1x -v .
 //
 // It prints B's latency alone, under the flood with priority and fairness
 // on, off (kube's max-in-flight limits) and with no limit at all, and A's
