@@ -21,6 +21,7 @@ import (
 	"github.com/annexapi/annex/admission"
 	"github.com/annexapi/annex/authn"
 	"github.com/annexapi/annex/authz"
+	"github.com/annexapi/annex/flowcontrol"
 	"github.com/annexapi/annex/healthz"
 	"github.com/annexapi/annex/rest"
 	"github.com/annexapi/annex/storage"
@@ -133,6 +134,24 @@ type Builder struct {
 	// failing, after Run's context ends, so load balancers stop sending
 	// requests first. Zero means none.
 	ShutdownDelay time.Duration
+
+	// FlowControl configures API priority and fairness, the flowcontrol
+	// stage (package flowcontrol; flags --enable-priority-and-fairness,
+	// --max-requests-inflight, --max-mutating-requests-inflight,
+	// --flowcontrol-config-file). The zero value is kube's default: on, with
+	// 400 + 200 seats and kube's mandatory and suggested FlowSchemas and
+	// PriorityLevelConfigurations, which standalone are the whole
+	// configuration (no cluster needed). In delegated mode the server follows
+	// the cluster's objects (list and watch, the last good ones kept while the
+	// cluster is unreachable; its identity needs get, list and watch on
+	// flowschemas and prioritylevelconfigurations in
+	// flowcontrol.apiserver.k8s.io), so ConfigFiles and Objects are then an
+	// error, as they are with Disabled, which applies kube's two max-in-flight
+	// limits instead. Build fills the nil Registerer, Logger, Cluster
+	// (delegated) and ObjectCounter (the stores' object counts, refreshed
+	// every minute). The health paths are never queued nor rejected; the
+	// debug dumps are served under FlowControlDebugPath.
+	FlowControl flowcontrol.Config
 
 	// ReadyChecks are added to /readyz (and /healthz).
 	ReadyChecks []healthz.Check

@@ -29,6 +29,8 @@ type flagState struct {
 	extraPrefixes  commaList
 	uidHdrs        commaList
 	oidcSigningAlg commaList
+	// fcGiven records which flags of priority and fairness were given.
+	fcGiven map[string]*bool
 }
 
 // AddFlags registers the server's flags on fs, named and meaning as
@@ -37,7 +39,9 @@ type flagState struct {
 // --authorization-policy-file, --authorization-always-allow-paths, the
 // --oidc-* set, and for delegated mode --delegated-auth,
 // --authentication-kubeconfig, --authorization-kubeconfig, the
-// --requestheader-* set and the webhook cache TTLs. The current field values
+// --requestheader-* set and the webhook cache TTLs, and priority and
+// fairness's --enable-priority-and-fairness, --max-requests-inflight,
+// --max-mutating-requests-inflight and --flowcontrol-config-file. The current field values
 // are the defaults. Values take effect at Build; delegation is on when
 // --delegated-auth is set or either kubeconfig flag is given.
 func (b *Builder) AddFlags(fs *flag.FlagSet) {
@@ -82,6 +86,7 @@ func (b *Builder) AddFlags(fs *flag.FlagSet) {
 	fs.StringVar(&f.oidc.GroupsPrefix, "oidc-groups-prefix", "", "If provided, all groups will be prefixed with this value.")
 	fs.Var(&f.oidcRequired, "oidc-required-claim", "A key=value pair that describes a required claim in the ID Token. Repeatable.")
 	fs.Var(&f.oidcSigningAlg, "oidc-signing-algs", "Comma-separated list of allowed JOSE asymmetric signing algorithms. Default RS256.")
+	b.addFlowControlFlags(fs)
 }
 
 // applyFlags moves what AddFlags collected into the Builder's fields.
@@ -90,6 +95,7 @@ func (b *Builder) applyFlags() error {
 	if f == nil {
 		return nil
 	}
+	b.applyFlowControlFlags()
 	if len(f.policyFiles) > 0 {
 		b.AuthorizationPolicyFiles = append(b.AuthorizationPolicyFiles, f.policyFiles...)
 	}

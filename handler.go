@@ -48,6 +48,10 @@ func (s *Server) buildHandler(c *Builder, p *plan, resources []rest.Resource, fd
 	if err != nil {
 		errs = append(errs, err)
 	}
+	flowControl, err := s.buildFlowControl(c, resources, fd)
+	if err != nil {
+		errs = append(errs, err)
+	}
 	mux, err := s.buildMux(c, resources, apiHandler)
 	if err != nil {
 		errs = append(errs, err)
@@ -82,8 +86,9 @@ func (s *Server) buildHandler(c *Builder, p *plan, resources []rest.Resource, fd
 	if err := fd.fill(set); err != nil {
 		errs = append(errs, err)
 	}
-	// StageAudit and StageFlowControl are slots: a section of the Builder
-	// that fills one adds set(StageAudit, f) here and says so in fills.
+	set(StageFlowControl, flowControl)
+	// StageAudit is a slot: a section of the Builder that fills it adds
+	// set(StageAudit, f) here and says so in fills.
 	stages, err = c.insertStages(stages)
 	if err != nil {
 		errs = append(errs, err)
@@ -102,7 +107,7 @@ func (s *Server) buildHandler(c *Builder, p *plan, resources []rest.Resource, fd
 // with these on.
 func (c *Builder) fills(name string) bool {
 	switch name {
-	case StageAudit, StageFlowControl:
+	case StageAudit:
 		return false
 	}
 	return true
@@ -191,6 +196,9 @@ func (s *Server) buildMux(c *Builder, resources []rest.Resource, api http.Handle
 	})
 	if g, ok := c.Registerer.(prometheus.Gatherer); ok {
 		r.Handle("/metrics", promhttp.HandlerFor(g, promhttp.HandlerOpts{}))
+	}
+	if s.flowControl != nil {
+		r.Handle(FlowControlDebugPath+"*", s.flowControl.DebugHandler())
 	}
 	r.NotFound(api.ServeHTTP)
 	r.MethodNotAllowed(api.ServeHTTP)

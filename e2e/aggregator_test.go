@@ -263,6 +263,18 @@ subjects: [{apiGroup: rbac.authorization.k8s.io, kind: User, name: annex-metrics
 ---
 apiVersion: rbac.authorization.k8s.io/v1
 kind: ClusterRole
+metadata: {name: "annex-metrics-server:flowcontrol-reader"}
+rules:
+- {apiGroups: [flowcontrol.apiserver.k8s.io], resources: [flowschemas, prioritylevelconfigurations], verbs: [get, list, watch]}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata: {name: "annex-metrics-server:flowcontrol-reader"}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: "annex-metrics-server:flowcontrol-reader"}
+subjects: [{apiGroup: rbac.authorization.k8s.io, kind: User, name: annex-metrics-server}]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
 metadata: {name: metrics-reader}
 rules:
 - {apiGroups: [metrics.k8s.io], resources: [pods, nodes], verbs: [get, list, watch]}

@@ -96,6 +96,18 @@ func (rh *resourceHandler) watch(w http.ResponseWriter, r *http.Request, o outpu
 	timer := time.NewTimer(timeout)
 	defer timer.Stop()
 	events := watcher.ResultChan()
+	// Priority and fairness holds the watch's seats until its initial events
+	// are sent (filters.WatchInitialized): a watch-list's end with its
+	// bookmark, a watch from "" or "0" once its first burst is written (the
+	// watch cache has queued the state's ADDED events by now), and a replay
+	// from a resourceVersion at once.
+	initial := p.resourceVersion == "" || p.resourceVersion == "0"
+	switch {
+	case p.sendInitialEvents:
+		initial = false // the bookmark tells
+	case !initial || len(events) == 0:
+		filters.WatchInitialized(ctx)
+	}
 	buf := make([]byte, 0, 4096)
 	first := true // a Table's first event carries the column definitions
 	for {
@@ -116,6 +128,9 @@ func (rh *resourceHandler) watch(w http.ResponseWriter, r *http.Request, o outpu
 				_ = rc.Flush()
 				return
 			case storage.EventBookmark:
+				if ev.InitialEventsEnd {
+					filters.WatchInitialized(ctx)
+				}
 				if !p.allowBookmarks {
 					continue
 				}
@@ -136,6 +151,10 @@ func (rh *resourceHandler) watch(w http.ResponseWriter, r *http.Request, o outpu
 			if len(events) == 0 {
 				if err := rc.Flush(); err != nil {
 					return
+				}
+				if initial {
+					initial = false
+					filters.WatchInitialized(ctx)
 				}
 			}
 		}
