@@ -1,0 +1,138 @@
+package main
+
+import (
+	"bytes"
+	"compress/gzip"
+	"crypto/tls"
+	"crypto/x509"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/annexapi/annex/internal/kubectltest"
+)
+
+// TestKubectlImpersonation: kubectl --as sends Impersonate-User beside its
+// ordinary headers (User-Agent, Accept, Accept-Encoding, ...); only the
+// Impersonate-* headers are impersonation's business.
+func TestKubectlImpersonation(t *testing.T) {
+	t.Parallel()
+	dataDir, _ := startExample(t)
+	k := kubectltest.New(t, filepath.Join(dataDir, "kubeconfig"))
+
+	out, ok := k.Run("--as=bob", "get", "environments")
+	if ok {
+		t.Fatalf("bob, who has no role, listed environments:\n%s", out)
+	}
+	// bob has no role, not even discovery: kubectl reports the 403 of its
+	// discovery request (it prints no message of its own for it).
+	kubectltest.WantContains(t, "--as=bob", out, "Error from server (Forbidden)")
+	if strings.Contains(out, "BadRequest") || strings.Contains(out, "impersonation header") {
+		t.Errorf("--as=bob refused as a bad request:\n%s", out)
+	}
+	// With a group that may do anything, the impersonated requests succeed.
+	manifest, err := os.ReadFile("environment.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	kubectltest.WantContains(t, "create --as", k.MustRun("--as=bob", "--as-group=system:masters", "create", "-f", k.WriteFile("env.yaml", string(manifest))),
+		"environment.platform.example.com/checkout-staging created")
+	kubectltest.WantContains(t, "--as-group", k.MustRun("--as=bob", "--as-group=system:masters", "get", "environments"),
+		"checkout-staging", "staging", "payments-team")
+}
+
+// clientHeaders are the headers kubectl and client-go send on every request.
+var clientHeaders = http.Header{
+	"User-Agent":      {"kubectl/v1.32.4 (linux/amd64) kubernetes/59526cd"},
+	"Accept":          {"application/json, */*"},
+	"Accept-Encoding": {"gzip"},
+	"Kubectl-Command": {"kubectl get"},
+}
+
+// adminHTTP is an HTTP client with the example's admin client certificate.
+func adminHTTP(t *testing.T, dataDir string) *http.Client {
+	t.Helper()
+	dir := filepath.Join(dataDir, "certs")
+	caPEM, err := os.ReadFile(filepath.Join(dir, "environments-serving-ca.crt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(caPEM)
+	cert, err := tls.LoadX509KeyPair(filepath.Join(dir, "admin.crt"), filepath.Join(dir, "admin.key"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}, ForceAttemptHTTP2: true}
+	t.Cleanup(tr.CloseIdleConnections)
+	return &http.Client{Transport: tr, Timeout: 30 * time.Second}
+}
+
+// do sends a request with a real client's headers plus extra ones and
+// returns the status code and the (decompressed) body.
+func do(t *testing.T, c *http.Client, method, url, contentType string, body []byte, extra http.Header) (int, string) {
+	t.Helper()
+	var rd io.Reader
+	if body != nil {
+		rd = bytes.NewReader(body)
+	}
+	req, err := http.NewRequest(method, url, rd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k, vs := range clientHeaders {
+		req.Header[k] = vs
+	}
+	if contentType != "" {
+		req.Header.Set("Content-Type", contentType)
+	}
+	for k, vs := range extra {
+		req.Header[k] = vs
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, url, err)
+	}
+	defer resp.Body.Close()
+	var r io.Reader = resp.Body
+	if resp.Header.Get("Content-Encoding") == "gzip" {
+		if r, err = gzip.NewReader(resp.Body); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b, err := io.ReadAll(r)
+	if err != nil {
+		t.Fatalf("%s %s: reading body: %v", method, url, err)
+	}
+	return resp.StatusCode, string(b)
+}
+
+// TestRawImpersonationWithClientHeaders: the same over raw HTTP, with
+// Impersonate-User next to the headers every client sends.
+func TestRawImpersonationWithClientHeaders(t *testing.T) {
+	t.Parallel()
+	dataDir, url := startExample(t)
+	c := adminHTTP(t, dataDir)
+	list := url + "/apis/platform.example.com/v1alpha1/namespaces/default/environments"
+	for _, tc := range []struct {
+		name   string
+		header http.Header
+		code   int
+		want   string
+	}{
+		{"user_without_role", http.Header{"Impersonate-User": {"bob"}}, 403, `User \"bob\" cannot list resource \"environments\"`},
+		{"user_and_masters_group", http.Header{"Impersonate-User": {"bob"}, "Impersonate-Group": {"system:masters"}}, 200, `"kind":"EnvironmentList"`},
+		{"unknown_impersonate_header", http.Header{"Impersonate-User": {"bob"}, "Impersonate-Usr": {"x"}}, 400, `unknown impersonation header`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, body := do(t, c, "GET", list, "", nil, tc.header)
+			if code != tc.code || !strings.Contains(body, tc.want) {
+				t.Errorf("got %d %s, want %d with %q", code, body, tc.code, tc.want)
+			}
+		})
+	}
+}
