@@ -136,3 +136,74 @@ func TestRawImpersonationWithClientHeaders(t *testing.T) {
 		})
 	}
 }
+
+// createEnvironment creates the example manifest's environment as admin.
+func createEnvironment(t *testing.T, c *http.Client, url string) {
+	t.Helper()
+	const env = `{"apiVersion":"platform.example.com/v1alpha1","kind":"Environment","metadata":{"name":"checkout-staging","namespace":"default"},"spec":{"owner":"payments-team","tier":"staging","replicas":3}}`
+	code, body := do(t, c, "POST", url+"/apis/platform.example.com/v1alpha1/namespaces/default/environments", "application/json", []byte(env), nil)
+	if code != 201 {
+		t.Fatalf("create: %d %s", code, body)
+	}
+}
+
+// jsonPatchOps is a JSON patch of n operations that all apply.
+func jsonPatchOps(n int) []byte {
+	var b bytes.Buffer
+	b.WriteByte('[')
+	for i := range n {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString(`{"op":"test","path":"/spec/owner","value":"payments-team"}`)
+	}
+	b.WriteByte(']')
+	return b.Bytes()
+}
+
+// TestJSONPatchOperationLimit: as kube-apiserver, a JSON patch of more than
+// 10,000 operations is a 413 with kube's message; 10,000 apply.
+func TestJSONPatchOperationLimit(t *testing.T) {
+	t.Parallel()
+	dataDir, url := startExample(t)
+	c := adminHTTP(t, dataDir)
+	createEnvironment(t, c, url)
+	obj := url + "/apis/platform.example.com/v1alpha1/namespaces/default/environments/checkout-staging"
+	for _, tc := range []struct {
+		name string
+		ops  int
+		code int
+		want string
+	}{
+		{"at_the_limit", 10000, 200, `"owner":"payments-team"`},
+		{"over_the_limit", 10001, 413, `{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"Request entity too large: The allowed maximum operations in a JSON patch is 10000, got 10001","reason":"RequestEntityTooLarge","code":413}`},
+		{"far_over_the_limit", 40000, 413, `The allowed maximum operations in a JSON patch is 10000, got 40000`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, body := do(t, c, "PATCH", obj, "application/json-patch+json", jsonPatchOps(tc.ops), nil)
+			if code != tc.code || !strings.Contains(body, tc.want) {
+				t.Errorf("got %d %.300s, want %d with %q", code, body, tc.code, tc.want)
+			}
+		})
+	}
+}
+
+// TestJSONPatchCopyLimit: "copy" operations may grow the document by at most
+// 3 MiB, as kube-apiserver's JSONPatchMaxCopyBytes; each copy of /spec into
+// itself doubles it, so 17 take a 100-byte spec to 13 MiB (25 would need 3
+// GiB).
+func TestJSONPatchCopyLimit(t *testing.T) {
+	t.Parallel()
+	dataDir, url := startExample(t)
+	c := adminHTTP(t, dataDir)
+	createEnvironment(t, c, url)
+	obj := url + "/apis/platform.example.com/v1alpha1/namespaces/default/environments/checkout-staging"
+	var ops []string
+	for i := range 17 {
+		ops = append(ops, `{"op":"copy","from":"/spec","path":"/spec/c`+string(rune('a'+i))+`"}`)
+	}
+	code, body := do(t, c, "PATCH", obj, "application/json-patch+json", []byte("["+strings.Join(ops, ",")+"]"), nil)
+	if code != 422 || !strings.Contains(body, "exceeding the limit 3145728") {
+		t.Errorf("got %d %.300s, want 422 naming the copy limit", code, body)
+	}
+}
