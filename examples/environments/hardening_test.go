@@ -5,10 +5,12 @@ import (
 	"compress/gzip"
 	"crypto/tls"
 	"crypto/x509"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -76,13 +78,22 @@ func adminHTTP(t *testing.T, dataDir string) *http.Client {
 // returns the status code and the (decompressed) body.
 func do(t *testing.T, c *http.Client, method, url, contentType string, body []byte, extra http.Header) (int, string) {
 	t.Helper()
+	code, b, err := send(c, method, url, contentType, body, extra)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return code, b
+}
+
+// send is do for any goroutine: it returns the error rather than failing.
+func send(c *http.Client, method, url, contentType string, body []byte, extra http.Header) (int, string, error) {
 	var rd io.Reader
 	if body != nil {
 		rd = bytes.NewReader(body)
 	}
 	req, err := http.NewRequest(method, url, rd)
 	if err != nil {
-		t.Fatal(err)
+		return 0, "", err
 	}
 	for k, vs := range clientHeaders {
 		req.Header[k] = vs
@@ -95,20 +106,23 @@ func do(t *testing.T, c *http.Client, method, url, contentType string, body []by
 	}
 	resp, err := c.Do(req)
 	if err != nil {
-		t.Fatalf("%s %s: %v", method, url, err)
+		return 0, "", fmt.Errorf("%s %s: %w", method, url, err)
 	}
 	defer resp.Body.Close()
-	var r io.Reader = resp.Body
-	if resp.Header.Get("Content-Encoding") == "gzip" {
-		if r, err = gzip.NewReader(resp.Body); err != nil {
-			t.Fatal(err)
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return 0, "", fmt.Errorf("%s %s: reading body: %w", method, url, err)
+	}
+	if resp.Header.Get("Content-Encoding") == "gzip" && len(b) > 0 {
+		zr, err := gzip.NewReader(bytes.NewReader(b))
+		if err != nil {
+			return 0, "", fmt.Errorf("%s %s: %w", method, url, err)
+		}
+		if b, err = io.ReadAll(zr); err != nil {
+			return 0, "", fmt.Errorf("%s %s: gunzip: %w", method, url, err)
 		}
 	}
-	b, err := io.ReadAll(r)
-	if err != nil {
-		t.Fatalf("%s %s: reading body: %v", method, url, err)
-	}
-	return resp.StatusCode, string(b)
+	return resp.StatusCode, string(b), nil
 }
 
 // TestRawImpersonationWithClientHeaders: the same over raw HTTP, with
@@ -205,5 +219,45 @@ func TestJSONPatchCopyLimit(t *testing.T) {
 	code, body := do(t, c, "PATCH", obj, "application/json-patch+json", []byte("["+strings.Join(ops, ",")+"]"), nil)
 	if code != 422 || !strings.Contains(body, "exceeding the limit 3145728") {
 		t.Errorf("got %d %.300s, want 422 naming the copy limit", code, body)
+	}
+}
+
+// TestPathSegmentsThatNameNothing: a namespace or name in the path that can
+// never name an object is refused with a Status before storage is reached
+// (a namespace of ".." was a 500 "invalid key" from storage, as in k8s).
+func TestPathSegmentsThatNameNothing(t *testing.T) {
+	t.Parallel()
+	dataDir, url := startExample(t)
+	c := adminHTTP(t, dataDir)
+	createEnvironment(t, c, url)
+	g := url + "/apis/platform.example.com/v1alpha1"
+	status := func(reason, msg string) string {
+		return `{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":` + strconv.Quote(msg) + `,"reason":"` + reason + `",`
+	}
+	for _, tc := range []struct {
+		name, method, path string
+		code               int
+		want               string
+	}{
+		{"namespace_dotdot_encoded_list", "GET", "/namespaces/%2e%2e/environments", 400, status("BadRequest", `Namespace parameter invalid: "..": may not be '..'`)},
+		{"namespace_dotdot_get", "GET", "/namespaces/%2e%2e/environments/checkout-staging", 400, status("BadRequest", `Namespace parameter invalid: "..": may not be '..'`)},
+		{"namespace_dot_watch", "GET", "/namespaces/%2e/environments?watch=1", 400, status("BadRequest", `Namespace parameter invalid: ".": may not be '.'`)},
+		{"namespace_dotdot_delete", "DELETE", "/namespaces/%2e%2e/environments/x", 400, status("BadRequest", `Namespace parameter invalid: "..": may not be '..'`)},
+		{"namespace_dotdot_deletecollection", "DELETE", "/namespaces/%2e%2e/environments", 400, status("BadRequest", `Namespace parameter invalid: "..": may not be '..'`)},
+		{"namespace_percent", "GET", "/namespaces/a%25b/environments", 400, status("BadRequest", `Namespace parameter invalid: "a%b": may not contain '%'`)},
+		{"namespace_upper_case", "GET", "/namespaces/Default/environments", 400, status("BadRequest", `Namespace parameter invalid: "Default": a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')`)},
+		{"name_dotdot", "GET", "/namespaces/default/environments/%2e%2e", 400, status("BadRequest", `Name parameter invalid: "..": may not be '..'`)},
+		{"name_not_a_subdomain_get", "GET", "/namespaces/default/environments/Checkout-Staging", 404, status("NotFound", `environments.platform.example.com "Checkout-Staging" not found`)},
+		{"name_not_a_subdomain_delete", "DELETE", "/namespaces/default/environments/a_b", 404, status("NotFound", `environments.platform.example.com "a_b" not found`)},
+		{"put_on_collection", "PUT", "/namespaces/default/environments", 405, status("MethodNotAllowed", "the server does not allow this method on the requested resource")},
+		{"put_on_all_namespaces", "PUT", "/environments", 405, status("MethodNotAllowed", "the server does not allow this method on the requested resource")},
+		{"watch_without_resource", "GET", "/watch", 404, status("NotFound", "the server could not find the requested resource")},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, body := do(t, c, tc.method, g+tc.path, "application/json", []byte(`{}`), nil)
+			if code != tc.code || !strings.HasPrefix(body, tc.want) {
+				t.Errorf("got %d %s\nwant %d %s", code, body, tc.code, tc.want)
+			}
+		})
 	}
 }
