@@ -5,6 +5,7 @@ import (
 	"compress/gzip"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -259,5 +260,63 @@ func TestPathSegmentsThatNameNothing(t *testing.T) {
 				t.Errorf("got %d %s\nwant %d %s", code, body, tc.code, tc.want)
 			}
 		})
+	}
+}
+
+// TestWatchBookmarkBeforeTimeout: a reflector's watch (allowWatchBookmarks,
+// timeoutSeconds) gets one bookmark shortly before its timeout, as from
+// kube's watch cache, so it can resume from a fresh resourceVersion; the
+// periodic bookmark is once a minute, so a 4-second watch gets no other.
+func TestWatchBookmarkBeforeTimeout(t *testing.T) {
+	t.Parallel()
+	dataDir, url := startExample(t)
+	c := adminHTTP(t, dataDir)
+	createEnvironment(t, c, url)
+	code, body := do(t, c, "GET", url+"/apis/platform.example.com/v1alpha1/namespaces/default/environments", "", nil, nil)
+	var list struct {
+		Metadata struct{ ResourceVersion string } `json:"metadata"`
+	}
+	if err := json.Unmarshal([]byte(body), &list); code != 200 || err != nil {
+		t.Fatalf("list: %d %v %s", code, err, body)
+	}
+	req, err := http.NewRequest("GET", url+"/apis/platform.example.com/v1alpha1/namespaces/default/environments?allowWatchBookmarks=true&resourceVersion="+list.Metadata.ResourceVersion+"&timeoutSeconds=4&watch=true", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("User-Agent", "environments-controller/v0.0.0 (linux/amd64) kubernetes/$Format")
+	req.Header.Set("Accept", "application/json, */*")
+	start := time.Now()
+	resp, err := c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var bookmarks []time.Duration
+	dec := json.NewDecoder(resp.Body)
+	for {
+		var ev struct {
+			Type   string `json:"type"`
+			Object struct {
+				Metadata struct{ ResourceVersion string } `json:"metadata"`
+			} `json:"object"`
+		}
+		if err := dec.Decode(&ev); err != nil {
+			break // the watch timed out and the server ended it
+		}
+		if ev.Type != "BOOKMARK" {
+			t.Fatalf("event %s, want only bookmarks", ev.Type)
+		}
+		if ev.Object.Metadata.ResourceVersion != list.Metadata.ResourceVersion {
+			t.Errorf("bookmark at %s, want %s", ev.Object.Metadata.ResourceVersion, list.Metadata.ResourceVersion)
+		}
+		bookmarks = append(bookmarks, time.Since(start))
+	}
+	ended := time.Since(start)
+	if len(bookmarks) != 1 {
+		t.Fatalf("bookmarks at %v in a 4s watch (ended after %v), want one, about 2s before the end", bookmarks, ended)
+	}
+	// Due at 2s; the cache looks every 1-1.25s.
+	if at := bookmarks[0]; at < 1500*time.Millisecond || at > 3900*time.Millisecond {
+		t.Errorf("bookmark after %v, want between 2s and the 4s timeout", at)
 	}
 }
