@@ -10,6 +10,7 @@ package rest
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"mime"
@@ -90,10 +91,25 @@ func (rh *resourceHandler) decodePatch(r *http.Request, wr *writeRequest) (func(
 		}
 		opts := jsonpatch.NewApplyOptions()
 		opts.AccumulatedCopySizeLimit = maxJSONPatchCopyBytes
-		return func(doc []byte) ([]byte, error) { return ops.ApplyWithOptions(doc, opts) }, nil
+		return guardPanic(func(doc []byte) ([]byte, error) { return ops.ApplyWithOptions(doc, opts) }), nil
 	}
 	if !json.Valid(body) || !strings.HasPrefix(strings.TrimSpace(string(body)), "{") {
 		return nil, meta.NewBadRequest(jsonpatch.ErrBadJSONPatch.Error())
 	}
-	return func(doc []byte) ([]byte, error) { return jsonpatch.MergePatch(doc, body) }, nil
+	return guardPanic(func(doc []byte) ([]byte, error) { return jsonpatch.MergePatch(doc, body) }), nil
+}
+
+// guardPanic turns a panic of the patch library into an error (answered
+// 422, as a patch that does not apply): json-patch v5.9.11 dereferences nil
+// on a "test" of the root without a value, [{"op":"test","path":""}], which
+// FuzzPatch found; a client's patch must never be a 500.
+func guardPanic(apply func(doc []byte) ([]byte, error)) func(doc []byte) ([]byte, error) {
+	return func(doc []byte) (out []byte, err error) {
+		defer func() {
+			if p := recover(); p != nil {
+				out, err = nil, errors.New("the patch could not be applied to the object")
+			}
+		}()
+		return apply(doc)
+	}
 }

@@ -320,3 +320,40 @@ func TestWatchBookmarkBeforeTimeout(t *testing.T) {
 		t.Errorf("bookmark after %v, want between 2s and the 4s timeout", at)
 	}
 }
+
+// TestBodiesNoClientCanDecode: found by FuzzPatch. A number beyond float64
+// (1e400) was stored as is, and every later list failed in client-go; it is
+// a 400 as in k8s. A JSON patch "test" of the root without a value panicked
+// in the patch library (a 500); it is a 422 like any patch that does not
+// apply.
+func TestBodiesNoClientCanDecode(t *testing.T) {
+	t.Parallel()
+	dataDir, url := startExample(t)
+	c := adminHTTP(t, dataDir)
+	createEnvironment(t, c, url)
+	col := url + "/apis/platform.example.com/v1alpha1/namespaces/default/environments"
+	for _, tc := range []struct {
+		name, method, path, ct, body string
+		code                         int
+		want                         string
+	}{
+		{"create_with_1e400", "POST", "", "application/json", `{"apiVersion":"platform.example.com/v1alpha1","kind":"Environment","metadata":{"name":"huge"},"spec":{"owner":"o","replicas":1e400}}`,
+			400, `cannot unmarshal number 1e400 into Go value of type float64`},
+		{"merge_patch_with_1e400", "PATCH", "/checkout-staging", "application/merge-patch+json", `{"spec":{"x":-1e400}}`,
+			400, `cannot unmarshal number -1e400 into Go value of type float64`},
+		{"json_patch_test_root_without_value", "PATCH", "/checkout-staging", "application/json-patch+json", `[{"op":"test","path":""}]`,
+			422, `the patch could not be applied to the object`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, body := do(t, c, tc.method, col+tc.path, tc.ct, []byte(tc.body), nil)
+			if code != tc.code || !strings.Contains(body, tc.want) || !strings.HasPrefix(body, `{"kind":"Status"`) {
+				t.Errorf("got %d %s, want %d with %q", code, body, tc.code, tc.want)
+			}
+		})
+	}
+	code, body := do(t, c, "GET", col, "", nil, nil)
+	var list map[string]any
+	if err := json.Unmarshal([]byte(body), &list); code != 200 || err != nil {
+		t.Errorf("list after: %d %v %s", code, err, body)
+	}
+}
