@@ -54,7 +54,9 @@ func (rh *resourceHandler) watch(w http.ResponseWriter, r *http.Request, o outpu
 	if timeout <= 0 {
 		timeout = time.Duration(float64(rh.h.minTimeout) * (1 + rand.Float64()))
 	}
-	ctx, cancel := context.WithCancel(r.Context())
+	// The deadline tells the watch cache when the watch ends: as in
+	// Kubernetes, a watcher gets a bookmark 2 seconds before it.
+	ctx, cancel := context.WithTimeout(r.Context(), timeout)
 	defer cancel()
 	ec := ErrorContext{Name: name, Verb: "watch", ResourceVersion: p.resourceVersion}
 	// A watch from the future would wait silently; k8s answers 504 so that
@@ -93,8 +95,6 @@ func (rh *resourceHandler) watch(w http.ResponseWriter, r *http.Request, o outpu
 		return
 	}
 	defer watcher.Stop()
-	timer := time.NewTimer(timeout)
-	defer timer.Stop()
 	events := watcher.ResultChan()
 	// Priority and fairness holds the watch's seats until its initial events
 	// are sent (filters.WatchInitialized): a watch-list's end with its
@@ -112,9 +112,7 @@ func (rh *resourceHandler) watch(w http.ResponseWriter, r *http.Request, o outpu
 	first := true // a Table's first event carries the column definitions
 	for {
 		select {
-		case <-ctx.Done():
-			return
-		case <-timer.C:
+		case <-ctx.Done(): // the timeout, or the client went away
 			return
 		case <-rh.h.shutdown:
 			return

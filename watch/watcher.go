@@ -42,9 +42,15 @@ type watcher struct {
 	field, value string
 	out          chan storage.Event
 
+	// deadline is the watch context's deadline (zero: none).
+	deadline time.Time
+
 	// Owned by the shard's goroutine.
 	registered bool
 	slots      slots
+	// nextBookmark is when the watcher's next scheduled bookmark is due;
+	// zero means none (see Cacher.nextBookmark).
+	nextBookmark time.Time
 
 	// slow is written under mu and read without it: deliver must take mu
 	// (the watcher is behind, stopped or terminated).
@@ -278,6 +284,8 @@ func (c *Cacher) Watch(ctx context.Context, key string, opts storage.WatchOption
 
 	w := &watcher{c: c, key: wkey, recursive: opts.Recursive, pred: opts.Predicate, progress: opts.ProgressNotify,
 		out: make(chan storage.Event, resultBuffer)}
+	w.deadline, _ = ctx.Deadline()
+	w.nextBookmark = c.nextBookmark(c.cfg.Clock(), w.deadline)
 	if fm, ok := opts.Predicate.(FieldMatcher); ok && w.recursive {
 		for _, f := range c.fields {
 			if v, ok := fm.RequiresExactMatch(f); ok {
