@@ -57,7 +57,9 @@ type Config struct {
 	MaxLag time.Duration
 	// DispatchBudget is how many events may be queued in total across all
 	// watchers that are behind; a watcher that would exceed it is terminated.
-	// Zero means 100,000.
+	// A watch's starting events (its initial state and the changes since)
+	// are not counted, nor does MaxLag run while they are taken: WatcherBuffer
+	// bounds what queues behind them. Zero means 100,000.
 	DispatchBudget int
 	// DispatchWorkers is how many goroutines deliver events to watchers. Each
 	// watcher belongs to one of them (round robin); each receives every event
