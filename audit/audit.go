@@ -50,13 +50,14 @@ type Config struct {
 	// ResponseStarted event, and their responses are never recorded. Nil
 	// means filters.DefaultLongRunning (watch and /debug/pprof/).
 	LongRunning filters.LongRunningFunc
-	// Stages, when set, returns for the request of ctx the time spent in each
-	// stage of the chain and the stage that rejected it ("" when none), as
-	// recorded by the chain's stage trace; they become the
+	// Stages, when set, returns for the request of ctx, answered with the
+	// HTTP status code (0 when no response was started), the time spent in
+	// each stage of the chain and the stage that rejected it ("" when none),
+	// as recorded by the chain's stage trace; they become the
 	// annex.dev/stage-latencies and annex.dev/rejected-by annotations of
 	// ResponseComplete events. Nil means neither annotation. It is called
 	// once per audited request, after the rest of the chain returned.
-	Stages func(ctx context.Context) (latencies, rejectedBy string)
+	Stages func(ctx context.Context, code int) (latencies, rejectedBy string)
 	// MaxObjectBytes bounds a recorded request or response object: a larger
 	// response is not recorded and the event is marked truncated. Zero means
 	// 10 MiB.
@@ -76,7 +77,7 @@ type Auditor struct {
 	eval        *Evaluator
 	backends    []*backend
 	longRunning filters.LongRunningFunc
-	stages      func(context.Context) (string, string)
+	stages      func(context.Context, int) (string, string)
 	maxObject   int64
 	truncMin    int64 // smallest MaxEventSize of a truncating backend; 0: none truncates
 	metrics     *auditMetrics
@@ -117,8 +118,7 @@ func New(cfg Config) (*Auditor, error) {
 		s, err := newLogSink(&cfg.Log)
 		if err == nil {
 			var b *backend
-			b, err = newBackend(pluginLog, s, cfg.Log.Batch, cfg.Log.Truncate,
-				backendDefaults{mode: ModeBlocking, maxBatch: 1}, a.metrics, a.logger)
+			b, err = newBackend(pluginLog, s, cfg.Log.Batch, cfg.Log.Truncate, logDefaults, a.metrics, a.logger)
 			a.add(b)
 		}
 		errs = append(errs, err)
@@ -135,8 +135,7 @@ func New(cfg Config) (*Auditor, error) {
 		}
 		if err == nil {
 			var b *backend
-			b, err = newBackend(pluginWebhook, s, cfg.Webhook.Batch, cfg.Webhook.Truncate,
-				backendDefaults{mode: ModeBatch, maxBatch: 400, qps: 10, burst: 15, async: true}, a.metrics, a.logger)
+			b, err = newBackend(pluginWebhook, s, cfg.Webhook.Batch, cfg.Webhook.Truncate, webhookDefaults, a.metrics, a.logger)
 			a.add(b)
 		}
 		errs = append(errs, err)
@@ -148,6 +147,38 @@ func New(cfg Config) (*Auditor, error) {
 		return nil, err
 	}
 	return a, nil
+}
+
+// The kube-apiserver defaults of each backend's mode.
+var (
+	logDefaults     = backendDefaults{mode: ModeBlocking, maxBatch: 1}
+	webhookDefaults = backendDefaults{mode: ModeBatch, maxBatch: 400, qps: 10, burst: 15, async: true}
+)
+
+// Validate returns every problem New would find with c, joined, without
+// New's side effects: it compiles the policy, checks each backend's mode,
+// sizes and format, looks at (never creates) the log file's directory, and
+// reads the webhook's kubeconfig. A Config without a Policy or without a
+// backend is valid (it audits nothing); so is a backend without a Policy,
+// which New ignores.
+func (c *Config) Validate() error {
+	var errs []error
+	if c.Policy != nil {
+		if _, err := NewEvaluator(c.Policy); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if c.Log.enabled() {
+		errs = append(errs, c.Log.check(), c.Log.Batch.check(pluginLog, c.Log.Truncate, logDefaults))
+	}
+	if c.Webhook.enabled() {
+		_, err := c.Webhook.client()
+		errs = append(errs, err, c.Webhook.Batch.check(pluginWebhook, c.Webhook.Truncate, webhookDefaults))
+	}
+	if c.MaxObjectBytes < 0 {
+		errs = append(errs, fmt.Errorf("%w: MaxObjectBytes %d is negative", ErrInvalidConfig, c.MaxObjectBytes))
+	}
+	return errors.Join(errs...)
 }
 
 func (a *Auditor) add(b *backend) {
@@ -257,7 +288,11 @@ func (a *Auditor) serve(w http.ResponseWriter, r *http.Request, next http.Handle
 		}
 		var lat, rejected string
 		if a.stages != nil {
-			lat, rejected = a.stages(ctx)
+			code := 0
+			if rw.started {
+				code = rw.code
+			}
+			lat, rejected = a.stages(ctx, code)
 		}
 		rec.mu.Lock()
 		rec.complete(rw, a.maxObject)
