@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/annexapi/annex/audit"
 	"github.com/annexapi/annex/authn"
 )
 
@@ -29,6 +30,10 @@ type flagState struct {
 	extraPrefixes  commaList
 	uidHdrs        commaList
 	oidcSigningAlg commaList
+	// audit holds the --audit-* flags; auditFromFlags is set once they
+	// filled Builder.Audit.
+	audit          *audit.Flags
+	auditFromFlags bool
 }
 
 // AddFlags registers the server's flags on fs, named and meaning as
@@ -37,7 +42,9 @@ type flagState struct {
 // --authorization-policy-file, --authorization-always-allow-paths, the
 // --oidc-* set, and for delegated mode --delegated-auth,
 // --authentication-kubeconfig, --authorization-kubeconfig, the
-// --requestheader-* set and the webhook cache TTLs. The current field values
+// --requestheader-* set and the webhook cache TTLs; and the --audit-* set
+// (audit.AddFlags: --audit-policy-file, --audit-log-path, ...), which sets
+// Audit when --audit-policy-file is given. The current field values
 // are the defaults. Values take effect at Build; delegation is on when
 // --delegated-auth is set or either kubeconfig flag is given.
 func (b *Builder) AddFlags(fs *flag.FlagSet) {
@@ -82,6 +89,8 @@ func (b *Builder) AddFlags(fs *flag.FlagSet) {
 	fs.StringVar(&f.oidc.GroupsPrefix, "oidc-groups-prefix", "", "If provided, all groups will be prefixed with this value.")
 	fs.Var(&f.oidcRequired, "oidc-required-claim", "A key=value pair that describes a required claim in the ID Token. Repeatable.")
 	fs.Var(&f.oidcSigningAlg, "oidc-signing-algs", "Comma-separated list of allowed JOSE asymmetric signing algorithms. Default RS256.")
+
+	f.audit = audit.AddFlags(fs)
 }
 
 // applyFlags moves what AddFlags collected into the Builder's fields.
@@ -115,7 +124,7 @@ func (b *Builder) applyFlags() error {
 		o.SigningAlgorithms = f.oidcSigningAlg
 		b.OIDC = &o
 	}
-	return nil
+	return b.applyAuditFlags()
 }
 
 // commaList is a flag of comma-separated values; repeating it appends.

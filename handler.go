@@ -82,8 +82,14 @@ func (s *Server) buildHandler(c *Builder, p *plan, resources []rest.Resource, fd
 	if err := fd.fill(set); err != nil {
 		errs = append(errs, err)
 	}
-	// StageAudit and StageFlowControl are slots: a section of the Builder
-	// that fills one adds set(StageAudit, f) here and says so in fills.
+	// StageFlowControl is a slot: a section of the Builder that fills one
+	// adds set(StageFlowControl, f) here and says so in fills.
+	auditor, err := s.buildAudit(c)
+	if err != nil {
+		errs = append(errs, err)
+	} else if auditor != nil {
+		set(StageAudit, auditor.Filter)
+	}
 	stages, err = c.insertStages(stages)
 	if err != nil {
 		errs = append(errs, err)
@@ -91,7 +97,7 @@ func (s *Server) buildHandler(c *Builder, p *plan, resources []rest.Resource, fd
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
 	}
-	return Chain(stages, mux, ChainOptions{OnReject: func(r *http.Request, stage string, code int) {
+	return Chain(stages, mux, ChainOptions{StageLatencies: auditor != nil, OnReject: func(r *http.Request, stage string, code int) {
 		m.ObserveRejection(stage)
 		s.log.Debug("request rejected", zap.String("stage", stage), zap.Int("code", code), zap.String("path", r.URL.Path))
 	}})
@@ -102,7 +108,9 @@ func (s *Server) buildHandler(c *Builder, p *plan, resources []rest.Resource, fd
 // with these on.
 func (c *Builder) fills(name string) bool {
 	switch name {
-	case StageAudit, StageFlowControl:
+	case StageAudit:
+		return c.Audit.Enabled()
+	case StageFlowControl:
 		return false
 	}
 	return true

@@ -90,7 +90,7 @@ type Auditor struct {
 // the log file and loads the webhook's kubeconfig. It returns nil (no audit)
 // when cfg has no Policy or no backend.
 func New(cfg Config) (*Auditor, error) {
-	if cfg.Policy == nil || (!cfg.Log.enabled() && !cfg.Webhook.enabled()) {
+	if !cfg.Enabled() {
 		return nil, nil
 	}
 	eval, err := NewEvaluator(cfg.Policy)
@@ -179,6 +179,12 @@ func (c *Config) Validate() error {
 		errs = append(errs, fmt.Errorf("%w: MaxObjectBytes %d is negative", ErrInvalidConfig, c.MaxObjectBytes))
 	}
 	return errors.Join(errs...)
+}
+
+// Enabled reports whether New would return an Auditor for c: c has a
+// Policy and at least one backend.
+func (c *Config) Enabled() bool {
+	return c.Policy != nil && (c.Log.enabled() || c.Webhook.enabled())
 }
 
 func (a *Auditor) add(b *backend) {

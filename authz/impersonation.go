@@ -173,7 +173,7 @@ func parseImpersonation(h http.Header, requestor *filters.User, allowUnknown boo
 			}
 			extra[key] = append(extra[key], vs...)
 		default:
-			if !allowUnknown {
+			if !allowUnknown && len(k) >= len(impersonatePrefix) && strings.EqualFold(k[:len(impersonatePrefix)], impersonatePrefix) {
 				return nil, nil, fmt.Errorf("unknown impersonation header %q", k)
 			}
 		}
