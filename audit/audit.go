@@ -5,7 +5,6 @@ package audit
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -345,11 +344,11 @@ func (a *Auditor) emit(ctx context.Context, rec *record, stage Stage) bool {
 // truncates and ev may be too large for it. Objects that are not valid JSON
 // are dropped rather than losing the event.
 func (a *Auditor) encode(ev *Event) *encoded {
-	full, err := json.Marshal(ev)
+	full, err := appendEvent(make([]byte, 0, 1024+len(ev.RequestObject)+len(ev.ResponseObject)), ev)
 	if err != nil {
 		ev.RequestObject, ev.ResponseObject = nil, nil
-		full, err = json.Marshal(ev)
-		if err != nil { // only strings, numbers and maps of strings are left
+		full, err = appendEvent(full[:0], ev)
+		if err != nil { // only a Status's details are left to fail
 			a.logger.Error("audit event does not encode", zap.Error(err))
 			full = []byte("{}")
 		}
@@ -364,7 +363,7 @@ func (a *Auditor) encode(ev *Event) *encoded {
 			t.Annotations = map[string]string{}
 		}
 		t.Annotations[TruncatedAnnotation] = "true"
-		if b, err := json.Marshal(&t); err == nil {
+		if b, err := appendEvent(make([]byte, 0, 1024), &t); err == nil {
 			e.truncated = append(b, '\n')
 		}
 	}
