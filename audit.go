@@ -101,12 +101,13 @@ func auditStages(ctx context.Context, code int) (latencies, rejectedBy string) {
 	if t == nil {
 		return "", ""
 	}
+	// Stages come first, each once; the handler's steps after them, a name
+	// possibly repeated: those are summed.
 	type entry struct {
 		name string
 		d    time.Duration
 	}
-	var buf [24]entry
-	entries := buf[:0]
+	var entries []entry
 next:
 	for name, d := range t.Latencies() {
 		if genericStages[name] {
@@ -120,7 +121,7 @@ next:
 		}
 		entries = append(entries, entry{name, d})
 	}
-	var b []byte
+	b := make([]byte, 0, 24*len(entries))
 	for i, e := range entries {
 		if i > 0 {
 			b = append(b, ',')

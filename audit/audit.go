@@ -356,18 +356,31 @@ func (a *Auditor) encode(ev *Event) *encoded {
 	e := &encoded{full: append(full, '\n')}
 	if a.truncMin > 0 && int64(len(full)) > a.truncMin && ev.Level.AtLeast(LevelRequest) &&
 		(ev.RequestObject != nil || ev.ResponseObject != nil) {
-		t := *ev
-		t.RequestObject, t.ResponseObject = nil, nil
-		t.Annotations = maps.Clone(ev.Annotations)
-		if t.Annotations == nil {
-			t.Annotations = map[string]string{}
-		}
-		t.Annotations[TruncatedAnnotation] = "true"
-		if b, err := appendEvent(make([]byte, 0, 1024), &t); err == nil {
-			e.truncated = append(b, '\n')
-		}
+		e.truncated = encodeTruncated(ev)
 	}
 	return e
+}
+
+// encodeTruncated returns ev without its objects, marked truncated, as a
+// JSON line (nil if it does not encode). It is a function of its own so
+// that the copy of ev is on its stack, not on every event's: handler
+// goroutines start with small stacks, and a deeper frame on the hot path
+// makes them grow (a copy of the stack) on every request.
+//
+//go:noinline
+func encodeTruncated(ev *Event) []byte {
+	t := *ev
+	t.RequestObject, t.ResponseObject = nil, nil
+	t.Annotations = maps.Clone(ev.Annotations)
+	if t.Annotations == nil {
+		t.Annotations = map[string]string{}
+	}
+	t.Annotations[TruncatedAnnotation] = "true"
+	b, err := appendEvent(make([]byte, 0, 1024), &t)
+	if err != nil {
+		return nil
+	}
+	return append(b, '\n')
 }
 
 // sanitize keeps a URI in a plain-text error from looking like HTML, as
