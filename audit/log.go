@@ -107,63 +107,30 @@ func newLogSink(c *LogConfig) (*logSink, error) {
 }
 
 // logSink writes lines under one lock, so lines of concurrent blocking
-// writers never interleave. Concurrent writers share writes (group
-// commit): a writer that finds no open group opens one and writes it once
-// it holds the lock; writers arriving meanwhile add their lines to that
-// group and wait for its write. Each writer still returns only once its
-// lines were written (blocking mode's promise), with one write call per
-// group instead of one per event under load.
+// writers never interleave.
 type logSink struct {
 	mu sync.Mutex // guards w
 	w  io.Writer
 	c  io.Closer // nil when the writer is not ours to close
-
-	groupMu sync.Mutex // guards open
-	open    *writeGroup
 }
-
-// writeGroup is lines waiting for one write; done is closed once written,
-// err set before.
-type writeGroup struct {
-	buf  []byte
-	done chan struct{}
-	err  error
-}
-
-// maxGroupBytes bounds a group, well below lumberjack's smallest file
-// (1 MB), which refuses a larger write.
-const maxGroupBytes = 256 << 10
 
 func (s *logSink) write(_ context.Context, events [][]byte) (int, error) {
-	n := 0
-	for _, e := range events {
-		n += len(e)
-	}
-	s.groupMu.Lock()
-	g, leader := s.open, false
-	if g == nil || len(g.buf)+n > maxGroupBytes {
-		g, leader = &writeGroup{buf: make([]byte, 0, max(n, 4096)), done: make(chan struct{})}, true
-		s.open = g
-	}
-	for _, e := range events {
-		g.buf = append(g.buf, e...)
-	}
-	s.groupMu.Unlock()
-	if leader {
-		s.mu.Lock()
-		s.groupMu.Lock()
-		if s.open == g { // closed: later writers open a new group
-			s.open = nil
+	p := events[0]
+	if len(events) > 1 {
+		n := 0
+		for _, e := range events {
+			n += len(e)
 		}
-		s.groupMu.Unlock()
-		_, g.err = s.w.Write(g.buf)
-		s.mu.Unlock()
-		close(g.done)
-	} else {
-		<-g.done
+		p = make([]byte, 0, n)
+		for _, e := range events {
+			p = append(p, e...)
+		}
 	}
-	if g.err != nil {
-		return len(events), g.err
+	s.mu.Lock()
+	_, err := s.w.Write(p)
+	s.mu.Unlock()
+	if err != nil {
+		return len(events), err
 	}
 	return 0, nil
 }
