@@ -19,6 +19,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/annexapi/annex/admission"
+	"github.com/annexapi/annex/audit"
 	"github.com/annexapi/annex/authn"
 	"github.com/annexapi/annex/authz"
 	"github.com/annexapi/annex/flowcontrol"
@@ -115,6 +116,19 @@ type Builder struct {
 	// AdmissionWebhookFiles are YAML files of MutatingWebhookConfiguration
 	// and ValidatingWebhookConfiguration objects.
 	AdmissionWebhookFiles []string
+
+	// Audit configures the audit stage (package audit), right after
+	// authentication: a Policy and a backend (Log or Webhook) turn it on.
+	// Zero means no audit, as kube-apiserver without --audit-policy-file.
+	// The --audit-* flags (AddFlags) set Policy, Log and Webhook when
+	// --audit-policy-file is given. A zero Registerer or Logger means the
+	// Builder's; a nil Stages means the chain's trace, timed while audit is
+	// on (ChainOptions.StageLatencies), for the annex.dev/stage-latencies
+	// and annex.dev/rejected-by annotations. Build checks it in its first
+	// phase (audit.Config.Validate) and Run starts the Auditor, stopping it
+	// only after the server drained, so every buffered event is written
+	// before Run returns.
+	Audit audit.Config
 
 	// Logger receives the server's logs. Nil means no logging.
 	Logger *zap.Logger

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/annexapi/annex/audit"
 	"github.com/annexapi/annex/authn"
 )
 
@@ -31,6 +32,10 @@ type flagState struct {
 	oidcSigningAlg commaList
 	// fcGiven records which flags of priority and fairness were given.
 	fcGiven map[string]*bool
+	// audit holds the --audit-* flags; auditFromFlags is set once they
+	// filled Builder.Audit.
+	audit          *audit.Flags
+	auditFromFlags bool
 }
 
 // AddFlags registers the server's flags on fs, named and meaning as
@@ -39,9 +44,11 @@ type flagState struct {
 // --authorization-policy-file, --authorization-always-allow-paths, the
 // --oidc-* set, and for delegated mode --delegated-auth,
 // --authentication-kubeconfig, --authorization-kubeconfig, the
-// --requestheader-* set and the webhook cache TTLs, and priority and
+// --requestheader-* set and the webhook cache TTLs; priority and
 // fairness's --enable-priority-and-fairness, --max-requests-inflight,
-// --max-mutating-requests-inflight and --flowcontrol-config-file. The current field values
+// --max-mutating-requests-inflight and --flowcontrol-config-file; and the
+// --audit-* set (audit.AddFlags: --audit-policy-file, --audit-log-path, ...),
+// which sets Audit when --audit-policy-file is given. The current field values
 // are the defaults. Values take effect at Build; delegation is on when
 // --delegated-auth is set or either kubeconfig flag is given.
 func (b *Builder) AddFlags(fs *flag.FlagSet) {
@@ -87,6 +94,8 @@ func (b *Builder) AddFlags(fs *flag.FlagSet) {
 	fs.Var(&f.oidcRequired, "oidc-required-claim", "A key=value pair that describes a required claim in the ID Token. Repeatable.")
 	fs.Var(&f.oidcSigningAlg, "oidc-signing-algs", "Comma-separated list of allowed JOSE asymmetric signing algorithms. Default RS256.")
 	b.addFlowControlFlags(fs)
+
+	f.audit = audit.AddFlags(fs)
 }
 
 // applyFlags moves what AddFlags collected into the Builder's fields.
@@ -121,7 +130,7 @@ func (b *Builder) applyFlags() error {
 		o.SigningAlgorithms = f.oidcSigningAlg
 		b.OIDC = &o
 	}
-	return nil
+	return b.applyAuditFlags()
 }
 
 // commaList is a flag of comma-separated values; repeating it appends.

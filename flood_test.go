@@ -14,7 +14,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
@@ -371,14 +370,6 @@ func (r *floodRig) overhead(modes []string, rounds int, slice time.Duration) (ra
 
 // processCPU is the CPU time (user and system) of this process so far:
 // server and clients alike.
-func processCPU() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
-
 func median(v []float64) float64 {
 	v = slices.Clone(v)
 	slices.Sort(v)

@@ -87,8 +87,12 @@ func (s *Server) buildHandler(c *Builder, p *plan, resources []rest.Resource, fd
 		errs = append(errs, err)
 	}
 	set(StageFlowControl, flowControl)
-	// StageAudit is a slot: a section of the Builder that fills it adds
-	// set(StageAudit, f) here and says so in fills.
+	auditor, err := s.buildAudit(c)
+	if err != nil {
+		errs = append(errs, err)
+	} else if auditor != nil {
+		set(StageAudit, auditor.Filter)
+	}
 	stages, err = c.insertStages(stages)
 	if err != nil {
 		errs = append(errs, err)
@@ -96,7 +100,7 @@ func (s *Server) buildHandler(c *Builder, p *plan, resources []rest.Resource, fd
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
 	}
-	return Chain(stages, mux, ChainOptions{OnReject: func(r *http.Request, stage string, code int) {
+	return Chain(stages, mux, ChainOptions{StageLatencies: auditor != nil, OnReject: func(r *http.Request, stage string, code int) {
 		m.ObserveRejection(stage)
 		s.log.Debug("request rejected", zap.String("stage", stage), zap.Int("code", code), zap.String("path", r.URL.Path))
 	}})
@@ -108,7 +112,7 @@ func (s *Server) buildHandler(c *Builder, p *plan, resources []rest.Resource, fd
 func (c *Builder) fills(name string) bool {
 	switch name {
 	case StageAudit:
-		return false
+		return c.Audit.Enabled()
 	}
 	return true
 }

@@ -24,7 +24,7 @@ import (
 // Impersonate-* headers are impersonation's business.
 func TestKubectlImpersonation(t *testing.T) {
 	t.Parallel()
-	dataDir, _ := startExample(t)
+	dataDir, _, _ := startExample(t)
 	k := kubectltest.New(t, filepath.Join(dataDir, "kubeconfig"))
 
 	out, ok := k.Run("--as=bob", "get", "environments")
@@ -130,7 +130,7 @@ func send(c *http.Client, method, url, contentType string, body []byte, extra ht
 // Impersonate-User next to the headers every client sends.
 func TestRawImpersonationWithClientHeaders(t *testing.T) {
 	t.Parallel()
-	dataDir, url := startExample(t)
+	dataDir, url, _ := startExample(t)
 	c := adminHTTP(t, dataDir)
 	list := url + "/apis/platform.example.com/v1alpha1/namespaces/default/environments"
 	for _, tc := range []struct {
@@ -180,7 +180,7 @@ func jsonPatchOps(n int) []byte {
 // 10,000 operations is a 413 with kube's message; 10,000 apply.
 func TestJSONPatchOperationLimit(t *testing.T) {
 	t.Parallel()
-	dataDir, url := startExample(t)
+	dataDir, url, _ := startExample(t)
 	c := adminHTTP(t, dataDir)
 	createEnvironment(t, c, url)
 	obj := url + "/apis/platform.example.com/v1alpha1/namespaces/default/environments/checkout-staging"
@@ -209,7 +209,7 @@ func TestJSONPatchOperationLimit(t *testing.T) {
 // GiB).
 func TestJSONPatchCopyLimit(t *testing.T) {
 	t.Parallel()
-	dataDir, url := startExample(t)
+	dataDir, url, _ := startExample(t)
 	c := adminHTTP(t, dataDir)
 	createEnvironment(t, c, url)
 	obj := url + "/apis/platform.example.com/v1alpha1/namespaces/default/environments/checkout-staging"
@@ -228,7 +228,7 @@ func TestJSONPatchCopyLimit(t *testing.T) {
 // (a namespace of ".." was a 500 "invalid key" from storage, as in k8s).
 func TestPathSegmentsThatNameNothing(t *testing.T) {
 	t.Parallel()
-	dataDir, url := startExample(t)
+	dataDir, url, _ := startExample(t)
 	c := adminHTTP(t, dataDir)
 	createEnvironment(t, c, url)
 	g := url + "/apis/platform.example.com/v1alpha1"
@@ -269,7 +269,7 @@ func TestPathSegmentsThatNameNothing(t *testing.T) {
 // periodic bookmark is once a minute, so a 4-second watch gets no other.
 func TestWatchBookmarkBeforeTimeout(t *testing.T) {
 	t.Parallel()
-	dataDir, url := startExample(t)
+	dataDir, url, _ := startExample(t)
 	c := adminHTTP(t, dataDir)
 	createEnvironment(t, c, url)
 	code, body := do(t, c, "GET", url+"/apis/platform.example.com/v1alpha1/namespaces/default/environments", "", nil, nil)
@@ -328,7 +328,7 @@ func TestWatchBookmarkBeforeTimeout(t *testing.T) {
 // apply.
 func TestBodiesNoClientCanDecode(t *testing.T) {
 	t.Parallel()
-	dataDir, url := startExample(t)
+	dataDir, url, _ := startExample(t)
 	c := adminHTTP(t, dataDir)
 	createEnvironment(t, c, url)
 	col := url + "/apis/platform.example.com/v1alpha1/namespaces/default/environments"

@@ -15,7 +15,7 @@ import (
 // path is a Kubernetes Status.
 func TestNoBadInputIsA500(t *testing.T) {
 	t.Parallel()
-	dataDir, url := startExample(t)
+	dataDir, url, _ := startExample(t)
 	c := adminHTTP(t, dataDir)
 	createEnvironment(t, c, url)
 	base := url + "/apis/platform.example.com/v1alpha1"
