@@ -19,8 +19,10 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/annexapi/annex/admission"
+	"github.com/annexapi/annex/audit"
 	"github.com/annexapi/annex/authn"
 	"github.com/annexapi/annex/authz"
+	"github.com/annexapi/annex/flowcontrol"
 	"github.com/annexapi/annex/healthz"
 	"github.com/annexapi/annex/rest"
 	"github.com/annexapi/annex/storage"
@@ -120,6 +122,19 @@ type Builder struct {
 	// and ValidatingWebhookConfiguration objects.
 	AdmissionWebhookFiles []string
 
+	// Audit configures the audit stage (package audit), right after
+	// authentication: a Policy and a backend (Log or Webhook) turn it on.
+	// Zero means no audit, as kube-apiserver without --audit-policy-file.
+	// The --audit-* flags (AddFlags) set Policy, Log and Webhook when
+	// --audit-policy-file is given. A zero Registerer or Logger means the
+	// Builder's; a nil Stages means the chain's trace, timed while audit is
+	// on (ChainOptions.StageLatencies), for the annex.dev/stage-latencies
+	// and annex.dev/rejected-by annotations. Build checks it in its first
+	// phase (audit.Config.Validate) and Run starts the Auditor, stopping it
+	// only after the server drained, so every buffered event is written
+	// before Run returns.
+	Audit audit.Config
+
 	// Logger receives the server's logs. Nil means no logging.
 	Logger *zap.Logger
 	// Registerer receives the server's metrics, served on /metrics when it is
@@ -142,6 +157,24 @@ type Builder struct {
 	// failing, after Run's context ends, so load balancers stop sending
 	// requests first. Zero means none.
 	ShutdownDelay time.Duration
+
+	// FlowControl configures API priority and fairness, the flowcontrol
+	// stage (package flowcontrol; flags --enable-priority-and-fairness,
+	// --max-requests-inflight, --max-mutating-requests-inflight,
+	// --flowcontrol-config-file). The zero value is kube's default: on, with
+	// 400 + 200 seats and kube's mandatory and suggested FlowSchemas and
+	// PriorityLevelConfigurations, which standalone are the whole
+	// configuration (no cluster needed). In delegated mode the server follows
+	// the cluster's objects (list and watch, the last good ones kept while the
+	// cluster is unreachable; its identity needs get, list and watch on
+	// flowschemas and prioritylevelconfigurations in
+	// flowcontrol.apiserver.k8s.io), so ConfigFiles and Objects are then an
+	// error, as they are with Disabled, which applies kube's two max-in-flight
+	// limits instead. Build fills the nil Registerer, Logger, Cluster
+	// (delegated) and ObjectCounter (the stores' object counts, refreshed
+	// every minute). The health paths are never queued nor rejected; the
+	// debug dumps are served under FlowControlDebugPath.
+	FlowControl flowcontrol.Config
 
 	// ReadyChecks are added to /readyz (and /healthz).
 	ReadyChecks []healthz.Check

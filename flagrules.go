@@ -10,6 +10,8 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"slices"
+	"strings"
 )
 
 // fieldsSetInCode records which Builder fields the program set before the
@@ -24,8 +26,26 @@ type flagRule struct {
 	noEffect func(b *Builder, given map[string]bool, code fieldsSetInCode) (why string, ok bool)
 }
 
-// flagRules returns the rules; a function, so that no package state exists.
-func flagRules() []flagRule {
+// flagRules returns the rules, for the flags given; a function, so that no
+// package state exists.
+func flagRules(given map[string]bool) []flagRule {
+	// The audit flags, by kind: the log's, the webhook's, and all but the
+	// policy (which audit.AddFlags names; only those given matter).
+	var auditFlags, auditLogFlags, auditWebhookFlags []string
+	for name := range given {
+		switch {
+		case !strings.HasPrefix(name, "audit-") || name == "audit-policy-file":
+			continue
+		case strings.HasPrefix(name, "audit-log-") && name != "audit-log-path":
+			auditLogFlags = append(auditLogFlags, name)
+		case strings.HasPrefix(name, "audit-webhook-") && name != "audit-webhook-config-file":
+			auditWebhookFlags = append(auditWebhookFlags, name)
+		}
+		auditFlags = append(auditFlags, name)
+	}
+	slices.Sort(auditFlags)
+	slices.Sort(auditLogFlags)
+	slices.Sort(auditWebhookFlags)
 	delegationFlags := []string{"authentication-kubeconfig", "authorization-kubeconfig", "authentication-skip-lookup",
 		"authentication-token-webhook-cache-ttl", "authorization-webhook-cache-authorized-ttl", "authorization-webhook-cache-unauthorized-ttl"}
 	requestHeaderNameFlags := []string{"requestheader-allowed-names", "requestheader-username-headers",
@@ -79,6 +99,20 @@ func flagRules() []flagRule {
 		{flags: oidcFlags, noEffect: func(b *Builder, given map[string]bool, code fieldsSetInCode) (string, bool) {
 			return "has no effect without --oidc-issuer-url", !code.oidc && !given["oidc-issuer-url"]
 		}},
+		// kube-apiserver audits nothing without a policy, a log without its
+		// path, a webhook without its configuration.
+		{flags: auditFlags, noEffect: func(b *Builder, given map[string]bool, code fieldsSetInCode) (string, bool) {
+			return "has no effect without --audit-policy-file", !given["audit-policy-file"]
+		}},
+		{flags: auditLogFlags, noEffect: func(b *Builder, given map[string]bool, code fieldsSetInCode) (string, bool) {
+			return "has no effect without --audit-log-path", !given["audit-log-path"]
+		}},
+		{flags: auditWebhookFlags, noEffect: func(b *Builder, given map[string]bool, code fieldsSetInCode) (string, bool) {
+			return "has no effect without --audit-webhook-config-file", !given["audit-webhook-config-file"]
+		}},
+		{flags: []string{"audit-policy-file"}, noEffect: func(b *Builder, given map[string]bool, code fieldsSetInCode) (string, bool) {
+			return "has no effect without --audit-log-path or --audit-webhook-config-file", !given["audit-log-path"] && !given["audit-webhook-config-file"]
+		}},
 		{flags: []string{"secure-port", "bind-address"}, noEffect: func(b *Builder, given map[string]bool, code fieldsSetInCode) (string, bool) {
 			return "Builder.Listener is set in code", b.Listener != nil
 		}},
@@ -98,7 +132,7 @@ func (b *Builder) checkFlagEffects(code fieldsSetInCode) error {
 	b.flags.fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
 	var errs []error
 	reported := map[string]bool{}
-	for _, r := range flagRules() {
+	for _, r := range flagRules(given) {
 		why, ok := r.noEffect(b, given, code)
 		if !ok {
 			continue

@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"net"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -21,6 +22,10 @@ func TestFlagWithoutEffectIsAnError(t *testing.T) {
 	stored := []rest.Resource{widgets()}
 	computed := []rest.Resource{{Group: "test.annex.dev", Version: "v1", Plural: "gauges", Kind: "Gauge",
 		Getter: rest.GetterFunc(nil), Lister: rest.ListerFunc(nil)}}
+	policy := filepath.Join(t.TempDir(), "audit-policy.yaml")
+	if err := os.WriteFile(policy, []byte("apiVersion: audit.k8s.io/v1\nkind: Policy\nrules:\n- level: Metadata\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	files := []string{"--tls-cert-file", "/c.crt", "--tls-private-key-file", "/c.key", "--client-ca-file", "/ca.crt"}
 	tests := []struct {
 		name string
@@ -86,6 +91,22 @@ func TestFlagWithoutEffectIsAnError(t *testing.T) {
 		{name: "oidc_flags_with_oidc_in_code", args: []string{"--oidc-issuer-url", "https://issuer", "--oidc-client-id", "c"},
 			builder: func(b *Builder) { b.OIDC = &authn.OIDCConfig{IssuerURL: "https://other"} },
 			wantErr: []string{"--oidc-issuer-url: Builder.OIDC is set in code", "--oidc-client-id: Builder.OIDC is set in code"}},
+		{name: "audit_log", args: []string{"--audit-policy-file", policy, "--audit-log-path", "/a.log", "--audit-log-maxage", "3", "--audit-log-mode", "batch"}},
+		{name: "audit_webhook", args: []string{"--audit-policy-file", policy, "--audit-webhook-config-file", "/w", "--audit-webhook-batch-max-size", "10"}},
+		{name: "audit_flags_without_a_policy", args: []string{"--audit-log-path", "/a.log", "--audit-log-maxage", "3", "--audit-webhook-config-file", "/w"},
+			wantErr: []string{
+				"--audit-log-maxage: has no effect without --audit-policy-file",
+				"--audit-log-path: has no effect without --audit-policy-file",
+				"--audit-webhook-config-file: has no effect without --audit-policy-file",
+			}},
+		{name: "audit_policy_without_a_backend", args: []string{"--audit-policy-file", policy},
+			wantErr: []string{"--audit-policy-file: has no effect without --audit-log-path or --audit-webhook-config-file"}},
+		{name: "audit_backend_settings_without_the_backend", args: []string{"--audit-policy-file", policy, "--audit-log-path", "/a.log",
+			"--audit-webhook-mode", "batch", "--audit-webhook-initial-backoff", "1s"},
+			wantErr: []string{
+				"--audit-webhook-initial-backoff: has no effect without --audit-webhook-config-file",
+				"--audit-webhook-mode: has no effect without --audit-webhook-config-file",
+			}},
 		{name: "port_and_address", args: []string{"--secure-port", "9443", "--bind-address", "127.0.0.1"},
 			builder: func(b *Builder) { b.Listener = nil }},
 		{name: "port_and_address_with_a_listener", args: []string{"--secure-port", "9443", "--bind-address", "127.0.0.1"},

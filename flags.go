@@ -4,12 +4,14 @@
 package annex
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"os"
 	"strings"
 	"time"
 
+	"github.com/annexapi/annex/audit"
 	"github.com/annexapi/annex/authn"
 )
 
@@ -33,6 +35,12 @@ type flagState struct {
 	extraPrefixes  commaList
 	uidHdrs        commaList
 	oidcSigningAlg commaList
+	// fcGiven records which flags of priority and fairness were given.
+	fcGiven map[string]*bool
+	// audit holds the --audit-* flags; auditFromFlags is set once they
+	// filled Builder.Audit.
+	audit          *audit.Flags
+	auditFromFlags bool
 }
 
 // AddFlags registers the server's flags on fs, named and meaning as
@@ -41,9 +49,13 @@ type flagState struct {
 // --authorization-policy-file, --authorization-always-allow-paths, the
 // --oidc-* set, and for delegated mode --delegated-auth,
 // --authentication-kubeconfig, --authorization-kubeconfig, the
-// --authentication-skip-lookup, the webhook cache TTLs; the --requestheader-*
-// set (in either mode), the limits (limits.go). The current field values are
-// the defaults. Values take effect at Build; delegation is on when
+// --authentication-skip-lookup and the webhook cache TTLs; the
+// --requestheader-* set (in either mode); the limits (limits.go); priority
+// and fairness's --enable-priority-and-fairness, --max-requests-inflight,
+// --max-mutating-requests-inflight and --flowcontrol-config-file; and the
+// --audit-* set (audit.AddFlags: --audit-policy-file, --audit-log-path, ...),
+// which sets Audit when --audit-policy-file is given. The current field values
+// are the defaults. Values take effect at Build; delegation is on when
 // --delegated-auth is set. A flag given that has no effect in the chosen
 // mode is an error of Build that names it (flagrules.go).
 func (b *Builder) AddFlags(fs *flag.FlagSet) {
@@ -91,6 +103,9 @@ func (b *Builder) AddFlags(fs *flag.FlagSet) {
 	fs.StringVar(&f.oidc.GroupsPrefix, "oidc-groups-prefix", "", "If provided, all groups will be prefixed with this value.")
 	fs.Var(&f.oidcRequired, "oidc-required-claim", "A key=value pair that describes a required claim in the ID Token. Repeatable.")
 	fs.Var(&f.oidcSigningAlg, "oidc-signing-algs", "Comma-separated list of allowed JOSE asymmetric signing algorithms. Default RS256.")
+	b.addFlowControlFlags(fs)
+
+	f.audit = audit.AddFlags(fs)
 }
 
 // applyFlags moves what AddFlags collected into the Builder's fields.
@@ -99,6 +114,7 @@ func (b *Builder) applyFlags() error {
 	if f == nil {
 		return nil
 	}
+	b.applyFlowControlFlags()
 	if len(f.policyFiles) > 0 {
 		b.AuthorizationPolicyFiles = append(b.AuthorizationPolicyFiles, f.policyFiles...)
 	}
@@ -130,7 +146,7 @@ func (b *Builder) applyFlags() error {
 		o.SigningAlgorithms = f.oidcSigningAlg
 		b.OIDC = &o
 	}
-	return b.checkFlagEffects(fromCode)
+	return errors.Join(b.applyAuditFlags(), b.checkFlagEffects(fromCode))
 }
 
 // commaList is a flag of comma-separated values; repeating it appends.

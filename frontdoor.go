@@ -7,12 +7,14 @@
 package annex
 
 import (
+	"net/http"
 	"path/filepath"
 	"time"
 
 	"github.com/annexapi/annex/authn"
 	"github.com/annexapi/annex/authz"
 	"github.com/annexapi/annex/certs"
+	"github.com/annexapi/annex/filters"
 	"github.com/annexapi/annex/healthz"
 	"github.com/annexapi/annex/kubeclient"
 )
@@ -255,11 +257,17 @@ func (fd *frontDoor) fill(set func(name string, f Filter)) error {
 	if err != nil {
 		return err
 	}
-	impersonation, err := authz.WithImpersonation(authz.ImpersonationConfig{Authorizer: fd.authorizer})
+	// The audit stage, when on, records the impersonated user and the
+	// authorization decision through package filters.
+	impersonation, err := authz.WithImpersonation(authz.ImpersonationConfig{Authorizer: fd.authorizer,
+		OnImpersonation: func(r *http.Request, _, imp *filters.User) { filters.RecordImpersonatedUser(r.Context(), imp) }})
 	if err != nil {
 		return err
 	}
-	authzFilter, err := authz.WithAuthorization(authz.FilterConfig{Authorizer: fd.authorizer, Metrics: fd.authzMetrics})
+	authzFilter, err := authz.WithAuthorization(authz.FilterConfig{Authorizer: fd.authorizer, Metrics: fd.authzMetrics,
+		OnDecision: func(r *http.Request, d authz.Decision, reason string, err error) {
+			filters.RecordAuthorizationDecision(r.Context(), d == authz.DecisionAllow, reason, err)
+		}})
 	if err != nil {
 		return err
 	}

@@ -48,6 +48,10 @@ func (s *Server) buildHandler(c *Builder, p *plan, resources []rest.Resource, fd
 	if err != nil {
 		errs = append(errs, err)
 	}
+	flowControl, err := s.buildFlowControl(c, resources, fd)
+	if err != nil {
+		errs = append(errs, err)
+	}
 	mux, err := s.buildMux(c, resources, apiHandler)
 	if err != nil {
 		errs = append(errs, err)
@@ -82,8 +86,13 @@ func (s *Server) buildHandler(c *Builder, p *plan, resources []rest.Resource, fd
 	if err := fd.fill(set); err != nil {
 		errs = append(errs, err)
 	}
-	// StageAudit and StageFlowControl are slots: a section of the Builder
-	// that fills one adds set(StageAudit, f) here and says so in fills.
+	set(StageFlowControl, flowControl)
+	auditor, err := s.buildAudit(c)
+	if err != nil {
+		errs = append(errs, err)
+	} else if auditor != nil {
+		set(StageAudit, auditor.Filter)
+	}
 	stages, err = c.insertStages(stages)
 	if err != nil {
 		errs = append(errs, err)
@@ -91,7 +100,7 @@ func (s *Server) buildHandler(c *Builder, p *plan, resources []rest.Resource, fd
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
 	}
-	return Chain(stages, mux, ChainOptions{OnReject: func(r *http.Request, stage string, code int) {
+	return Chain(stages, mux, ChainOptions{StageLatencies: auditor != nil, OnReject: func(r *http.Request, stage string, code int) {
 		m.ObserveRejection(stage)
 		s.log.Debug("request rejected", zap.String("stage", stage), zap.Int("code", code), zap.String("path", r.URL.Path))
 	}})
@@ -102,8 +111,8 @@ func (s *Server) buildHandler(c *Builder, p *plan, resources []rest.Resource, fd
 // with these on.
 func (c *Builder) fills(name string) bool {
 	switch name {
-	case StageAudit, StageFlowControl:
-		return false
+	case StageAudit:
+		return c.Audit.Enabled()
 	}
 	return true
 }
@@ -191,6 +200,9 @@ func (s *Server) buildMux(c *Builder, resources []rest.Resource, api http.Handle
 	})
 	if g, ok := c.Registerer.(prometheus.Gatherer); ok {
 		r.Handle("/metrics", promhttp.HandlerFor(g, promhttp.HandlerOpts{}))
+	}
+	if s.flowControl != nil {
+		r.Handle(FlowControlDebugPath+"*", s.flowControl.DebugHandler())
 	}
 	r.NotFound(api.ServeHTTP)
 	r.MethodNotAllowed(api.ServeHTTP)

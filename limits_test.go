@@ -182,6 +182,27 @@ func TestLimitJSONDepth(t *testing.T) {
 	}
 }
 
+func TestLimitJSONPatchOperations(t *testing.T) {
+	t.Parallel()
+	ts := startServer(t, Builder{})
+	url := ts.srv.URL() + widgetsPath
+	if code, body := send(t, ts.admin, http.MethodPost, url, "application/json", strings.NewReader(widgetOfSize("w", 200))); code != 201 {
+		t.Fatalf("create: %d %s", code, body)
+	}
+	ops := func(n int) string {
+		op := `{"op":"test","path":"/kind","value":"Widget"}`
+		return "[" + strings.TrimSuffix(strings.Repeat(op+",", n), ",") + "]"
+	}
+	if code, body := send(t, ts.admin, http.MethodPatch, url+"/w", "application/json-patch+json", strings.NewReader(ops(10000))); code != 200 {
+		t.Errorf("10000 operations (the limit): %d %.300s", code, body)
+	}
+	code, body := send(t, ts.admin, http.MethodPatch, url+"/w", "application/json-patch+json", strings.NewReader(ops(10001)))
+	_, reason, msg := status(t, body)
+	if code != 413 || reason != "RequestEntityTooLarge" || msg != "Request entity too large: The allowed maximum operations in a JSON patch is 10000, got 10001" {
+		t.Errorf("10001 operations: %d %s %q, want 413 naming the limit", code, reason, msg)
+	}
+}
+
 // rawTLS dials the server with HTTP/1.1 or h2 in ALPN, as the admin.
 func rawTLS(t testing.TB, ts *testServer, proto string) *tls.Conn {
 	t.Helper()

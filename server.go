@@ -18,6 +18,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/annexapi/annex/certs"
+	"github.com/annexapi/annex/flowcontrol"
 	"github.com/annexapi/annex/healthz"
 	"github.com/annexapi/annex/rest"
 	"github.com/annexapi/annex/storage"
@@ -43,6 +44,9 @@ type Server struct {
 	// standalone is the generated material of standalone mode, nil otherwise.
 	standalone *standaloneMaterial
 	kubeconfig string
+
+	// flowControl is priority and fairness (its debug dumps are mounted).
+	flowControl *flowcontrol.Controller
 
 	// readyChecks are /readyz checks the Build steps add (watch caches).
 	readyChecks []healthz.Check

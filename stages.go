@@ -79,8 +79,8 @@ const (
 	// impersonate; 403 otherwise (authz.WithImpersonation).
 	StageImpersonation = "impersonation"
 	// StageFlowControl is API priority and fairness; 429 with Retry-After
-	// when a priority level is full. A slot: off until a flowcontrol filter
-	// fills it.
+	// when a priority level is full (flowcontrol.Controller.Filter, as
+	// Builder.FlowControl configures it; the health paths pass untouched).
 	StageFlowControl = "flowcontrol"
 	// StageAuthorization asks the authorizers; 403 unless one allows
 	// (authz.WithAuthorization).

@@ -108,6 +108,8 @@ func (c *Builder) validate() (*plan, error) {
 	}
 	c.validateRequestHeader(p, reload, bad)
 	c.validateAdmission(p, bad)
+	c.validateFlowControl(bad)
+	c.validateAudit(bad)
 	if _, err := c.orderedStages(); err != nil {
 		errs = append(errs, err) // each names the stage, as Chain's do
 	}

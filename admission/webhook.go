@@ -445,7 +445,12 @@ func (w *Webhooks) callMutating(ctx context.Context, h *hook, a *Attributes, rou
 	}
 	annot := func(k string, v map[string]any) {
 		b, _ := json.Marshal(v)
-		filters.AddAuditAnnotation(ctx, fmt.Sprintf("%s.webhook.admission.k8s.io/round_%d_index_%d", k, round, index), string(b))
+		key := fmt.Sprintf("%s.webhook.admission.k8s.io/round_%d_index_%d", k, round, index)
+		if k == "patch" { // the patch is recorded at Request level and above, as Kubernetes
+			filters.AddAuditAnnotationWithLevel(ctx, key, string(b), "Request")
+			return
+		}
+		filters.AddAuditAnnotation(ctx, key, string(b))
 	}
 	if len(resp.Patch) == 0 {
 		annot("mutation", map[string]any{"configuration": h.config, "webhook": h.Name, "mutated": false})

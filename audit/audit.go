@@ -5,7 +5,6 @@ package audit
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -50,13 +49,14 @@ type Config struct {
 	// ResponseStarted event, and their responses are never recorded. Nil
 	// means filters.DefaultLongRunning (watch and /debug/pprof/).
 	LongRunning filters.LongRunningFunc
-	// Stages, when set, returns for the request of ctx the time spent in each
-	// stage of the chain and the stage that rejected it ("" when none), as
-	// recorded by the chain's stage trace; they become the
+	// Stages, when set, returns for the request of ctx, answered with the
+	// HTTP status code (0 when no response was started), the time spent in
+	// each stage of the chain and the stage that rejected it ("" when none),
+	// as recorded by the chain's stage trace; they become the
 	// annex.dev/stage-latencies and annex.dev/rejected-by annotations of
 	// ResponseComplete events. Nil means neither annotation. It is called
 	// once per audited request, after the rest of the chain returned.
-	Stages func(ctx context.Context) (latencies, rejectedBy string)
+	Stages func(ctx context.Context, code int) (latencies, rejectedBy string)
 	// MaxObjectBytes bounds a recorded request or response object: a larger
 	// response is not recorded and the event is marked truncated. Zero means
 	// 10 MiB.
@@ -76,7 +76,7 @@ type Auditor struct {
 	eval        *Evaluator
 	backends    []*backend
 	longRunning filters.LongRunningFunc
-	stages      func(context.Context) (string, string)
+	stages      func(context.Context, int) (string, string)
 	maxObject   int64
 	truncMin    int64 // smallest MaxEventSize of a truncating backend; 0: none truncates
 	metrics     *auditMetrics
@@ -89,7 +89,7 @@ type Auditor struct {
 // the log file and loads the webhook's kubeconfig. It returns nil (no audit)
 // when cfg has no Policy or no backend.
 func New(cfg Config) (*Auditor, error) {
-	if cfg.Policy == nil || (!cfg.Log.enabled() && !cfg.Webhook.enabled()) {
+	if !cfg.Enabled() {
 		return nil, nil
 	}
 	eval, err := NewEvaluator(cfg.Policy)
@@ -117,8 +117,7 @@ func New(cfg Config) (*Auditor, error) {
 		s, err := newLogSink(&cfg.Log)
 		if err == nil {
 			var b *backend
-			b, err = newBackend(pluginLog, s, cfg.Log.Batch, cfg.Log.Truncate,
-				backendDefaults{mode: ModeBlocking, maxBatch: 1}, a.metrics, a.logger)
+			b, err = newBackend(pluginLog, s, cfg.Log.Batch, cfg.Log.Truncate, logDefaults, a.metrics, a.logger)
 			a.add(b)
 		}
 		errs = append(errs, err)
@@ -135,8 +134,7 @@ func New(cfg Config) (*Auditor, error) {
 		}
 		if err == nil {
 			var b *backend
-			b, err = newBackend(pluginWebhook, s, cfg.Webhook.Batch, cfg.Webhook.Truncate,
-				backendDefaults{mode: ModeBatch, maxBatch: 400, qps: 10, burst: 15, async: true}, a.metrics, a.logger)
+			b, err = newBackend(pluginWebhook, s, cfg.Webhook.Batch, cfg.Webhook.Truncate, webhookDefaults, a.metrics, a.logger)
 			a.add(b)
 		}
 		errs = append(errs, err)
@@ -148,6 +146,44 @@ func New(cfg Config) (*Auditor, error) {
 		return nil, err
 	}
 	return a, nil
+}
+
+// The kube-apiserver defaults of each backend's mode.
+var (
+	logDefaults     = backendDefaults{mode: ModeBlocking, maxBatch: 1}
+	webhookDefaults = backendDefaults{mode: ModeBatch, maxBatch: 400, qps: 10, burst: 15, async: true}
+)
+
+// Validate returns every problem New would find with c, joined, without
+// New's side effects: it compiles the policy, checks each backend's mode,
+// sizes and format, looks at (never creates) the log file's directory, and
+// reads the webhook's kubeconfig. A Config without a Policy or without a
+// backend is valid (it audits nothing); so is a backend without a Policy,
+// which New ignores.
+func (c *Config) Validate() error {
+	var errs []error
+	if c.Policy != nil {
+		if _, err := NewEvaluator(c.Policy); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if c.Log.enabled() {
+		errs = append(errs, c.Log.check(), c.Log.Batch.check(pluginLog, c.Log.Truncate, logDefaults))
+	}
+	if c.Webhook.enabled() {
+		_, err := c.Webhook.client()
+		errs = append(errs, err, c.Webhook.Batch.check(pluginWebhook, c.Webhook.Truncate, webhookDefaults))
+	}
+	if c.MaxObjectBytes < 0 {
+		errs = append(errs, fmt.Errorf("%w: MaxObjectBytes %d is negative", ErrInvalidConfig, c.MaxObjectBytes))
+	}
+	return errors.Join(errs...)
+}
+
+// Enabled reports whether New would return an Auditor for c: c has a
+// Policy and at least one backend.
+func (c *Config) Enabled() bool {
+	return c.Policy != nil && (c.Log.enabled() || c.Webhook.enabled())
 }
 
 func (a *Auditor) add(b *backend) {
@@ -257,7 +293,11 @@ func (a *Auditor) serve(w http.ResponseWriter, r *http.Request, next http.Handle
 		}
 		var lat, rejected string
 		if a.stages != nil {
-			lat, rejected = a.stages(ctx)
+			code := 0
+			if rw.started {
+				code = rw.code
+			}
+			lat, rejected = a.stages(ctx, code)
 		}
 		rec.mu.Lock()
 		rec.complete(rw, a.maxObject)
@@ -304,11 +344,11 @@ func (a *Auditor) emit(ctx context.Context, rec *record, stage Stage) bool {
 // truncates and ev may be too large for it. Objects that are not valid JSON
 // are dropped rather than losing the event.
 func (a *Auditor) encode(ev *Event) *encoded {
-	full, err := json.Marshal(ev)
+	full, err := appendEvent(make([]byte, 0, 1024+len(ev.RequestObject)+len(ev.ResponseObject)), ev)
 	if err != nil {
 		ev.RequestObject, ev.ResponseObject = nil, nil
-		full, err = json.Marshal(ev)
-		if err != nil { // only strings, numbers and maps of strings are left
+		full, err = appendEvent(full[:0], ev)
+		if err != nil { // only a Status's details are left to fail
 			a.logger.Error("audit event does not encode", zap.Error(err))
 			full = []byte("{}")
 		}
@@ -316,18 +356,31 @@ func (a *Auditor) encode(ev *Event) *encoded {
 	e := &encoded{full: append(full, '\n')}
 	if a.truncMin > 0 && int64(len(full)) > a.truncMin && ev.Level.AtLeast(LevelRequest) &&
 		(ev.RequestObject != nil || ev.ResponseObject != nil) {
-		t := *ev
-		t.RequestObject, t.ResponseObject = nil, nil
-		t.Annotations = maps.Clone(ev.Annotations)
-		if t.Annotations == nil {
-			t.Annotations = map[string]string{}
-		}
-		t.Annotations[TruncatedAnnotation] = "true"
-		if b, err := json.Marshal(&t); err == nil {
-			e.truncated = append(b, '\n')
-		}
+		e.truncated = encodeTruncated(ev)
 	}
 	return e
+}
+
+// encodeTruncated returns ev without its objects, marked truncated, as a
+// JSON line (nil if it does not encode). It is a function of its own so
+// that the copy of ev is on its stack, not on every event's: handler
+// goroutines start with small stacks, and a deeper frame on the hot path
+// makes them grow (a copy of the stack) on every request.
+//
+//go:noinline
+func encodeTruncated(ev *Event) []byte {
+	t := *ev
+	t.RequestObject, t.ResponseObject = nil, nil
+	t.Annotations = maps.Clone(ev.Annotations)
+	if t.Annotations == nil {
+		t.Annotations = map[string]string{}
+	}
+	t.Annotations[TruncatedAnnotation] = "true"
+	b, err := appendEvent(make([]byte, 0, 1024), &t)
+	if err != nil {
+		return nil
+	}
+	return append(b, '\n')
 }
 
 // sanitize keeps a URI in a plain-text error from looking like HTML, as

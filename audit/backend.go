@@ -160,18 +160,9 @@ func newBackend(plugin string, s sink, bc BatchConfig, tc TruncateConfig, d back
 	default:
 		return nil, fmt.Errorf("%w: invalid audit %s mode %s, allowed modes are \"batch,blocking,blocking-strict\"", ErrInvalidConfig, plugin, b.mode)
 	}
-	size, maxBatch, wait := bc.BufferSize, bc.MaxBatchSize, bc.MaxBatchWait
-	if size == 0 {
-		size = 10000
-	}
-	if maxBatch == 0 {
-		maxBatch = d.maxBatch
-	}
-	if wait == 0 {
-		wait = 30 * time.Second
-	}
-	if size < 0 || maxBatch < 0 || wait < 0 {
-		return nil, fmt.Errorf("%w: audit %s batch buffer size, max size and max wait must be positive", ErrInvalidConfig, plugin)
+	size, maxBatch, wait, err := bc.sizes(plugin, d)
+	if err != nil {
+		return nil, err
 	}
 	qps, burst := bc.ThrottleQPS, bc.ThrottleBurst
 	if qps == 0 {
@@ -191,6 +182,45 @@ func newBackend(plugin string, s sink, bc BatchConfig, tc TruncateConfig, d back
 		b.inflight = make(chan struct{}, maxAsyncWrites)
 	}
 	return b, nil
+}
+
+// sizes returns the batch mode's buffer size, batch size and wait with
+// zeros defaulted, or an error naming plugin for a negative one.
+func (bc BatchConfig) sizes(plugin string, d backendDefaults) (size, maxBatch int, wait time.Duration, err error) {
+	size, maxBatch, wait = bc.BufferSize, bc.MaxBatchSize, bc.MaxBatchWait
+	if size == 0 {
+		size = 10000
+	}
+	if maxBatch == 0 {
+		maxBatch = d.maxBatch
+	}
+	if wait == 0 {
+		wait = 30 * time.Second
+	}
+	if size < 0 || maxBatch < 0 || wait < 0 {
+		err = fmt.Errorf("%w: audit %s batch buffer size, max size and max wait must be positive", ErrInvalidConfig, plugin)
+	}
+	return size, maxBatch, wait, err
+}
+
+// check is newBackend's validation without building anything.
+func (bc BatchConfig) check(plugin string, tc TruncateConfig, d backendDefaults) error {
+	if _, err := tc.withDefaults(); err != nil {
+		return fmt.Errorf("audit %s: %w", plugin, err)
+	}
+	mode := bc.Mode
+	if mode == "" {
+		mode = d.mode
+	}
+	switch mode {
+	case ModeBlocking, ModeBlockingStrict:
+		return nil
+	case ModeBatch:
+	default:
+		return fmt.Errorf("%w: invalid audit %s mode %s, allowed modes are \"batch,blocking,blocking-strict\"", ErrInvalidConfig, plugin, mode)
+	}
+	_, _, _, err := bc.sizes(plugin, d)
+	return err
 }
 
 // encoded is one event as written: the full form and, when some backend

@@ -297,8 +297,11 @@ func TestFilter_stage_latencies_and_rejection(t *testing.T) {
 	t.Parallel()
 	type traceKey struct{}
 	a, buf := newLogAuditor(t, "apiVersion: audit.k8s.io/v1\nkind: Policy\nomitStages: [RequestReceived]\nrules:\n- level: Metadata\n", func(c *audit.Config) {
-		c.Stages = func(ctx context.Context) (string, string) {
+		c.Stages = func(ctx context.Context, code int) (string, string) {
 			rejected, _ := ctx.Value(traceKey{}).(*string)
+			if code != http.StatusOK {
+				t.Errorf("Stages got code %d, want 200", code)
+			}
 			return "authentication=0.2ms,authorization=1.1ms", *rejected
 		}
 	})

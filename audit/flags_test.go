@@ -131,3 +131,50 @@ func TestFlags_config_rejects(t *testing.T) {
 		t.Fatalf("missing policy file: err = %v", err)
 	}
 }
+
+func TestConfig_validate(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	file := filepath.Join(dir, "file")
+	if err := os.WriteFile(file, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	policy := mustPolicy(t, completePolicy)
+	cases := []struct {
+		name string
+		cfg  audit.Config
+		want string // "" means valid
+	}{
+		{"zero", audit.Config{}, ""},
+		{"log_in_missing_dirs", audit.Config{Policy: policy, Log: audit.LogConfig{Path: filepath.Join(dir, "a", "b", "audit.log")}}, ""},
+		{"stdout", audit.Config{Policy: policy, Log: audit.LogConfig{Path: "-"}}, ""},
+		{"path_is_a_directory", audit.Config{Policy: policy, Log: audit.LogConfig{Path: dir}}, "is a directory"},
+		{"parent_is_a_file", audit.Config{Policy: policy, Log: audit.LogConfig{Path: filepath.Join(file, "audit.log")}}, "is not a directory"},
+		{"bad_mode", audit.Config{Policy: policy, Log: audit.LogConfig{Path: "-", Batch: audit.BatchConfig{Mode: "later"}}}, "invalid audit log mode later"},
+		{"bad_format", audit.Config{Policy: policy, Log: audit.LogConfig{Path: "-", Format: "legacy"}}, "legacy"},
+		{"negative_buffer", audit.Config{Policy: policy, Log: audit.LogConfig{Path: "-", Batch: audit.BatchConfig{Mode: audit.ModeBatch, BufferSize: -1}}}, "must be positive"},
+		{"bad_truncate", audit.Config{Policy: policy, Log: audit.LogConfig{Path: "-", Truncate: audit.TruncateConfig{Enabled: true, MaxEventSize: 10, MaxBatchSize: 5}}}, "max batch size"},
+		{"missing_webhook_kubeconfig", audit.Config{Policy: policy, Webhook: audit.WebhookConfig{ConfigFile: filepath.Join(dir, "nope")}}, "audit webhook"},
+		{"bad_policy", audit.Config{Policy: &audit.Policy{Kind: "Policy", APIVersion: audit.APIVersion}, Log: audit.LogConfig{Path: "-"}}, "rules"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			err := tc.cfg.Validate()
+			if tc.want == "" {
+				if err != nil {
+					t.Fatalf("Validate: %v", err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("Validate = %v, want an error containing %q", err, tc.want)
+			}
+			if _, statErr := os.Stat(filepath.Join(dir, "a")); statErr == nil {
+				t.Errorf("Validate made a directory")
+			}
+		})
+	}
+	if _, err := os.Stat(filepath.Join(dir, "a")); err == nil {
+		t.Errorf("Validate made a directory")
+	}
+}

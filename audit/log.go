@@ -6,8 +6,10 @@ package audit
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"sync"
@@ -48,16 +50,43 @@ type LogConfig struct {
 
 func (c *LogConfig) enabled() bool { return c.Path != "" || c.Writer != nil }
 
-func newLogSink(c *LogConfig) (*logSink, error) {
+// check validates c without touching the file system beyond looking: the
+// path must not be a directory, and its nearest existing ancestor must be
+// one (New makes the missing directories).
+func (c *LogConfig) check() error {
 	switch c.Format {
 	case "", "json":
 	case "legacy":
-		return nil, fmt.Errorf("%w: audit log format \"legacy\" is not supported; use \"json\"", ErrInvalidConfig)
+		return fmt.Errorf("%w: audit log format \"legacy\" is not supported; use \"json\"", ErrInvalidConfig)
 	default:
-		return nil, fmt.Errorf("%w: invalid audit log format %q, allowed formats are \"json\"", ErrInvalidConfig, c.Format)
+		return fmt.Errorf("%w: invalid audit log format %q, allowed formats are \"json\"", ErrInvalidConfig, c.Format)
 	}
 	if c.MaxAge < 0 || c.MaxBackups < 0 || c.MaxSize < 0 {
-		return nil, fmt.Errorf("%w: --audit-log-maxage, --audit-log-maxbackup and --audit-log-maxsize can't be negative", ErrInvalidConfig)
+		return fmt.Errorf("%w: --audit-log-maxage, --audit-log-maxbackup and --audit-log-maxsize can't be negative", ErrInvalidConfig)
+	}
+	if c.Writer != nil || c.Path == "" || c.Path == "-" {
+		return nil
+	}
+	if fi, err := os.Stat(c.Path); err == nil && fi.IsDir() {
+		return fmt.Errorf("%w: audit log %s is a directory", ErrInvalidConfig, c.Path)
+	}
+	for dir := filepath.Dir(c.Path); ; dir = filepath.Dir(dir) {
+		fi, err := os.Stat(dir)
+		if err == nil {
+			if !fi.IsDir() {
+				return fmt.Errorf("%w: audit log %s: %s is not a directory", ErrInvalidConfig, c.Path, dir)
+			}
+			return nil
+		}
+		if !errors.Is(err, fs.ErrNotExist) || filepath.Dir(dir) == dir {
+			return fmt.Errorf("%w: audit log: %v", ErrInvalidConfig, err)
+		}
+	}
+}
+
+func newLogSink(c *LogConfig) (*logSink, error) {
+	if err := c.check(); err != nil {
+		return nil, err
 	}
 	switch {
 	case c.Writer != nil:

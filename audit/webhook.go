@@ -41,8 +41,18 @@ func (c *WebhookConfig) enabled() bool { return c.ConfigFile != "" || c.Client !
 const webhookTimeout = 30 * time.Second
 
 func newWebhookSink(c *WebhookConfig, maxBatchBytes int64) (*webhookSink, error) {
+	client, err := c.client()
+	if err != nil {
+		return nil, err
+	}
+	return &webhookSink{client: client, maxBatchBytes: maxBatchBytes}, nil
+}
+
+// client returns c.Client, or the client of c.ConfigFile (read, nothing
+// else: it has no side effect).
+func (c *WebhookConfig) client() (*kubeclient.Client, error) {
 	if c.Client != nil {
-		return &webhookSink{client: c.Client, maxBatchBytes: maxBatchBytes}, nil
+		return c.Client, nil
 	}
 	kc, err := kubeclient.LoadKubeconfig(c.ConfigFile, "")
 	if err != nil {
@@ -62,7 +72,7 @@ func newWebhookSink(c *WebhookConfig, maxBatchBytes int64) (*webhookSink, error)
 	if err != nil {
 		return nil, fmt.Errorf("%w: audit webhook: %v", ErrInvalidConfig, err)
 	}
-	return &webhookSink{client: client, maxBatchBytes: maxBatchBytes}, nil
+	return client, nil
 }
 
 // webhookSink POSTs events as EventLists, split so that none is larger than

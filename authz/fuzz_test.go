@@ -90,6 +90,8 @@ func FuzzImpersonationHeaders(f *testing.F) {
 	f.Add("Impersonate-User", "bob", "Impersonate-Extra-A%2fB", "v")
 	f.Add("impersonate-group", "system:masters", "Impersonate-Uid", "")
 	f.Add("Impersonate-User", "system:serviceaccount:ns:sa", "Impersonate-Extra-%zz", "x")
+	f.Add("Impersonate-User", "bob", "User-Agent", "kubectl/v1.32.4 (linux/amd64) kubernetes/59526cd")
+	f.Add("accept", "application/json", "impersonate-user", "bob")
 	allowAll := authz.AuthorizerFunc(func(_ context.Context, _ authz.Attributes) (authz.Decision, string, error) {
 		return authz.DecisionAllow, "", nil
 	})
@@ -123,6 +125,19 @@ func FuzzImpersonationHeaders(f *testing.F) {
 		h.ServeHTTP(rec, r)
 		if leaked {
 			t.Fatalf("impersonation header reached the handler: %v", before)
+		}
+		// Headers outside Impersonate-* never change the outcome.
+		only := httptest.NewRequest("GET", "/", nil)
+		for k, vs := range before {
+			if len(k) >= 12 && http.CanonicalHeaderKey(k[:12]) == "Impersonate-" {
+				only.Header[k] = vs
+			}
+		}
+		only = only.WithContext(filters.WithUser(only.Context(), &filters.User{Name: "alice"}))
+		rec2 := httptest.NewRecorder()
+		h.ServeHTTP(rec2, only)
+		if rec2.Code != rec.Code {
+			t.Fatalf("%v answered %d, its Impersonate-* headers alone %d", before, rec.Code, rec2.Code)
 		}
 		if rec.Code == 200 && seen != nil && seen.Name != "alice" {
 			if want == "" || !slices.Contains([]string{v1, v2}, seen.Name) {

@@ -108,9 +108,15 @@ func WithImpersonation(cfg ImpersonationConfig) (func(http.Handler) http.Handler
 	}, nil
 }
 
+// isImpersonationHeader reports whether k starts with Impersonate-, in any
+// case (a header map built by hand need not be canonical).
+func isImpersonationHeader(k string) bool {
+	return len(k) >= len(impersonatePrefix) && strings.EqualFold(k[:len(impersonatePrefix)], impersonatePrefix)
+}
+
 func deleteImpersonationHeaders(h http.Header) {
 	for k := range h {
-		if len(k) >= len(impersonatePrefix) && strings.EqualFold(k[:len(impersonatePrefix)], impersonatePrefix) {
+		if isImpersonationHeader(k) {
 			delete(h, k)
 		}
 	}
@@ -118,7 +124,7 @@ func deleteImpersonationHeaders(h http.Header) {
 
 func hasImpersonationHeaders(h http.Header) bool {
 	for k := range h {
-		if len(k) >= len(impersonatePrefix) && strings.EqualFold(k[:len(impersonatePrefix)], impersonatePrefix) {
+		if isImpersonationHeader(k) {
 			return true
 		}
 	}
@@ -172,7 +178,9 @@ func parseImpersonation(h http.Header, requestor *filters.User, allowUnknown boo
 				extra = map[string][]string{}
 			}
 			extra[key] = append(extra[key], vs...)
-		default:
+		case isImpersonationHeader(k):
+			// Only an Impersonate-* header that names nothing is refused:
+			// User-Agent, Accept and the rest are none of our business.
 			if !allowUnknown {
 				return nil, nil, fmt.Errorf("unknown impersonation header %q", k)
 			}

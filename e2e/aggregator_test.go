@@ -162,31 +162,33 @@ func (p *pki) kubeconfig(t *testing.T, name, server string, kp *certs.KeyPair) s
 
 // startKubeAPIServer runs kube-apiserver on loopback with the front-proxy
 // (request-header) and proxy-client flags, and waits for /readyz.
-func startKubeAPIServer(t *testing.T, p *pki, etcdURL string) (url string, logs *lockedBuffer) {
+// Extra flags are appended.
+func startKubeAPIServer(t *testing.T, p *pki, etcdURL string, extra ...string) (url string, logs *lockedBuffer) {
 	t.Helper()
 	bin := binaries.KubeAPIServer(t)
 	port := freePort(t)
 	logs = &lockedBuffer{}
-	process(t, "kube-apiserver", logs, bin,
-		"--etcd-servers="+etcdURL,
-		"--bind-address=127.0.0.1", "--advertise-address=127.0.0.1", "--secure-port="+strconv.Itoa(port),
-		"--cert-dir="+filepath.Join(p.dir, "kas-certs"),
-		"--tls-cert-file="+p.file("serving.crt"), "--tls-private-key-file="+p.file("serving.key"),
-		"--client-ca-file="+p.file("cluster-ca.crt"),
-		"--service-account-issuer=https://kubernetes.default.svc", "--service-account-key-file="+p.saKey,
-		"--service-account-signing-key-file="+p.saKey,
+	process(t, "kube-apiserver", logs, bin, append([]string{
+		"--etcd-servers=" + etcdURL,
+		"--bind-address=127.0.0.1", "--advertise-address=127.0.0.1", "--secure-port=" + strconv.Itoa(port),
+		"--cert-dir=" + filepath.Join(p.dir, "kas-certs"),
+		"--tls-cert-file=" + p.file("serving.crt"), "--tls-private-key-file=" + p.file("serving.key"),
+		"--client-ca-file=" + p.file("cluster-ca.crt"),
+		"--service-account-issuer=https://kubernetes.default.svc", "--service-account-key-file=" + p.saKey,
+		"--service-account-signing-key-file=" + p.saKey,
 		"--service-cluster-ip-range=10.0.0.0/24",
 		"--authorization-mode=RBAC",
-		"--requestheader-client-ca-file="+p.file("front-proxy-ca.crt"),
+		"--requestheader-client-ca-file=" + p.file("front-proxy-ca.crt"),
 		"--requestheader-allowed-names=front-proxy-client",
 		"--requestheader-username-headers=X-Remote-User",
 		"--requestheader-group-headers=X-Remote-Group",
 		"--requestheader-extra-headers-prefix=X-Remote-Extra-",
-		"--proxy-client-cert-file="+p.file("proxy-client.crt"), "--proxy-client-key-file="+p.file("proxy-client.key"),
+		"--proxy-client-cert-file=" + p.file("proxy-client.crt"), "--proxy-client-key-file=" + p.file("proxy-client.key"),
 		"--enable-aggregator-routing=false",
 		"--enable-priority-and-fairness=false",
 		"--profiling=false",
 		"--v=1",
+	}, extra...)...,
 	)
 	url = "https://127.0.0.1:" + strconv.Itoa(port)
 	c := p.client(t)
@@ -259,6 +261,18 @@ apiVersion: rbac.authorization.k8s.io/v1
 kind: ClusterRoleBinding
 metadata: {name: "annex-metrics-server:apiservice-registrar"}
 roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: "annex-metrics-server:apiservice-registrar"}
+subjects: [{apiGroup: rbac.authorization.k8s.io, kind: User, name: annex-metrics-server}]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata: {name: "annex-metrics-server:flowcontrol-reader"}
+rules:
+- {apiGroups: [flowcontrol.apiserver.k8s.io], resources: [flowschemas, prioritylevelconfigurations], verbs: [get, list, watch]}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata: {name: "annex-metrics-server:flowcontrol-reader"}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: "annex-metrics-server:flowcontrol-reader"}
 subjects: [{apiGroup: rbac.authorization.k8s.io, kind: User, name: annex-metrics-server}]
 ---
 apiVersion: rbac.authorization.k8s.io/v1

@@ -184,9 +184,9 @@ func startServer(t *testing.T) *server {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The cache is the resource's own store: Run starts it (and stops it when
+	// it returns), as it does every store with a Start method.
 	ctx, cancel := context.WithCancel(context.Background())
-	cacheDone := make(chan struct{})
-	go func() { defer close(cacheDone); _ = cache.Start(ctx) }()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -204,7 +204,6 @@ func startServer(t *testing.T) *server {
 		if err := <-done; err != nil {
 			t.Errorf("Run: %v", err)
 		}
-		<-cacheDone
 	})
 	cfg, err := clientcmd.BuildConfigFromFlags("", srv.KubeconfigPath())
 	if err != nil {

@@ -35,7 +35,7 @@
 //	WithAuditID                     Audit-Id: echo the request's, or a new UUID
 //	WithPanicRecovery               500 text/plain on a panic; ErrAbortHandler aborts
 //	WithRequestReceivedTimestamp    ctx ← received time
-//	WithRequestInfoResolver         ctx ← RequestInfo; 500 on an unresolvable path
+//	WithRequestInfoResolver         ctx ← RequestInfo; 404 on an unresolvable path
 //	WithHSTS                        Strict-Transport-Security (off by default)
 //	WithCacheControl                Cache-Control: no-cache, private
 //	WithRequestDeadline             ctx deadline; 400 on a bad ?timeout=

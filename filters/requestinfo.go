@@ -9,6 +9,8 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+
+	"github.com/annexapi/annex/meta"
 )
 
 // RequestInfoResolver turns a request into a RequestInfo. Its zero value is
@@ -170,15 +172,19 @@ func isPathSegmentName(name string) bool {
 
 // WithRequestInfoResolver returns the filter that resolves each request with
 // res and puts the RequestInfo into its context (read it with
-// RequestInfoFrom). A resolver error is answered as Kubernetes does: 500,
-// plain text, `Internal Server Error: "<request URI>": failed to create
-// RequestInfo: <error>`.
+// RequestInfoFrom). A path the resolver cannot read (/apis/g/v/watch with
+// nothing after it) names no resource: 404 NotFound with a Status, "the
+// server could not find the requested resource". Kubernetes answers a plain
+// text 500 "failed to create RequestInfo" there; a client's bad path is
+// never a server error here.
 func WithRequestInfoResolver(res RequestInfoResolver) func(http.Handler) http.Handler {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			info, err := res.Resolve(r)
 			if err != nil {
-				writeInternalError(w, r, fmt.Errorf("failed to create RequestInfo: %w", err))
+				WriteStatus(w, &meta.Status{Kind: "Status", APIVersion: "v1", Status: meta.StatusFailure,
+					Message: "the server could not find the requested resource", Reason: meta.StatusReasonNotFound,
+					Details: &meta.StatusDetails{}, Code: http.StatusNotFound})
 				return
 			}
 			next.ServeHTTP(w, r.WithContext(WithRequestInfo(r.Context(), info)))
@@ -195,13 +201,4 @@ func requestInfo(r *http.Request) *RequestInfo {
 	}
 	info, _ := RequestInfoResolver{}.Resolve(r)
 	return info
-}
-
-// writeInternalError answers like k8s.io/apiserver's
-// responsewriters.InternalError: 500, text/plain, with &, < and > escaped so
-// the body never looks like HTML.
-func writeInternalError(w http.ResponseWriter, r *http.Request, err error) {
-	sanitizer := strings.NewReplacer(`&`, "&amp;", `<`, "&lt;", `>`, "&gt;")
-	http.Error(w, sanitizer.Replace(fmt.Sprintf("Internal Server Error: %q: %v", r.RequestURI, err)),
-		http.StatusInternalServerError)
 }

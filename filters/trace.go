@@ -185,9 +185,11 @@ func (t *Trace) Latencies() iter.Seq2[string, time.Duration] {
 			n = 0
 		}
 		for i := 0; i < n && i < len(t.stages); i++ {
-			end := int64(time.Since(t.start))
+			var end int64
 			if i+1 < n {
 				end = t.entered[i+1]
+			} else {
+				end = int64(time.Since(t.start))
 			}
 			if !yield(t.stages[i], time.Duration(end-t.entered[i])) {
 				return

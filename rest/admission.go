@@ -86,11 +86,13 @@ func (rh *resourceHandler) admit(ctx context.Context, phase admitPhase, a *attrs
 		return nil
 	}
 	var err error
+	step := startStep(ctx)
 	if phase == mutating {
 		err = rh.h.admission.Mutate(ctx, a)
 	} else {
 		err = rh.h.admission.Validate(ctx, a)
 	}
+	step.admitDone(ctx, err)
 	if err != nil {
 		return admissionError(err)
 	}

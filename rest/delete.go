@@ -123,7 +123,9 @@ func (rh *resourceHandler) delete(w http.ResponseWriter, r *http.Request, o outp
 		filters.WriteStatus(w, st)
 		return
 	}
+	step := startStorage(r.Context())
 	obj, err := rh.storeDelete(r.Context(), rh.key(namespace, name), opts)
+	step.storageDone(r.Context(), err)
 	if err != nil {
 		rh.fail(w, err, ErrorContext{Name: name, Verb: "delete"})
 		return

@@ -2,6 +2,7 @@ package rest
 
 import (
 	"errors"
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -156,5 +157,16 @@ func TestNegotiateJSON(t *testing.T) {
 		if got := negotiateJSON(tc.accept, tc.stream); got != tc.want {
 			t.Errorf("negotiateJSON(%q, %v) = %v, want %v", tc.accept, tc.stream, got, tc.want)
 		}
+	}
+}
+
+// A store that is not ready yet (a watch cache loading its initial list)
+// is kube's 429 "storage is (re)initializing" with Retry-After 1, never a 500.
+func TestStatusForNotReady(t *testing.T) {
+	err := fmt.Errorf("watch cache is not ready: %w", storage.ErrNotReady)
+	s := StatusForError(err, ErrorContext{Verb: "watch"})
+	if s.Code != 429 || s.Reason != meta.StatusReasonTooManyRequests || s.Message != "storage is (re)initializing" ||
+		s.Details == nil || s.Details.RetryAfterSeconds != 1 {
+		t.Errorf("status = %+v (details %+v)", s, s.Details)
 	}
 }

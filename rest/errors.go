@@ -149,6 +149,13 @@ func StatusForError(err error, ec ErrorContext) *meta.Status {
 		// it reaches the client as a 500 with no reason and the bare message.
 		return &meta.Status{Kind: "Status", APIVersion: "v1", Status: meta.StatusFailure,
 			Code: http.StatusInternalServerError, Message: storage.ErrResourceVersionSetOnCreate.Error()}
+	case errors.Is(err, storage.ErrNotReady):
+		// As k8s.io/apiserver's cacher answers a watch-list (or a consistent
+		// read) before it is ready.
+		// Its message has no "Too many requests: " prefix.
+		return &meta.Status{Kind: "Status", APIVersion: "v1", Status: meta.StatusFailure,
+			Code: http.StatusTooManyRequests, Reason: meta.StatusReasonTooManyRequests,
+			Message: storage.ErrNotReady.Error(), Details: &meta.StatusDetails{RetryAfterSeconds: 1}}
 	case errors.Is(err, context.DeadlineExceeded):
 		return meta.NewServerTimeout(ec.Resource, ec.Verb, 2)
 	}

@@ -154,6 +154,11 @@ func (rh *resourceHandler) serve(w http.ResponseWriter, r *http.Request, info *f
 		filters.WriteStatus(w, errNotFoundPath())
 		return
 	}
+	if urlName == "" && (info.Verb == "update" || info.Verb == "patch") {
+		// k8s.io/apiserver installs no PUT or PATCH on a collection.
+		filters.WriteStatus(w, errMethodNotAllowed())
+		return
+	}
 	sub := info.Subresource
 	if sub != "" {
 		switch info.Verb {
@@ -175,11 +180,9 @@ func (rh *resourceHandler) serve(w http.ResponseWriter, r *http.Request, info *f
 		filters.WriteStatus(w, st)
 		return
 	}
-	if urlName != "" {
-		if msgs := meta.ValidatePathSegmentName(urlName, false); len(msgs) > 0 {
-			filters.WriteStatus(w, meta.NewBadRequest("Name parameter invalid: "+strconv.Quote(urlName)+": "+strings.Join(msgs, ";")))
-			return
-		}
+	if st := rh.checkPathNames(info, urlName); st != nil {
+		filters.WriteStatus(w, st)
+		return
 	}
 	if rh.computed() {
 		rh.serveComputed(w, r, out, info, urlName)
@@ -205,6 +208,44 @@ func (rh *resourceHandler) serve(w http.ResponseWriter, r *http.Request, info *f
 	default:
 		filters.WriteStatus(w, meta.NewMethodNotSupported(rh.gr, info.Verb))
 	}
+}
+
+// checkPathNames refuses, before storage is reached, a namespace or name in
+// the path that can never name an object. Kubernetes checks only the name's
+// path-segment rules and lets a namespace of ".." reach storage, which
+// answers 500 "invalid key"; here:
+//
+//   - a namespace or name of "." or "..", or holding "/" or "%": 400, with
+//     k8s's "Name parameter invalid" message (and its like for namespaces);
+//   - a namespace that is not a DNS-1123 label (what a Namespace's name
+//     must be): 400 naming the rule;
+//   - for a stored resource, a name that is not a DNS-1123 subdomain (every
+//     stored object's name is one): 404 NotFound, the answer storage would
+//     give, for get, patch and delete. A watch of such a name is served (it
+//     sees nothing, as in k8s); an update is left to create-on-update's
+//     validation, which answers 422 naming metadata.name, as k8s does.
+func (rh *resourceHandler) checkPathNames(info *filters.RequestInfo, urlName string) *meta.Status {
+	if ns := info.Namespace; ns != "" {
+		if msgs := meta.ValidatePathSegmentName(ns, false); len(msgs) > 0 {
+			return meta.NewBadRequest("Namespace parameter invalid: " + strconv.Quote(ns) + ": " + strings.Join(msgs, ";"))
+		}
+		if msgs := meta.NameIsDNSLabel(ns, false); len(msgs) > 0 {
+			return meta.NewBadRequest("Namespace parameter invalid: " + strconv.Quote(ns) + ": " + strings.Join(msgs, ";"))
+		}
+	}
+	if urlName == "" {
+		return nil
+	}
+	if msgs := meta.ValidatePathSegmentName(urlName, false); len(msgs) > 0 {
+		return meta.NewBadRequest("Name parameter invalid: " + strconv.Quote(urlName) + ": " + strings.Join(msgs, ";"))
+	}
+	if rh.computed() || info.Verb == "update" || info.Verb == "watch" {
+		return nil
+	}
+	if len(meta.NameIsDNSSubdomain(urlName, false)) > 0 {
+		return meta.NewNotFound(rh.gr, urlName)
+	}
+	return nil
 }
 
 // fail writes the Status for err.

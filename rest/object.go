@@ -55,11 +55,42 @@ func (rh *resourceHandler) decodeObject(body []byte) (Object, *meta.Status) {
 			}
 		}
 	}
+	if err == nil {
+		err = checkNumbers(obj)
+	}
 	if err != nil {
 		return nil, meta.NewBadRequest(fmt.Sprintf("the object provided is unrecognized (must be of type %s): %v (%s)",
 			rh.Kind, err, summarizeData(body, 30)))
 	}
 	return obj, nil
+}
+
+// checkNumbers refuses a number no client can decode: one beyond float64's
+// range such as 1e400, which k8s's decoder refuses too (stored as is, it
+// would break every later list and watch of the resource).
+func checkNumbers(v any) error {
+	switch v := v.(type) {
+	case json.Number:
+		if _, err := v.Int64(); err == nil {
+			return nil
+		}
+		if _, err := v.Float64(); err != nil {
+			return fmt.Errorf("json: cannot unmarshal number %s into Go value of type float64", v)
+		}
+	case map[string]any:
+		for _, e := range v {
+			if err := checkNumbers(e); err != nil {
+				return err
+			}
+		}
+	case []any:
+		for _, e := range v {
+			if err := checkNumbers(e); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // summarizeData abbreviates a body for an error message as k8s does.

@@ -23,7 +23,9 @@ func (rh *resourceHandler) get(w http.ResponseWriter, r *http.Request, o output,
 		filters.WriteStatus(w, st)
 		return
 	}
+	step := startStorage(r.Context())
 	obj, err := rh.Storage.Get(r.Context(), rh.key(namespace, name), storage.GetOptions{ResourceVersion: rv})
+	step.storageDone(r.Context(), err)
 	if err != nil {
 		rh.fail(w, err, ErrorContext{Name: name, Verb: "get", ResourceVersion: rv})
 		return
@@ -37,7 +39,9 @@ func (rh *resourceHandler) list(w http.ResponseWriter, r *http.Request, o output
 		filters.WriteStatus(w, st)
 		return
 	}
+	step := startStorage(r.Context())
 	res, err := rh.Storage.List(r.Context(), storage.ResourcePrefix(rh.Group, rh.Plural, namespace), rh.storageListOptions(p))
+	step.storageDone(r.Context(), err)
 	if err != nil {
 		rh.fail(w, err, ErrorContext{Verb: "list", ResourceVersion: p.resourceVersion, Continue: p.continueToken})
 		return

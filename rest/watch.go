@@ -54,7 +54,9 @@ func (rh *resourceHandler) watch(w http.ResponseWriter, r *http.Request, o outpu
 	if timeout <= 0 {
 		timeout = time.Duration(float64(rh.h.minTimeout) * (1 + rand.Float64()))
 	}
-	ctx, cancel := context.WithCancel(r.Context())
+	// The deadline tells the watch cache when the watch ends: as in
+	// Kubernetes, a watcher gets a bookmark 2 seconds before it.
+	ctx, cancel := context.WithTimeout(r.Context(), timeout)
 	defer cancel()
 	ec := ErrorContext{Name: name, Verb: "watch", ResourceVersion: p.resourceVersion}
 	// A watch from the future would wait silently; k8s answers 504 so that
@@ -93,16 +95,24 @@ func (rh *resourceHandler) watch(w http.ResponseWriter, r *http.Request, o outpu
 		return
 	}
 	defer watcher.Stop()
-	timer := time.NewTimer(timeout)
-	defer timer.Stop()
 	events := watcher.ResultChan()
+	// Priority and fairness holds the watch's seats until its initial events
+	// are sent (filters.WatchInitialized): a watch-list's end with its
+	// bookmark, a watch from "" or "0" once its first burst is written (the
+	// watch cache has queued the state's ADDED events by now), and a replay
+	// from a resourceVersion at once.
+	initial := p.resourceVersion == "" || p.resourceVersion == "0"
+	switch {
+	case p.sendInitialEvents:
+		initial = false // the bookmark tells
+	case !initial || len(events) == 0:
+		filters.WatchInitialized(ctx)
+	}
 	buf := make([]byte, 0, 4096)
 	first := true // a Table's first event carries the column definitions
 	for {
 		select {
-		case <-ctx.Done():
-			return
-		case <-timer.C:
+		case <-ctx.Done(): // the timeout, or the client went away
 			return
 		case <-rh.h.shutdown:
 			return
@@ -116,6 +126,9 @@ func (rh *resourceHandler) watch(w http.ResponseWriter, r *http.Request, o outpu
 				_ = rc.Flush()
 				return
 			case storage.EventBookmark:
+				if ev.InitialEventsEnd {
+					filters.WatchInitialized(ctx)
+				}
 				if !p.allowBookmarks {
 					continue
 				}
@@ -136,6 +149,10 @@ func (rh *resourceHandler) watch(w http.ResponseWriter, r *http.Request, o outpu
 			if len(events) == 0 {
 				if err := rc.Flush(); err != nil {
 					return
+				}
+				if initial {
+					initial = false
+					filters.WatchInitialized(ctx)
 				}
 			}
 		}

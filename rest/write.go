@@ -159,7 +159,9 @@ func (rh *resourceHandler) create(w http.ResponseWriter, r *http.Request, o outp
 		rh.fail(w, err, wr.errorContext())
 		return
 	}
+	step := startStorage(ctx)
 	data, err := rh.storeCreate(ctx, wr, obj)
+	step.storageDone(ctx, err)
 	if err != nil {
 		rh.fail(w, err, wr.errorContext())
 		return
@@ -196,7 +198,9 @@ func (rh *resourceHandler) update(w http.ResponseWriter, r *http.Request, o outp
 // 200, or 201 when a PUT created the object.
 func (rh *resourceHandler) storeAndRespond(w http.ResponseWriter, r *http.Request, o output, wr *writeRequest) {
 	ctx := r.Context()
+	step := startStorage(ctx)
 	data, err := rh.storeUpdate(ctx, wr)
+	step.storageDone(ctx, err)
 	if err != nil {
 		rh.fail(w, err, wr.errorContext())
 		return

@@ -40,6 +40,11 @@ var (
 	ErrTooLarge = errors.New("object too large")
 	// ErrClosed is returned when the backend has been closed.
 	ErrClosed = errors.New("storage closed")
+	// ErrNotReady is returned when a store (a watch cache still loading its
+	// initial list, or re-listing) cannot serve the request yet; the caller
+	// may retry shortly. Kubernetes answers it 429 "storage is
+	// (re)initializing" with Retry-After.
+	ErrNotReady = errors.New("storage is (re)initializing")
 )
 
 // Error is a storage error with its context. It unwraps to a sentinel.

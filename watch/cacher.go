@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"slices"
 	"strings"
 	"sync"
@@ -240,11 +241,17 @@ func (c *Cacher) listAndWatch(ctx context.Context) error {
 	defer up.Stop()
 	c.replace(res)
 
-	var tick <-chan time.Time
+	// Every ~second (with jitter, as Kubernetes' cacher) the shards look for
+	// the watchers whose bookmark is due: each has its own schedule.
+	var (
+		tick   <-chan time.Time
+		timer  *time.Timer
+		period = min(time.Second, c.cfg.BookmarkInterval)
+	)
 	if c.cfg.BookmarkInterval > 0 {
-		t := time.NewTicker(c.cfg.BookmarkInterval)
-		defer t.Stop()
-		tick = t.C
+		timer = time.NewTimer(jitter(period))
+		defer timer.Stop()
+		tick = timer.C
 	}
 	for {
 		select {
@@ -252,8 +259,9 @@ func (c *Cacher) listAndWatch(ctx context.Context) error {
 			return ctx.Err()
 		case <-tick:
 			c.mu.Lock()
-			c.broadcastBookmark(c.rev)
+			c.broadcastBookmark(c.rev, true)
 			c.mu.Unlock()
+			timer.Reset(jitter(period))
 		case ev, ok := <-up.ResultChan():
 			if !ok {
 				return errors.New("upstream watch closed")
@@ -320,7 +328,7 @@ func (c *Cacher) advance(rev uint64) {
 	}
 	if c.pendingProgress != 0 && c.rev >= c.pendingProgress {
 		c.pendingProgress = 0
-		c.broadcastBookmark(c.rev)
+		c.broadcastBookmark(c.rev, false)
 	}
 }
 
@@ -501,16 +509,39 @@ func goneObject(prev *storage.Object, rev uint64) (storage.Object, error) {
 }
 
 // broadcastBookmark sends a bookmark at rev to every watcher that asked for
-// progress. One EventMemo serves them all. Called with mu held for writing.
-func (c *Cacher) broadcastBookmark(rev uint64) {
+// progress or, when scheduled, to those whose next bookmark is due (see
+// nextBookmark). One EventMemo serves them all. Called with mu held for
+// writing.
+func (c *Cacher) broadcastBookmark(rev uint64, scheduled bool) {
 	if rev == 0 {
 		return
 	}
 	ev := &storage.Event{Type: storage.EventBookmark, Object: storage.Object{ResourceVersion: rev}, Memo: &storage.EventMemo{}}
 	for _, s := range c.shards {
-		s.enqueue(item{kind: itemBookmark, ev: ev})
+		s.enqueue(item{kind: itemBookmark, ev: ev, scheduled: scheduled})
 	}
 }
+
+// nextBookmark is when a watcher that got a bookmark (or started) at now
+// gets its next one, as Kubernetes' cacheWatcher.nextBookmarkTime: after
+// BookmarkInterval, or 2 seconds before its deadline if that is sooner; the
+// zero time (never) once that moment has passed.
+func (c *Cacher) nextBookmark(now, deadline time.Time) time.Time {
+	next := now.Add(c.cfg.BookmarkInterval)
+	if !deadline.IsZero() {
+		if pre := deadline.Add(-2 * time.Second); pre.Before(next) {
+			next = pre
+		}
+	}
+	if next.Before(now) {
+		return time.Time{}
+	}
+	return next
+}
+
+// jitter is d plus up to a quarter of it, so that servers started together
+// do not tick together.
+func jitter(d time.Duration) time.Duration { return d + rand.N(d/4+1) }
 
 // endAll ends every registered watcher with an EventError, once the shards
 // have delivered what is queued before. Called with mu held for writing.

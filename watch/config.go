@@ -16,6 +16,10 @@ import (
 	"github.com/annexapi/annex/storage/backend"
 )
 
+// DefaultBookmarkInterval is Config.BookmarkInterval's zero value:
+// Kubernetes' watch cache bookmarkFrequency.
+const DefaultBookmarkInterval = time.Minute
+
 // Config configures a Cacher. Prefix is required; every other zero field
 // means its default.
 type Config struct {
@@ -30,10 +34,14 @@ type Config struct {
 	// from any resource version inside that window, and an exact list at such
 	// a revision is served from memory. Zero means 1024.
 	RingSize int
-	// BookmarkInterval is how often every watcher that asked for
-	// ProgressNotify receives a bookmark with the cache's revision. Zero means
-	// 5 seconds; negative disables periodic bookmarks (RequestProgress still
-	// sends them).
+	// BookmarkInterval is how often each watcher that asked for
+	// ProgressNotify receives a bookmark with the cache's revision, counted
+	// from when it started; a watcher whose context has a deadline (the
+	// watch's timeout) also gets one 2 seconds before it, and none after, as
+	// Kubernetes' watch cache does. Zero means 1 minute (Kubernetes'
+	// bookmarkFrequency): at 10,000 watchers that is ~170 bookmarks a
+	// second. Tests may set a few milliseconds. Negative disables periodic
+	// bookmarks (RequestProgress still sends them).
 	BookmarkInterval time.Duration
 	// ConsistentReadWait bounds how long a consistent read (resource version
 	// "") or a read at a revision the cache has not reached waits for the cache
@@ -49,7 +57,9 @@ type Config struct {
 	MaxLag time.Duration
 	// DispatchBudget is how many events may be queued in total across all
 	// watchers that are behind; a watcher that would exceed it is terminated.
-	// Zero means 100,000.
+	// A watch's starting events (its initial state and the changes since)
+	// are not counted, nor does MaxLag run while they are taken: WatcherBuffer
+	// bounds what queues behind them. Zero means 100,000.
 	DispatchBudget int
 	// DispatchWorkers is how many goroutines deliver events to watchers. Each
 	// watcher belongs to one of them (round robin); each receives every event
@@ -115,7 +125,7 @@ func (c Config) withDefaults() (Config, error) {
 		c.RingSize = 1024
 	}
 	if c.BookmarkInterval == 0 {
-		c.BookmarkInterval = 5 * time.Second
+		c.BookmarkInterval = DefaultBookmarkInterval
 	}
 	if c.ConsistentReadWait <= 0 {
 		c.ConsistentReadWait = 3 * time.Second

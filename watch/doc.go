@@ -72,8 +72,9 @@
 // Predicates see both states of a change: old matched and new not →
 // DELETED (the old state at the change's revision), new matched and old not
 // → ADDED, both → MODIFIED. Watchers with ProgressNotify get a bookmark with
-// the cache's revision every [Config].BookmarkInterval and after
-// RequestProgress.
+// the cache's revision every [Config].BookmarkInterval (a minute, as
+// Kubernetes) from their start, one 2 seconds before their context's
+// deadline, and one after RequestProgress.
 //
 // # Slow watchers
 //

@@ -2,14 +2,21 @@
 
 package watch
 
-import "errors"
+import (
+	"errors"
+	"fmt"
+
+	"github.com/annexapi/annex/storage"
+)
 
 // Errors of the watch cache.
 var (
 	// ErrNotReady is returned by Ready (and by a watch-list) before the cache
 	// has loaded its initial list, and while it re-lists after losing its
 	// upstream watch.
-	ErrNotReady = errors.New("watch cache is not ready")
+	// It wraps storage.ErrNotReady, which the REST layer answers with 429
+	// and Retry-After.
+	ErrNotReady = fmt.Errorf("watch cache is not ready: %w", storage.ErrNotReady)
 	// ErrSlowWatcher is carried, together with storage.ErrExpired, by the
 	// EventError that ends a watcher cut off for not reading its events in
 	// time. The REST layer may end the stream without writing the ERROR event

@@ -405,7 +405,7 @@ func (c *Cacher) RequestProgress(ctx context.Context) error {
 	}
 	c.mu.Lock()
 	if c.rev >= cur {
-		c.broadcastBookmark(c.rev)
+		c.broadcastBookmark(c.rev, false)
 		c.mu.Unlock()
 		return nil
 	}

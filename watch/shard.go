@@ -33,6 +33,8 @@ type item struct {
 	ev   *storage.Event // the bookmark, shared by every shard
 	w    *watcher
 	err  error
+	// scheduled: the bookmark goes only to the watchers it is due for.
+	scheduled bool
 }
 
 // shard owns a subset of the watchers. Its goroutine (run) is the only one
@@ -136,6 +138,12 @@ func (s *shard) handle(it *item) bool {
 	case itemBookmark:
 		now := c.cfg.Clock()
 		for _, w := range s.reg.progress {
+			if it.scheduled {
+				if w.nextBookmark.IsZero() || now.Before(w.nextBookmark) {
+					continue
+				}
+				w.nextBookmark = c.nextBookmark(now, w.deadline)
+			}
 			w.deliver(it.ev, now, true)
 		}
 	case itemAdd:

@@ -131,10 +131,10 @@ func startInformer(c *Cacher) (int, error) {
 func BenchmarkInformerStartup100k(b *testing.B) {
 	store := openBolt(b, true)
 	populate(b, store, startupObjects)
-	// MaxLag and DispatchBudget are raised so that informers still reading
-	// their 100,000 initial events (which count as queued) are not cut off
-	// by the writer's events: the benchmark measures the start.
-	c := startCacher(b, store, Config{MaxLag: time.Minute, DispatchBudget: 1 << 30})
+	// The default limits: starting events count neither against the
+	// dispatch budget nor MaxLag, so informers still reading their 100,000
+	// initial events are not cut off by the writer's events.
+	c := startCacher(b, store, Config{})
 	keys := make([]string, 100)
 	for i := range keys {
 		keys[i] = key(fmt.Sprintf("ns%d", i), fmt.Sprintf("o%06d", i))

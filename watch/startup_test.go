@@ -127,3 +127,57 @@ func TestInitialEventsBuiltOutsideTheLock(t *testing.T) {
 		})
 	}
 }
+
+// A watch-list over more objects than the dispatch budget, whose consumer
+// takes longer than MaxLag to read them while writes arrive, is not cut
+// off: its starting events are bounded by WatcherBuffer alone, and the lag
+// clock starts once they are taken.
+func TestStartingEventsOutsideBudgetAndLag(t *testing.T) {
+	t.Parallel()
+	var offset atomic.Int64 // how far the test's clock is ahead of time.Now
+	clock := func() time.Time { return time.Now().Add(time.Duration(offset.Load())) }
+	c := startCacher(t, openBolt(t, true), Config{BookmarkInterval: -1, DispatchBudget: 20,
+		MaxLag: time.Second, DispatchWorkers: 1, Clock: clock})
+	const objects = 300 // far beyond the result channel and the budget
+	for i := range objects {
+		n := fmt.Sprintf("o%03d", i)
+		mustCreate(t, c, key("ns", n), object("ns", n, "1"))
+	}
+	slow := mustWatch(t, c, prefix(""), storage.WatchOptions{Recursive: true, SendInitialEvents: true})
+	fast := mustWatch(t, c, prefix(""), storage.WatchOptions{Recursive: true, ResourceVersion: fmt.Sprint(current(t, c))})
+
+	// An hour passes before the consumer reads anything, while writes
+	// arrive: each is queued behind the starting events.
+	offset.Store(int64(time.Hour))
+	var writes []storage.Object
+	for i := range 5 {
+		n := fmt.Sprintf("w%d", i)
+		writes = append(writes, mustCreate(t, c, key("ns", n), object("ns", n, "1")))
+	}
+	// The one shard has offered every write to both watchers once the fast
+	// one has them all.
+	for range writes {
+		if ev := next(t, fast, 5*time.Second); ev.Type != storage.EventAdded {
+			t.Fatalf("fast watcher: %s", eventString(ev))
+		}
+	}
+
+	for i := range objects {
+		ev := next(t, slow, 5*time.Second)
+		if ev.Type != storage.EventAdded {
+			t.Fatalf("starting event %d: %s (%v)", i, eventString(ev), ev.Err)
+		}
+	}
+	if ev := next(t, slow, 5*time.Second); ev.Type != storage.EventBookmark || !ev.InitialEventsEnd {
+		t.Fatalf("after the initial state: %s (%v), want the initial-events-end bookmark", eventString(ev), ev.Err)
+	}
+	for _, o := range writes {
+		ev := next(t, slow, 5*time.Second)
+		if got, want := eventString(ev), fmt.Sprintf("ADDED %s @%d", o.Meta.Name, o.ResourceVersion); got != want {
+			t.Fatalf("live event: %s (%v), want %s", got, ev.Err, want)
+		}
+	}
+	if n := c.queued.n.Load(); n != 0 {
+		t.Errorf("dispatch budget still holds %d events once everything was taken", n)
+	}
+}

@@ -42,9 +42,15 @@ type watcher struct {
 	field, value string
 	out          chan storage.Event
 
+	// deadline is the watch context's deadline (zero: none).
+	deadline time.Time
+
 	// Owned by the shard's goroutine.
 	registered bool
 	slots      slots
+	// nextBookmark is when the watcher's next scheduled bookmark is due;
+	// zero means none (see Cacher.nextBookmark).
+	nextBookmark time.Time
 
 	// slow is written under mu and read without it: deliver must take mu
 	// (the watcher is behind, stopped or terminated).
@@ -54,8 +60,16 @@ type watcher struct {
 	stopCtx func() bool // unregisters the context.AfterFunc
 	// queue holds the events not yet in out, in order. limit caps it (the
 	// initial events plus Config.WatcherBuffer).
-	queue       []storage.Event
-	limit       int
+	queue []storage.Event
+	limit int
+	// starting is how many events at the head of queue are the watch's
+	// starting events (its initial state and the changes since it was
+	// taken). They are not counted in the dispatch budget, and MaxLag does
+	// not run while any is left: a watch-list over many objects is read at
+	// the consumer's pace, bounded by limit alone, as kube's cacher sends
+	// initial events before it takes live ones. The lag clock starts when
+	// the last of them is taken.
+	starting    int
 	pumping     bool
 	done        chan struct{} // closed by Stop; made when a pump first starts
 	stopped     bool          // Stop was called
@@ -82,8 +96,7 @@ func (w *watcher) Stop() {
 	}
 	w.stopped = true
 	w.syncSlowLocked()
-	w.c.queued.n.Add(-int64(len(w.queue)))
-	w.queue = nil
+	w.dropQueueLocked()
 	if w.pumping {
 		close(w.done) // the pump closes out
 	}
@@ -141,7 +154,7 @@ func (w *watcher) deliver(ev *storage.Event, now time.Time, bookmark bool) (cut 
 			w.queue[n-1] = *ev
 			return false
 		}
-	} else if len(w.queue) >= w.limit || now.Sub(w.behindSince) > w.c.cfg.MaxLag ||
+	} else if len(w.queue) >= w.limit || (w.starting == 0 && now.Sub(w.behindSince) > w.c.cfg.MaxLag) ||
 		w.c.queued.n.Load() >= int64(w.c.cfg.DispatchBudget) {
 		w.terminateLocked(fmt.Errorf("%w: %w", ErrSlowWatcher, &storage.Error{Err: storage.ErrExpired,
 			Msg: fmt.Sprintf("watcher fell behind (%d events queued, behind for %v)", len(w.queue), now.Sub(w.behindSince).Round(time.Millisecond))}))
@@ -185,9 +198,16 @@ func (w *watcher) terminate(err error) {
 func (w *watcher) terminateLocked(err error) {
 	w.terminated = true
 	w.syncSlowLocked()
-	w.c.queued.n.Add(-int64(len(w.queue)))
-	w.queue = nil
+	w.dropQueueLocked()
 	w.enqueueLocked(storage.Event{Type: storage.EventError, Err: err})
+}
+
+// dropQueueLocked empties the queue, taking its live events off the
+// dispatch budget. Called with w.mu held.
+func (w *watcher) dropQueueLocked() {
+	w.c.queued.n.Add(-int64(len(w.queue) - w.starting))
+	w.queue = nil
+	w.starting = 0
 }
 
 // pump moves queued events to out, blocking on the consumer, until the
@@ -211,7 +231,17 @@ func (w *watcher) pump() {
 		if len(w.queue) == 0 {
 			w.queue = nil
 		}
-		w.c.queued.n.Add(-1)
+		switch {
+		case w.starting == 0:
+			w.c.queued.n.Add(-1)
+		case w.starting == 1:
+			// The last starting event: from now on the watcher is behind
+			// only by what it has not taken of the live events.
+			w.starting = 0
+			w.behindSince = w.c.cfg.Clock()
+		default:
+			w.starting--
+		}
 		done := w.done
 		w.mu.Unlock()
 		select {
@@ -278,6 +308,8 @@ func (c *Cacher) Watch(ctx context.Context, key string, opts storage.WatchOption
 
 	w := &watcher{c: c, key: wkey, recursive: opts.Recursive, pred: opts.Predicate, progress: opts.ProgressNotify,
 		out: make(chan storage.Event, resultBuffer)}
+	w.deadline, _ = ctx.Deadline()
+	w.nextBookmark = c.nextBookmark(c.cfg.Clock(), w.deadline)
 	if fm, ok := opts.Predicate.(FieldMatcher); ok && w.recursive {
 		for _, f := range c.fields {
 			if v, ok := fm.RequiresExactMatch(f); ok {
@@ -330,7 +362,7 @@ func (c *Cacher) Watch(ctx context.Context, key string, opts storage.WatchOption
 	if rest := q[n:]; len(rest) > 0 {
 		w.mu.Lock()
 		w.queue = rest
-		w.c.queued.n.Add(int64(len(rest)))
+		w.starting = len(rest)
 		w.behindSince = c.cfg.Clock()
 		w.startPumpLocked()
 		w.mu.Unlock()

@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -19,12 +20,13 @@ import (
 	"github.com/annexapi/annex/internal/kubectltest"
 )
 
-// startExample runs the example's server on a free port and returns its
-// data directory.
-func startExample(t *testing.T) (dataDir, url string) {
+// startExample runs the example's server on a free port with the extra
+// flags and returns its data directory and URL, and stop, which ends Run and
+// waits for it (the test's cleanup calls it too).
+func startExample(t *testing.T, flags ...string) (dataDir, url string, stop func()) {
 	t.Helper()
 	dataDir = t.TempDir()
-	o, err := parseFlags([]string{"--data-dir", dataDir})
+	o, err := parseFlags(append([]string{"--data-dir", dataDir}, flags...))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -43,19 +45,23 @@ func startExample(t *testing.T) (dataDir, url string) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- srv.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("Run: %v", err)
-		}
-	})
-	return dataDir, srv.URL()
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			cancel()
+			if err := <-done; err != nil {
+				t.Errorf("Run: %v", err)
+			}
+		})
+	}
+	t.Cleanup(stop)
+	return dataDir, srv.URL(), stop
 }
 
 // TestKubectlSession walks the README's kubectl session against the example.
 func TestKubectlSession(t *testing.T) {
 	t.Parallel()
-	dataDir, url := startExample(t)
+	dataDir, url, _ := startExample(t)
 	k := kubectltest.New(t, filepath.Join(dataDir, "kubeconfig"))
 
 	kubectltest.WantContains(t, "api-resources", k.MustRun("api-resources", "--api-group=platform.example.com"),

@@ -10,7 +10,9 @@
 //
 // Standalone (the default), it generates a CA, a serving certificate and an
 // admin client certificate in the data directory and writes a kubeconfig there
-// for kubectl.
+// for kubectl. With --audit-policy-file=examples/environments/audit-policy.yaml
+// and --audit-log-path=audit.log it writes kube-apiserver's audit log
+// (README.md).
 package main
 
 import (

@@ -27,7 +27,11 @@
 // SubjectAccessReview or ConfigMap permissions missing
 // (delegation-permissions), a serving certificate without the
 // <service>.<namespace>.svc name (serving-certificate-name). Each failure is
-// also logged at start-up, and /readyz/<check> answers with the reason.
+// also logged at start-up, and /readyz/<check> answers with the reason. As
+// metrics-server's, /readyz also fails ("no metrics to serve",
+// metric-storage-ready) until the store can compute at least one node's or
+// pod's metrics, so the APIService is not marked available while kubectl
+// top would print nothing.
 package main
 
 import (
@@ -180,23 +184,30 @@ type namedCheck struct {
 // setup builds the server the flags describe; ln, when not nil, replaces the
 // listening address (tests pass one on port 0).
 func setup(args []string, stderr io.Writer, ln net.Listener) (*app, error) {
+	return setupSource(args, stderr, ln, nil)
+}
+
+// setupSource is setup with src, when not nil, in place of the simulated
+// source the flags describe.
+func setupSource(args []string, stderr io.Writer, ln net.Listener, src Source) (*app, error) {
 	o, err := parseFlags(args, stderr)
 	if err != nil {
 		return nil, err
 	}
 	a := &app{opts: o, log: newLogger(o, stderr)}
-	var spec Spec
-	if o.simulationFile != "" {
-		spec, err = LoadSpec(o.simulationFile)
-	} else {
-		spec, err = SpecFromNames(splitList(o.nodes), splitList(o.pods), o.variation)
-	}
-	if err != nil {
-		return nil, err
-	}
-	src, err := NewSimulated(spec, nil)
-	if err != nil {
-		return nil, err
+	if src == nil {
+		var spec Spec
+		if o.simulationFile != "" {
+			spec, err = LoadSpec(o.simulationFile)
+		} else {
+			spec, err = SpecFromNames(splitList(o.nodes), splitList(o.pods), o.variation)
+		}
+		if err != nil {
+			return nil, err
+		}
+		if src, err = NewSimulated(spec, nil); err != nil {
+			return nil, err
+		}
 	}
 	a.store = NewStore(src, o.resolution, a.log.Named("store"))
 
@@ -206,7 +217,7 @@ func setup(args []string, stderr io.Writer, ln net.Listener) (*app, error) {
 	b.Registerer = prometheus.NewRegistry()
 	b.Listener = ln
 	b.Stages = append(b.Stages, annex.InsertedStage{After: annex.StageAuthorization, Stage: identityStage(a.log.Named("identity"), o.verbose)})
-	a.checks = append(a.checks, namedCheck{"metrics-store", a.store})
+	a.checks = append(a.checks, namedCheck{storeCheckName, a.store})
 	if o.service != "" {
 		a.checks = append(a.checks, namedCheck{"serving-certificate-name", certs.HostCheck{CertFile: a.servingCertFile(), Host: serviceHost(o.service)}})
 	}
@@ -269,7 +280,7 @@ func splitList(s string) []string {
 // would make the APIService unavailable or proxied requests fail.
 func (a *app) diagnose(ctx context.Context) {
 	for _, c := range a.checks {
-		if c.name == "metrics-store" {
+		if c.name == storeCheckName {
 			continue // waits for scrapes, not a configuration problem
 		}
 		if err := c.rc.Ready(ctx); err != nil {

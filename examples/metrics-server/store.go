@@ -8,6 +8,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"sort"
@@ -106,12 +107,36 @@ func (s *Store) Add(b *Batch) {
 	s.mu.Unlock()
 }
 
-// Ready reports whether two batches are in, so metrics can be computed.
+// storeCheckName is the Store's readiness check, named as metrics-server's.
+const storeCheckName = "metric-storage-ready"
+
+// errNoMetrics is Ready's error, metrics-server's words.
+var errNoMetrics = errors.New("no metrics to serve")
+
+// Ready reports whether the store can serve metrics: at least one node or
+// pod has a valid pair of samples in the two newest batches, as
+// metrics-server's storage is ready once it holds a full window for one of
+// them. Two batches are not enough: scrapes that found no node (a source
+// that does not know the nodes yet, kubelets unreachable) or a counter that
+// reset give lists of no items.
 func (s *Store) Ready(context.Context) error {
-	if cur, prev := s.pair(); cur == nil || prev == nil {
-		return fmt.Errorf("waiting for two scrapes (resolution %v)", s.resolution)
+	cur, prev := s.pair()
+	if cur == nil || prev == nil {
+		return errNoMetrics
 	}
-	return nil
+	for name, c := range cur.nodes {
+		if p := prev.nodes[name]; p != nil {
+			if _, _, ok := rate(c.Usage, p.Usage); ok {
+				return nil
+			}
+		}
+	}
+	for key := range cur.pods {
+		if s.podJSON(cur, prev, key) != nil {
+			return nil
+		}
+	}
+	return errNoMetrics
 }
 
 // pair returns the newest batch and the one before it (either may be nil).

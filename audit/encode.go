@@ -1,0 +1,294 @@
+// This file holds the event encoder: an append-style writer of an Event's
+// JSON that produces, byte for byte, what encoding/json's Marshal produces
+// for it (same field order, omitempty, sorted map keys, HTML-safe string
+// escaping, compacted raw objects), without reflection and with one
+// allocation for the output. Every request writes up to four events, so
+// this is on the hot path; encode_test.go checks it against encoding/json.
+
+package audit
+
+import (
+	"bytes"
+	"encoding/json"
+	"slices"
+	"strconv"
+	"unicode/utf8"
+
+	"github.com/annexapi/annex/meta"
+)
+
+// appendEvent appends ev's JSON to dst. It fails only when a raw object is
+// not valid JSON or a Status's details do not encode, as json.Marshal would.
+func appendEvent(dst []byte, ev *Event) ([]byte, error) {
+	dst = append(dst, `{"kind":`...)
+	dst = appendString(dst, ev.Kind)
+	dst = append(dst, `,"apiVersion":`...)
+	dst = appendString(dst, ev.APIVersion)
+	dst = append(dst, `,"level":`...)
+	dst = appendString(dst, string(ev.Level))
+	dst = append(dst, `,"auditID":`...)
+	dst = appendString(dst, ev.AuditID)
+	dst = append(dst, `,"stage":`...)
+	dst = appendString(dst, string(ev.Stage))
+	dst = append(dst, `,"requestURI":`...)
+	dst = appendString(dst, ev.RequestURI)
+	dst = append(dst, `,"verb":`...)
+	dst = appendString(dst, ev.Verb)
+	dst = append(dst, `,"user":`...)
+	dst = appendUserInfo(dst, &ev.User)
+	if ev.ImpersonatedUser != nil {
+		dst = append(dst, `,"impersonatedUser":`...)
+		dst = appendUserInfo(dst, ev.ImpersonatedUser)
+	}
+	if len(ev.SourceIPs) > 0 {
+		dst = append(dst, `,"sourceIPs":`...)
+		dst = appendStrings(dst, ev.SourceIPs)
+	}
+	if ev.UserAgent != "" {
+		dst = append(dst, `,"userAgent":`...)
+		dst = appendString(dst, ev.UserAgent)
+	}
+	if o := ev.ObjectRef; o != nil {
+		dst = append(dst, `,"objectRef":{`...)
+		n := len(dst)
+		dst = appendOptional(dst, n, "resource", o.Resource)
+		dst = appendOptional(dst, n, "namespace", o.Namespace)
+		dst = appendOptional(dst, n, "name", o.Name)
+		dst = appendOptional(dst, n, "uid", o.UID)
+		dst = appendOptional(dst, n, "apiGroup", o.APIGroup)
+		dst = appendOptional(dst, n, "apiVersion", o.APIVersion)
+		dst = appendOptional(dst, n, "resourceVersion", o.ResourceVersion)
+		dst = appendOptional(dst, n, "subresource", o.Subresource)
+		dst = append(dst, '}')
+	}
+	var err error
+	if s := ev.ResponseStatus; s != nil {
+		dst = append(dst, `,"responseStatus":`...)
+		if dst, err = appendResponseStatus(dst, s); err != nil {
+			return dst, err
+		}
+	}
+	if len(ev.RequestObject) > 0 {
+		dst = append(dst, `,"requestObject":`...)
+		if dst, err = appendRaw(dst, ev.RequestObject); err != nil {
+			return dst, err
+		}
+	}
+	if len(ev.ResponseObject) > 0 {
+		dst = append(dst, `,"responseObject":`...)
+		if dst, err = appendRaw(dst, ev.ResponseObject); err != nil {
+			return dst, err
+		}
+	}
+	dst = append(dst, `,"requestReceivedTimestamp":`...)
+	dst = appendMicroTime(dst, ev.RequestReceivedTimestamp)
+	dst = append(dst, `,"stageTimestamp":`...)
+	dst = appendMicroTime(dst, ev.StageTimestamp)
+	if len(ev.Annotations) > 0 {
+		dst = append(dst, `,"annotations":{`...)
+		for i, k := range sortedKeys(ev.Annotations) {
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			dst = appendString(dst, k)
+			dst = append(dst, ':')
+			dst = appendString(dst, ev.Annotations[k])
+		}
+		dst = append(dst, '}')
+	}
+	return append(dst, '}'), nil
+}
+
+// appendOptional appends the omitempty string field key, with a comma unless
+// it is the first field of the object that starts at start.
+func appendOptional(dst []byte, start int, key, v string) []byte {
+	if v == "" {
+		return dst
+	}
+	if len(dst) > start {
+		dst = append(dst, ',')
+	}
+	dst = append(dst, '"')
+	dst = append(dst, key...)
+	dst = append(dst, `":`...)
+	return appendString(dst, v)
+}
+
+func appendUserInfo(dst []byte, u *UserInfo) []byte {
+	dst = append(dst, '{')
+	n := len(dst)
+	dst = appendOptional(dst, n, "username", u.Username)
+	dst = appendOptional(dst, n, "uid", u.UID)
+	if len(u.Groups) > 0 {
+		if len(dst) > n {
+			dst = append(dst, ',')
+		}
+		dst = append(dst, `"groups":`...)
+		dst = appendStrings(dst, u.Groups)
+	}
+	if len(u.Extra) > 0 {
+		if len(dst) > n {
+			dst = append(dst, ',')
+		}
+		dst = append(dst, `"extra":{`...)
+		for i, k := range sortedKeys(u.Extra) {
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			dst = appendString(dst, k)
+			dst = append(dst, ':')
+			dst = appendStrings(dst, u.Extra[k])
+		}
+		dst = append(dst, '}')
+	}
+	return append(dst, '}')
+}
+
+// appendStrings appends a []string as encoding/json does: null for nil.
+func appendStrings(dst []byte, ss []string) []byte {
+	if ss == nil {
+		return append(dst, "null"...)
+	}
+	dst = append(dst, '[')
+	for i, s := range ss {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = appendString(dst, s)
+	}
+	return append(dst, ']')
+}
+
+func appendResponseStatus(dst []byte, s *ResponseStatus) ([]byte, error) {
+	dst = append(dst, `{"metadata":{`...)
+	n := len(dst)
+	dst = appendOptional(dst, n, "resourceVersion", s.Metadata.ResourceVersion)
+	dst = appendOptional(dst, n, "continue", s.Metadata.Continue)
+	if c := s.Metadata.RemainingItemCount; c != nil {
+		if len(dst) > n {
+			dst = append(dst, ',')
+		}
+		dst = append(dst, `"remainingItemCount":`...)
+		dst = strconv.AppendInt(dst, *c, 10)
+	}
+	dst = append(dst, '}')
+	dst = appendOptional(dst, 0, "status", s.Status)
+	dst = appendOptional(dst, 0, "message", s.Message)
+	dst = appendOptional(dst, 0, "reason", string(s.Reason))
+	if s.Details != nil {
+		b, err := marshalDetails(s.Details)
+		if err != nil {
+			return dst, err
+		}
+		dst = append(dst, `,"details":`...)
+		dst = append(dst, b...)
+	}
+	if s.Code != 0 {
+		dst = append(dst, `,"code":`...)
+		dst = strconv.AppendInt(dst, int64(s.Code), 10)
+	}
+	return append(dst, '}'), nil
+}
+
+// marshalDetails encodes a Status's details (error responses only, so off
+// the hot path) with encoding/json.
+func marshalDetails(d *meta.StatusDetails) ([]byte, error) { return json.Marshal(d) }
+
+func appendMicroTime(dst []byte, t MicroTime) []byte {
+	if t.IsZero() {
+		return append(dst, "null"...)
+	}
+	dst = append(dst, '"')
+	dst = t.UTC().AppendFormat(dst, RFC3339Micro)
+	return append(dst, '"')
+}
+
+// appendRaw appends a raw JSON value as encoding/json writes a
+// json.RawMessage: validated, compacted, with <, >, &, U+2028 and U+2029
+// escaped.
+func appendRaw(dst []byte, raw []byte) ([]byte, error) {
+	buf := bytes.NewBuffer(dst)
+	start := len(dst)
+	if err := json.Compact(buf, raw); err != nil {
+		return dst, err
+	}
+	out := buf.Bytes()
+	if !needsHTMLEscape(out[start:]) {
+		return out, nil
+	}
+	var esc bytes.Buffer
+	json.HTMLEscape(&esc, out[start:])
+	return append(out[:start], esc.Bytes()...), nil
+}
+
+func needsHTMLEscape(b []byte) bool {
+	if bytes.ContainsAny(b, "<>&") {
+		return true
+	}
+	return bytes.Contains(b, []byte("\u2028")) || bytes.Contains(b, []byte("\u2029"))
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+const hexDigits = "0123456789abcdef"
+
+// appendString appends s as a JSON string the way encoding/json's Marshal
+// does: ", \ and control characters escaped (\b \f \n \r \t by name, the
+// rest as \u00XX), <, > and & as \u003c \u003e \u0026, U+2028 and U+2029
+// as \u2028 and \u2029, and each byte of invalid UTF-8 as \ufffd.
+func appendString(dst []byte, s string) []byte {
+	dst = append(dst, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			if c >= 0x20 && c != '"' && c != '\\' && c != '<' && c != '>' && c != '&' {
+				i++
+				continue
+			}
+			dst = append(dst, s[start:i]...)
+			switch c {
+			case '"', '\\':
+				dst = append(dst, '\\', c)
+			case '\b':
+				dst = append(dst, `\b`...)
+			case '\f':
+				dst = append(dst, `\f`...)
+			case '\n':
+				dst = append(dst, `\n`...)
+			case '\r':
+				dst = append(dst, `\r`...)
+			case '\t':
+				dst = append(dst, `\t`...)
+			default:
+				dst = append(dst, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xF])
+			}
+			i++
+			start = i
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && size == 1:
+			dst = append(dst, s[start:i]...)
+			dst = append(dst, `\ufffd`...)
+		case r == '\u2028' || r == '\u2029':
+			dst = append(dst, s[start:i]...)
+			dst = append(dst, '\\', 'u', '2', '0', '2', hexDigits[r&0xF])
+		default:
+			i += size
+			continue
+		}
+		i += size
+		start = i
+	}
+	dst = append(dst, s[start:]...)
+	return append(dst, '"')
+}

@@ -1,0 +1,319 @@
+package annex
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"flag"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/annexapi/annex/admission"
+	"github.com/annexapi/annex/audit"
+	"github.com/annexapi/annex/meta"
+	"github.com/annexapi/annex/rest"
+)
+
+const auditTestPolicy = `apiVersion: audit.k8s.io/v1
+kind: Policy
+rules:
+- level: None
+  nonResourceURLs: ["/readyz*", "/healthz*", "/livez*"]
+- level: Metadata
+`
+
+// auditedBuilder is a server auditing everything at Metadata level to a
+// log file in batch mode with a buffer that never fills and an hour-long
+// batch wait: events reach the file only when the buffer is flushed, at
+// shutdown. Its validator answers 403 for an object named "denied" and
+// panics for one named "boom".
+func auditedBuilder(t *testing.T) (Builder, string) {
+	t.Helper()
+	dir := t.TempDir()
+	p, err := audit.ParsePolicy([]byte(auditTestPolicy))
+	if err != nil {
+		t.Fatal(err)
+	}
+	logPath := filepath.Join(dir, "logs", "audit.log") // the directory is made by Build
+	tokens := writeFile(t, dir, "tokens.csv", "alice-token,alice,alice-uid\n")
+	gr := meta.GroupResource{Group: "test.annex.dev", Resource: "widgets"}
+	return Builder{
+		TokenAuthFile: tokens,
+		Audit: audit.Config{Policy: p, Log: audit.LogConfig{Path: logPath,
+			Batch: audit.BatchConfig{Mode: audit.ModeBatch, BufferSize: 1000, MaxBatchSize: 1000, MaxBatchWait: time.Hour}}},
+		Validators: []admission.Validator{admission.ValidatorFunc(func(_ context.Context, a *admission.Attributes) error {
+			switch a.Name {
+			case "denied":
+				return meta.NewForbidden(gr, a.Name, errDenied)
+			case "boom":
+				panic("boom")
+			}
+			return nil
+		})},
+	}, logPath
+}
+
+const errDenied = "denied by the test validator"
+
+// readEvents decodes the log's events, one per line.
+func readEvents(t *testing.T, path string) []audit.Event {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []audit.Event
+	for line := range bytes.Lines(data) {
+		var ev audit.Event
+		dec := json.NewDecoder(bytes.NewReader(line))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&ev); err != nil {
+			t.Fatalf("event %q: %v", line, err)
+		}
+		out = append(out, ev)
+	}
+	return out
+}
+
+// TestAuditThroughServer runs a sequence of requests through a built server
+// with audit on and checks the events a shutdown flushes: every buffered
+// event is in the file when Run returns (none before), each request has its
+// stages, the authorization decision, the impersonated user, the stage
+// latencies and the rejecting stage; a handler's panic is a Panic event and a
+// 500, and the server keeps serving.
+func TestAuditThroughServer(t *testing.T) {
+	t.Parallel()
+	b, logPath := auditedBuilder(t)
+	ts := startServer(t, b)
+	u := ts.srv.URL() + "/apis/test.annex.dev/v1/namespaces/ns/widgets"
+	alice := clientWith(t, filepath.Join(ts.dataDir, "certs", "annex-serving-ca.crt"), "", "")
+
+	type request struct {
+		name, method, path, body string
+		client                   *http.Client
+		header                   http.Header
+		code                     int
+	}
+	widget := func(name string) string {
+		return `{"apiVersion":"test.annex.dev/v1","kind":"Widget","metadata":{"name":"` + name + `"}}`
+	}
+	seq := []request{
+		{name: "create", method: "POST", path: u, body: widget("w1"), code: 201},
+		{name: "get", method: "GET", path: u + "/w1", code: 200},
+		{name: "list", method: "GET", path: u, code: 200},
+		{name: "conflict", method: "POST", path: u, body: widget("w1"), code: 409},
+		{name: "denied", method: "POST", path: u, body: widget("denied"), code: 403},
+		{name: "forbidden", method: "GET", path: u, client: alice, header: http.Header{"Authorization": {"Bearer alice-token"}}, code: 403},
+		{name: "impersonated", method: "GET", path: u + "/w1", header: http.Header{"Impersonate-User": {"bob"}, "Impersonate-Group": {"system:masters"}}, code: 200},
+		{name: "panic", method: "POST", path: u, body: widget("boom"), code: 500},
+		{name: "after_panic", method: "GET", path: u + "/w1", code: 200},
+	}
+	ids := map[string]string{} // audit ID per request name
+	for _, r := range seq {
+		req, err := http.NewRequest(r.method, r.path, strings.NewReader(r.body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for k, v := range r.header {
+			req.Header[k] = v
+		}
+		if r.body != "" {
+			req.Header.Set("Content-Type", "application/json")
+		}
+		c := r.client
+		if c == nil {
+			c = ts.admin
+		}
+		resp, err := c.Do(req)
+		if err != nil {
+			t.Fatalf("%s: %v", r.name, err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != r.code {
+			t.Fatalf("%s: %d, want %d: %s", r.name, resp.StatusCode, r.code, body)
+		}
+		ids[r.name] = resp.Header.Get("Audit-Id")
+		if ids[r.name] == "" {
+			t.Fatalf("%s: no Audit-Id header", r.name)
+		}
+	}
+
+	// A watch open when shutdown starts: its events are flushed too.
+	req, _ := http.NewRequest("GET", u+"?watch=1", nil)
+	resp, err := ts.admin.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	watchID := resp.Header.Get("Audit-Id")
+	go func() { _, _ = io.Copy(io.Discard, bufio.NewReader(resp.Body)) }()
+
+	// Batch mode with an hour's wait: nothing is written before shutdown.
+	if data, err := os.ReadFile(logPath); err != nil || len(data) != 0 {
+		t.Fatalf("before shutdown the log has %d bytes (%v), want 0: the events should be buffered", len(data), err)
+	}
+	ts.cancel()
+	select {
+	case <-ts.done:
+		if ts.runErr != nil {
+			t.Fatalf("Run: %v", ts.runErr)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("Run did not return")
+	}
+
+	byID := map[string][]audit.Event{}
+	for _, ev := range readEvents(t, logPath) {
+		byID[ev.AuditID] = append(byID[ev.AuditID], ev)
+	}
+	stages := func(evs []audit.Event) string {
+		var s []string
+		for _, ev := range evs {
+			s = append(s, string(ev.Stage))
+		}
+		return strings.Join(s, ",")
+	}
+	last := func(name string) audit.Event {
+		evs := byID[ids[name]]
+		if len(evs) == 0 {
+			t.Fatalf("%s: no events (audit ID %s)", name, ids[name])
+		}
+		return evs[len(evs)-1]
+	}
+	for _, r := range seq {
+		want := "RequestReceived,ResponseComplete"
+		if r.name == "panic" {
+			want = "RequestReceived,Panic"
+		}
+		if got := stages(byID[ids[r.name]]); got != want {
+			t.Errorf("%s: stages %s, want %s", r.name, got, want)
+		}
+		if ev := last(r.name); ev.ResponseStatus == nil || int(ev.ResponseStatus.Code) != r.code {
+			t.Errorf("%s: responseStatus %+v, want code %d", r.name, ev.ResponseStatus, r.code)
+		}
+	}
+	if got := stages(byID[watchID]); got != "RequestReceived,ResponseStarted,ResponseComplete" {
+		t.Errorf("watch open at shutdown: stages %s", got)
+	}
+
+	checks := []struct {
+		name, key, want string // want "" means absent; "*" means present
+	}{
+		{"create", "authorization.k8s.io/decision", "allow"},
+		{"create", "authorization.k8s.io/reason", "*"},
+		{"create", audit.RejectedByAnnotation, ""},
+		{"conflict", audit.RejectedByAnnotation, "storage"},
+		{"denied", audit.RejectedByAnnotation, "admission"},
+		{"forbidden", audit.RejectedByAnnotation, "authorization"},
+		{"forbidden", "authorization.k8s.io/decision", "forbid"},
+		{"get", audit.RejectedByAnnotation, ""},
+	}
+	for _, c := range checks {
+		got, ok := last(c.name).Annotations[c.key]
+		switch {
+		case c.want == "" && ok:
+			t.Errorf("%s: annotation %s = %q, want none", c.name, c.key, got)
+		case c.want == "*" && !ok, c.want != "" && c.want != "*" && got != c.want:
+			t.Errorf("%s: annotation %s = %q, want %q", c.name, c.key, got, c.want)
+		}
+	}
+	// Stage latencies: from authentication on, the handler's steps last.
+	for name, want := range map[string][]string{
+		"create":    {"authentication=", "audit=", "impersonation=", "authorization=", "admission=", "storage="},
+		"get":       {"authentication=", "audit=", "authorization=", "storage="},
+		"forbidden": {"authentication=", "audit=", "authorization="},
+	} {
+		lat := last(name).Annotations[audit.StageLatenciesAnnotation]
+		at := 0
+		for _, w := range want {
+			i := strings.Index(lat[at:], w)
+			if i < 0 {
+				t.Errorf("%s: stage latencies %q lack %q in order", name, lat, w)
+				break
+			}
+			at += i
+		}
+		if strings.Contains(lat, "request-info") || strings.Count(lat, "admission=") > 1 {
+			t.Errorf("%s: stage latencies %q list a generic stage or a step twice", name, lat)
+		}
+	}
+	if lat := last("forbidden").Annotations[audit.StageLatenciesAnnotation]; strings.Contains(lat, "storage") {
+		t.Errorf("forbidden: stage latencies %q name a step it never reached", lat)
+	}
+	if testing.Verbose() {
+		for _, n := range []string{"create", "denied", "forbidden", "impersonated", "panic"} {
+			b, _ := json.Marshal(last(n))
+			t.Logf("%s: %s", n, b)
+		}
+	}
+	imp := last("impersonated")
+	if imp.ImpersonatedUser == nil || imp.ImpersonatedUser.Username != "bob" || imp.User.Username != "admin" {
+		t.Errorf("impersonated: user %+v impersonatedUser %+v", imp.User, imp.ImpersonatedUser)
+	}
+	if p := last("panic"); p.ResponseStatus == nil || !strings.Contains(p.ResponseStatus.Message, "boom") {
+		t.Errorf("panic: responseStatus %+v", p.ResponseStatus)
+	}
+}
+
+// TestAuditFlags: --audit-policy-file and --audit-log-path through
+// Builder.AddFlags turn audit on; bad values fail Build naming the flag,
+// without creating anything.
+func TestAuditFlags(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	policy := writeFile(t, dir, "policy.yaml", auditTestPolicy)
+	badPolicy := writeFile(t, dir, "bad.yaml", "apiVersion: audit.k8s.io/v1\nkind: Policy\nrules:\n- level: Loud\n")
+	aFile := writeFile(t, dir, "a-file", "")
+	tests := []struct {
+		name string
+		args []string
+		want []string // errors; nil means Build succeeds and audits
+	}{
+		{"policy_and_log", []string{"--audit-policy-file=" + policy, "--audit-log-path=" + filepath.Join(dir, "ok", "audit.log")}, nil},
+		{"bad_policy", []string{"--audit-policy-file=" + badPolicy, "--audit-log-path=-"}, []string{"--audit-policy-file " + badPolicy, "Loud"}},
+		{"missing_policy", []string{"--audit-policy-file=" + filepath.Join(dir, "nope.yaml"), "--audit-log-path=-"}, []string{"--audit-policy-file"}},
+		{"bad_mode", []string{"--audit-policy-file=" + policy, "--audit-log-path=-", "--audit-log-mode=later"}, []string{"--audit-* flags", "invalid audit log mode later"}},
+		{"log_under_a_file", []string{"--audit-policy-file=" + policy, "--audit-log-path=" + filepath.Join(aFile, "audit.log")}, []string{"--audit-* flags", "is not a directory"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			b := Builder{Resources: []rest.Resource{widgets()}, DataDir: filepath.Join(t.TempDir(), "data"), Listener: mustListen(t)}
+			fs := flag.NewFlagSet("test", flag.ContinueOnError)
+			b.AddFlags(fs)
+			if err := fs.Parse(tt.args); err != nil {
+				t.Fatal(err)
+			}
+			srv, err := build(t, &b)
+			if tt.want == nil {
+				if err != nil {
+					t.Fatalf("Build: %v", err)
+				}
+				defer srv.closeAll()
+				if _, err := os.Stat(filepath.Join(dir, "ok", "audit.log")); err != nil {
+					t.Errorf("the log file was not created: %v", err)
+				}
+				return
+			}
+			if err == nil {
+				srv.closeAll()
+				t.Fatal("Build succeeded")
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error lacks %q:\n%v", w, err)
+				}
+			}
+			if _, statErr := os.Stat(b.DataDir); statErr == nil {
+				t.Error("a failed Build made DataDir")
+			}
+		})
+	}
+}

@@ -1,0 +1,419 @@
+package annex
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"flag"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/zap"
+
+	"github.com/annexapi/annex/flowcontrol"
+	"github.com/annexapi/annex/rest"
+	"github.com/annexapi/annex/storage"
+)
+
+// oneSeatForX puts user x in a level of one seat that rejects what does not
+// fit (with 1 + 1 server seats every limited level gets one).
+const oneSeatForX = `apiVersion: flowcontrol.apiserver.k8s.io/v1
+kind: PriorityLevelConfiguration
+metadata: {name: one-seat}
+spec:
+  type: Limited
+  limited: {nominalConcurrencyShares: 1, lendablePercent: 0, borrowingLimitPercent: 0, limitResponse: {type: Reject}}
+---
+apiVersion: flowcontrol.apiserver.k8s.io/v1
+kind: FlowSchema
+metadata: {name: user-x}
+spec:
+  priorityLevelConfiguration: {name: one-seat}
+  matchingPrecedence: 100
+  rules:
+  - subjects: [{kind: User, user: {name: x}}]
+    resourceRules: [{verbs: ["*"], apiGroups: ["*"], resources: ["*"], clusterScope: true, namespaces: ["*"]}]
+`
+
+// testersPolicy lets the group testers do anything to test.annex.dev.
+const testersPolicy = `apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata: {name: tester}
+rules:
+- {apiGroups: [test.annex.dev], resources: ["*"], verbs: ["*"]}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata: {name: testers}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: tester}
+subjects:
+- {apiGroup: rbac.authorization.k8s.io, kind: Group, name: testers}
+`
+
+// gate is a computed resource whose LIST in namespace "slow" waits until
+// released: a request that holds its seat as long as the test wants.
+type gate struct {
+	entered, release chan struct{}
+}
+
+func newGate() *gate { return &gate{entered: make(chan struct{}, 16), release: make(chan struct{})} }
+
+func (g *gate) resource() rest.Resource {
+	return rest.Resource{Group: "test.annex.dev", Version: "v1", Plural: "gauges", Kind: "Gauge", Namespaced: true,
+		Lister: rest.ListerFunc(func(ctx context.Context, ns string, _ rest.ListOptions) ([][]byte, error) {
+			if ns == "slow" {
+				g.entered <- struct{}{}
+				select {
+				case <-g.release:
+				case <-ctx.Done():
+				}
+			}
+			return nil, nil
+		})}
+}
+
+// metricValue returns the value of the counter or gauge name whose labels
+// include want, summed over the matching series.
+func metricValue(t *testing.T, reg *prometheus.Registry, name string, want map[string]string) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sum float64
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+	series:
+		for _, m := range mf.GetMetric() {
+			labels := map[string]string{}
+			for _, l := range m.GetLabel() {
+				labels[l.GetName()] = l.GetValue()
+			}
+			for k, v := range want {
+				if labels[k] != v {
+					continue series
+				}
+			}
+			sum += m.GetCounter().GetValue() + m.GetGauge().GetValue()
+		}
+	}
+	return sum
+}
+
+// TestFlowControlThroughTheServer: the Builder's flowcontrol stage, set by
+// kube's flags, over HTTPS: user x's level has one seat and rejects, so x's
+// second concurrent request is 429 with Retry-After while y, the admin and
+// the health paths go on; the rejection is counted as the flowcontrol
+// stage's; a watch gives its seat back once its initial events are out; the
+// debug dumps are for system:masters only.
+func TestFlowControlThroughTheServer(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	tokens := writeFile(t, dir, "tokens.csv", "x-token,x,x-1,\"testers\"\ny-token,y,y-1,\"testers\"\n")
+	policy := writeFile(t, dir, "rbac.yaml", testersPolicy)
+	config := writeFile(t, dir, "flowcontrol.yaml", oneSeatForX)
+	g := newGate()
+	reg := prometheus.NewRegistry()
+	b := Builder{Resources: []rest.Resource{widgets(), g.resource()}, Registerer: reg}
+	fs := flag.NewFlagSet("test", flag.ContinueOnError)
+	b.AddFlags(fs)
+	if err := fs.Parse([]string{"--data-dir", filepath.Join(dir, "data"), "--token-auth-file", tokens, "--authorization-policy-file", policy,
+		"--max-requests-inflight=1", "--max-mutating-requests-inflight=1", "--flowcontrol-config-file", config}); err != nil {
+		t.Fatal(err)
+	}
+	ts := startServer(t, b)
+	url := ts.srv.URL()
+	as := func(token, method, path string) (*http.Response, string) {
+		t.Helper()
+		req, _ := http.NewRequest(method, url+path, nil)
+		req.Header.Set("Authorization", "Bearer "+token)
+		resp, err := ts.anon.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp, readAll(t, resp)
+	}
+	widgetsPath := "/apis/test.annex.dev/v1/namespaces/default/widgets"
+	if code, body := do(t, ts.admin, http.MethodPost, url+widgetsPath, `{"metadata":{"name":"w1"}}`); code != 201 {
+		t.Fatalf("create: %d %s", code, body)
+	}
+
+	t.Run("response_headers_name_schema_and_level", func(t *testing.T) {
+		resp, body := as("y-token", http.MethodGet, widgetsPath)
+		if resp.StatusCode != 200 {
+			t.Fatalf("y list: %d %s", resp.StatusCode, body)
+		}
+		fsUID, plUID := resp.Header.Get(flowcontrol.HeaderFlowSchemaUID), resp.Header.Get(flowcontrol.HeaderPriorityLevelUID)
+		if want := flowcontrol.StableUID(flowcontrol.KindFlowSchema, "global-default"); fsUID != want {
+			t.Errorf("FlowSchema UID %q, want global-default's %q", fsUID, want)
+		}
+		if want := flowcontrol.StableUID(flowcontrol.KindPriorityLevelConfiguration, "global-default"); plUID != want {
+			t.Errorf("PriorityLevel UID %q, want global-default's %q", plUID, want)
+		}
+	})
+
+	t.Run("second_concurrent_request_of_x_is_429", func(t *testing.T) {
+		slow := make(chan int, 1)
+		go func() {
+			req, _ := http.NewRequest(http.MethodGet, url+"/apis/test.annex.dev/v1/namespaces/slow/gauges", nil)
+			req.Header.Set("Authorization", "Bearer x-token")
+			resp, err := ts.anon.Do(req)
+			if err != nil {
+				slow <- 0
+				return
+			}
+			resp.Body.Close()
+			slow <- resp.StatusCode
+		}()
+		<-g.entered // x's first request holds the level's one seat
+		resp, body := as("x-token", http.MethodGet, widgetsPath)
+		if resp.StatusCode != 429 || resp.Header.Get("Retry-After") == "" || !strings.Contains(body, `"reason":"TooManyRequests"`) {
+			t.Errorf("x's second request: %d Retry-After=%q %s", resp.StatusCode, resp.Header.Get("Retry-After"), body)
+		}
+		if resp, body := as("y-token", http.MethodGet, widgetsPath); resp.StatusCode != 200 {
+			t.Errorf("y meanwhile: %d %s", resp.StatusCode, body)
+		}
+		if code, body := do(t, ts.admin, http.MethodGet, url+widgetsPath, ""); code != 200 {
+			t.Errorf("admin (exempt) meanwhile: %d %s", code, body)
+		}
+		if code, body := do(t, ts.anon, http.MethodGet, url+"/readyz", ""); code != 200 {
+			t.Errorf("/readyz meanwhile: %d %s", code, body)
+		}
+		g.release <- struct{}{}
+		if code := <-slow; code != 200 {
+			t.Errorf("x's first request: %d", code)
+		}
+		if n := metricValue(t, reg, "annex_request_rejections_total", map[string]string{"stage": StageFlowControl}); n != 1 {
+			t.Errorf("annex_request_rejections_total{stage=flowcontrol} = %v, want 1", n)
+		}
+		if n := metricValue(t, reg, "apiserver_flowcontrol_rejected_requests_total",
+			map[string]string{"priority_level": "one-seat", "flow_schema": "user-x", "reason": "concurrency-limit"}); n != 1 {
+			t.Errorf("apiserver_flowcontrol_rejected_requests_total{one-seat,user-x,concurrency-limit} = %v, want 1", n)
+		}
+	})
+
+	t.Run("watch_gives_its_seat_back_after_initial_events", func(t *testing.T) {
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url+widgetsPath+"?watch=1", nil)
+		req.Header.Set("Authorization", "Bearer x-token")
+		resp, err := ts.anon.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		line, err := bufio.NewReader(resp.Body).ReadString('\n')
+		if resp.StatusCode != 200 || err != nil || !strings.Contains(line, `"type":"ADDED"`) || !strings.Contains(line, `"name":"w1"`) {
+			t.Fatalf("watch: %d %v %q", resp.StatusCode, err, line)
+		}
+		// The seat is released right after the flush the client just read
+		// from; wait for it on the level's gauge, not on a clock.
+		deadline := time.Now().Add(5 * time.Second)
+		for metricValue(t, reg, "apiserver_flowcontrol_current_executing_seats", map[string]string{"priority_level": "one-seat"}) != 0 {
+			if time.Now().After(deadline) {
+				t.Fatal("the watch still holds its seat 5s after its initial events")
+			}
+			time.Sleep(time.Millisecond) // polling interval
+		}
+		if resp, body := as("x-token", http.MethodGet, widgetsPath); resp.StatusCode != 200 {
+			t.Errorf("x's GET with its watch open: %d %s", resp.StatusCode, body)
+		}
+	})
+
+	t.Run("debug_dumps_for_masters_only", func(t *testing.T) {
+		code, body := do(t, ts.admin, http.MethodGet, url+FlowControlDebugPath+"dump_priority_levels", "")
+		if code != 200 || !strings.Contains(body, "PriorityLevelName") || !strings.Contains(body, "one-seat") {
+			t.Errorf("admin dump: %d %s", code, body)
+		}
+		if resp, body := as("y-token", http.MethodGet, FlowControlDebugPath+"dump_priority_levels"); resp.StatusCode != 403 {
+			t.Errorf("y dump: %d %s", resp.StatusCode, body)
+		}
+	})
+}
+
+// TestFlowControlFlagsAndFields: Build's first phase names the flag when it
+// was given and the field otherwise, for a setting with no effect in the
+// chosen mode and for configuration that does not load.
+func TestFlowControlFlagsAndFields(t *testing.T) {
+	t.Parallel()
+	files := t.TempDir()
+	good := writeFile(t, files, "good.yaml", oneSeatForX)
+	badObject := writeFile(t, files, "bad.yaml", strings.Replace(oneSeatForX, "nominalConcurrencyShares: 1", "nominalConcurrencyShares: -1", 1))
+	unknownField := writeFile(t, files, "unknown.yaml", strings.Replace(oneSeatForX, "matchingPrecedence: 100", "matchingPrecedence: 100\n  color: blue", 1))
+	missing := filepath.Join(files, "missing.yaml")
+	kubeconfig := writeFile(t, files, "kubeconfig", `apiVersion: v1
+kind: Config
+clusters: [{name: c, cluster: {server: "https://127.0.0.1:1"}}]
+users: [{name: u, user: {token: t}}]
+contexts: [{name: c, context: {cluster: c, user: u}}]
+current-context: c
+`)
+	objs, err := flowcontrol.LoadFiles(good)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name  string
+		args  []string
+		field func(*Builder)
+		want  []string
+	}{
+		{"file_with_apf_off_by_flag", []string{"--enable-priority-and-fairness=false", "--flowcontrol-config-file", good}, nil,
+			[]string{"--flowcontrol-config-file: has no effect with priority and fairness off (--enable-priority-and-fairness)"}},
+		{"objects_with_apf_off_by_field", nil, func(b *Builder) { b.FlowControl.Disabled, b.FlowControl.Objects = true, objs },
+			[]string{"FlowControl.Objects: has no effect with priority and fairness off (FlowControl.Disabled)"}},
+		{"file_in_delegated_mode", []string{"--delegated-auth", "--authentication-kubeconfig", kubeconfig, "--authorization-kubeconfig", kubeconfig, "--flowcontrol-config-file", good}, nil,
+			[]string{"--flowcontrol-config-file: has no effect when the configuration follows the cluster's"}},
+		{"file_field_in_delegated_mode", []string{"--delegated-auth", "--authentication-kubeconfig", kubeconfig, "--authorization-kubeconfig", kubeconfig},
+			func(b *Builder) { b.FlowControl.ConfigFiles = []string{good} },
+			[]string{"FlowControl.ConfigFiles: has no effect when the configuration follows the cluster's"}},
+		{"no_seats", []string{"--max-requests-inflight=0", "--max-mutating-requests-inflight=0"}, nil,
+			[]string{"--max-requests-inflight and --max-mutating-requests-inflight: leave no seats"}},
+		{"invalid_object_in_file", []string{"--flowcontrol-config-file", badObject}, nil,
+			[]string{"--flowcontrol-config-file: ", "nominalConcurrencyShares"}},
+		{"unknown_field_in_file", nil, func(b *Builder) { b.FlowControl.ConfigFiles = []string{unknownField} },
+			[]string{"FlowControl.ConfigFiles: ", "color"}},
+		{"missing_file", []string{"--flowcontrol-config-file", missing}, nil, []string{"--flowcontrol-config-file: ", "missing.yaml"}},
+		{"same_object_in_two_files", []string{"--flowcontrol-config-file", good, "--flowcontrol-config-file", good}, nil,
+			[]string{"--flowcontrol-config-file: ", "one-seat"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			b := Builder{Resources: []rest.Resource{widgets()}, DataDir: filepath.Join(t.TempDir(), "data")}
+			fs := flag.NewFlagSet("test", flag.ContinueOnError)
+			b.AddFlags(fs)
+			if err := fs.Parse(tt.args); err != nil {
+				t.Fatal(err)
+			}
+			if tt.field != nil {
+				tt.field(&b)
+			}
+			_, err := build(t, &b)
+			if err == nil {
+				t.Fatal("Build succeeded")
+			}
+			for _, want := range tt.want {
+				if !strings.Contains(err.Error(), want) {
+					t.Errorf("error lacks %q:\n%v", want, err)
+				}
+			}
+			if _, statErr := os.Stat(b.DataDir); !errors.Is(statErr, os.ErrNotExist) {
+				t.Errorf("a failed Build made DataDir (%v)", statErr)
+			}
+		})
+	}
+}
+
+// TestFlowControlOffWithoutLimits: --enable-priority-and-fairness=false with
+// both limits 0 is kube's "no limit at all"; the zero Builder is priority
+// and fairness with kube's defaults.
+func TestFlowControlOffWithoutLimits(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		name         string
+		args         []string
+		wantDisabled bool
+		wantRO       int
+	}{
+		{"zero_value_is_apf_with_kube_defaults", nil, false, flowcontrol.DefaultMaxRequestsInFlight},
+		{"off_with_zero_limits_is_unlimited", []string{"--enable-priority-and-fairness=false", "--max-requests-inflight=0", "--max-mutating-requests-inflight=0"}, true, -1},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			b := Builder{Resources: []rest.Resource{widgets()}, DataDir: t.TempDir()}
+			fs := flag.NewFlagSet("test", flag.ContinueOnError)
+			b.AddFlags(fs)
+			if err := fs.Parse(tt.args); err != nil {
+				t.Fatal(err)
+			}
+			ln, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			b.Listener = ln
+			srv, err := b.Build()
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer srv.closeAll()
+			c := b.withDefaults() // as Build applies the flags
+			if err := c.applyFlags(); err != nil {
+				t.Fatal(err)
+			}
+			if c.FlowControl.Disabled != tt.wantDisabled || c.FlowControl.MaxRequestsInFlight != tt.wantRO {
+				t.Errorf("FlowControl after flags: Disabled=%v MaxRequestsInFlight=%d, want %v %d",
+					c.FlowControl.Disabled, c.FlowControl.MaxRequestsInFlight, tt.wantDisabled, tt.wantRO)
+			}
+			if got := len(srv.flowControl.Configuration().FlowSchemas); !tt.wantDisabled && got < 8 {
+				t.Errorf("default configuration has %d FlowSchemas, want kube's mandatory and suggested ones", got)
+			}
+		})
+	}
+}
+
+// countingStore is a store that can count, and says how often it did.
+type countingStore struct {
+	pendingStore
+	n     int64
+	calls int
+}
+
+func (s *countingStore) Count(_ context.Context, prefix string) (int64, error) {
+	s.calls++
+	if want := storage.ResourcePrefix("test.annex.dev", "widgets", ""); prefix != want {
+		return 0, errors.New("unexpected prefix " + prefix)
+	}
+	return s.n, nil
+}
+
+// TestObjectCountsAreCachedNotLive: LIST widths read a figure counted when
+// refreshed, never a count per request; computed resources and stores
+// that cannot count are unknown.
+func TestObjectCountsAreCachedNotLive(t *testing.T) {
+	t.Parallel()
+	st := &countingStore{n: 1234}
+	stored := widgets()
+	stored.Storage = st
+	computed := newGate().resource()
+	oc := newObjectCounts([]rest.Resource{stored, computed}, time.Hour, zap.NewNop())
+	if n, ok := oc.ObjectCount("test.annex.dev", "widgets"); ok {
+		t.Errorf("before the first count: %d, true; want unknown", n)
+	}
+	oc.refresh(context.Background())
+	st.n = 99 // changes after the refresh are not seen until the next
+	for range 3 {
+		if n, ok := oc.ObjectCount("test.annex.dev", "widgets"); !ok || n != 1234 {
+			t.Errorf("widgets: %d, %v; want 1234, true", n, ok)
+		}
+	}
+	if st.calls != 1 {
+		t.Errorf("the store counted %d times for 3 reads, want once", st.calls)
+	}
+	if _, ok := oc.ObjectCount("test.annex.dev", "gauges"); ok {
+		t.Error("a computed resource has a count")
+	}
+	if _, ok := oc.ObjectCount("other", "widgets"); ok {
+		t.Error("an unknown resource has a count")
+	}
+}
+
+func TestHealthPathsAreExempt(t *testing.T) {
+	t.Parallel()
+	for path, want := range map[string]bool{
+		"/healthz": true, "/livez": true, "/readyz": true, "/readyz/ping": true, "/healthz/etcd": true,
+		"/healthzz": false, "/apis/healthz": false, "/metrics": false, "/": false,
+	} {
+		if got := isHealthPath(path); got != want {
+			t.Errorf("isHealthPath(%q) = %v, want %v", path, got, want)
+		}
+	}
+}
