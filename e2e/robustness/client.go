@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -149,6 +150,10 @@ func classify(op *Op, status int, body []byte, err error) {
 	op.Status = status
 	if err != nil {
 		op.Outcome, op.Err = Unknown, err.Error()
+		var oe *net.OpError
+		if errors.As(err, &oe) && oe.Op == "dial" {
+			op.Outcome = Refused
+		}
 		return
 	}
 	if status >= 200 && status < 300 {

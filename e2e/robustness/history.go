@@ -34,7 +34,10 @@ const (
 	Conflict      Outcome = "conflict"       // 409 Conflict
 	Expired       Outcome = "expired"        // 410
 	Unknown       Outcome = "unknown"
-	Rejected      Outcome = "rejected" // any other answer: a harness or server bug
+	// Refused is a request that never reached a server: the connection was
+	// refused (the server is down). It has no effect.
+	Refused  Outcome = "refused"
+	Rejected Outcome = "rejected" // any other answer: a harness or server bug
 )
 
 // Object is what the history keeps of an object: its key

@@ -55,7 +55,7 @@ func step(s keyState, in modelInput, out modelOutput) []keyState {
 	case OpGet:
 		switch out.Outcome {
 		case OK:
-			if s.Exists && s.Value == out.Value && (s.RV == out.RV || s.RVUnknown && out.RV > s.RV) {
+			if s.Exists && s.Value == out.Value && (!s.RVUnknown && s.RV == out.RV || s.RVUnknown && out.RV > s.RV) {
 				next = append(next, keyState{Exists: true, RV: out.RV, Value: out.Value})
 			}
 		case NotFound:
@@ -183,6 +183,9 @@ func keyOperations(h *History, seenValue map[string]uint64) map[string][]porcupi
 			in.Value = ""
 		case OpCreate, OpUpdate, OpPatch, OpDelete:
 		default:
+			continue
+		}
+		if op.Outcome == Refused {
 			continue
 		}
 		out.Outcome = op.Outcome

@@ -275,6 +275,13 @@ func (r *run) client(ctx context.Context, id int) {
 	known := map[string]uint64{}
 	note := func(op Op) Op {
 		r.noteOp(op)
+		if op.Outcome == Refused || op.Outcome == Unknown {
+			// The server is down or slow: pace the retries.
+			select {
+			case <-ctx.Done():
+			case <-time.After(10 * time.Millisecond):
+			}
+		}
 		if op.Obj != nil {
 			known[op.Key] = op.Obj.RV
 		}
@@ -313,7 +320,7 @@ func (r *run) client(ctx context.Context, id int) {
 				rv = known[key]
 			}
 			note(cl.Delete(ctx, ep, key, rv))
-		case p < 86:
+		case p < 88:
 			note(cl.List(ctx, ep, r.randomList(rng)))
 		default:
 			o := WatchOptions{}
@@ -332,7 +339,7 @@ func (r *run) client(ctx context.Context, id int) {
 			default:
 				continue
 			}
-			wctx, cancel := context.WithTimeout(ctx, time.Duration(200+rng.IntN(600))*time.Millisecond)
+			wctx, cancel := context.WithTimeout(ctx, time.Duration(100+rng.IntN(200))*time.Millisecond)
 			cl.Watch(wctx, ep, o, func(ev WatchEvent) { r.noteRV(ev.Obj.RV) })
 			cancel()
 		}
