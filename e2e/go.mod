@@ -5,6 +5,7 @@ go 1.26.0
 replace github.com/annexapi/annex => ../
 
 require (
+	github.com/anishathalye/porcupine v1.3.1
 	github.com/annexapi/annex v0.0.0-00010101000000-000000000000
 	go.etcd.io/etcd/client/v3 v3.6.16
 	go.uber.org/zap v1.28.0
