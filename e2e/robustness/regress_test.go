@@ -7,30 +7,19 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"os"
 	"sync"
 	"testing"
 	"time"
 )
 
-// knownBugs gates the cases of violations found and not fixed yet: they
-// fail on today's library, so they run only with ANNEX_ROBUSTNESS_KNOWN_BUGS=1
-// (and are to be ungated with their fix).
-func knownBugs(t *testing.T) {
-	if os.Getenv("ANNEX_ROBUSTNESS_KNOWN_BUGS") == "" {
-		t.Skip("a known, unfixed violation; set ANNEX_ROBUSTNESS_KNOWN_BUGS=1 to reproduce it")
-	}
-}
-
 // TestWatchListBeforeCacheReady: a WatchList (sendInitialEvents=true) sent
 // to a server whose watch cache has not loaded yet (just started, or
-// re-listing) is answered 500 InternalError "watch cache is not ready".
-// kube-apiserver answers 429 TooManyRequests "storage is (re)initializing"
+// re-listing) was answered 500 InternalError "watch cache is not ready";
+// kube-apiserver answers, and annex now answers, 429 TooManyRequests "storage is (re)initializing"
 // with retryAfterSeconds, which clients retry. Found by TestRobustness
 // (bbolt, kill -9 then restart, a client's WatchList to the restarted
 // server).
 func TestWatchListBeforeCacheReady(t *testing.T) {
-	knownBugs(t)
 	ctx := t.Context()
 	s := newServer(t, bin.get(t), "bbolt")
 	if err := s.startAndWait(ctx); err != nil {
