@@ -383,6 +383,12 @@ func (c *Client) Watch(ctx context.Context, ep *Endpoint, o WatchOptions, seen f
 		if resp.StatusCode == http.StatusGone {
 			return end("expired", fmt.Errorf("%s", b))
 		}
+		if resp.StatusCode == http.StatusTooManyRequests && resp.Header.Get("Retry-After") != "" {
+			// The server is not ready (a watch cache loading after a
+			// restart, as kube's "storage is (re)initializing") and asks
+			// the client to retry: no event was promised.
+			return end("throttled", fmt.Errorf("%d %s", resp.StatusCode, b))
+		}
 		return end("error", fmt.Errorf("%d %s", resp.StatusCode, b))
 	}
 	sc := bufio.NewScanner(resp.Body)

@@ -102,7 +102,8 @@ type Watch struct {
 	Events        []WatchEvent
 	End           int64
 	// Ended says how it ended: "expired" (410, as a response or an ERROR
-	// event), "error" (another ERROR event or status), "closed" (the server
+	// event), "throttled" (429 with Retry-After: retry later), "error"
+	// (another ERROR event or status), "closed" (the server
 	// closed it cleanly), "cut" (transport error), "stopped" (by the client).
 	Ended  string
 	Status int
