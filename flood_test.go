@@ -288,14 +288,20 @@ func (r *floodRig) runFlood(mode string, aConc int, honor bool, gogc int, d time
 }
 
 // gcCPU is the CPU time this process's garbage collector has used so far,
-// in seconds, as the runtime estimates it.
+// in seconds, as the runtime estimates it: assists, dedicated workers and
+// pauses, not the idle mark workers (which run only on otherwise idle Ps and
+// the runtime counts at wall time, not CPU time).
 func gcCPU() float64 {
-	s := []metrics.Sample{{Name: "/cpu/classes/gc/total:cpu-seconds"}}
+	s := []metrics.Sample{{Name: "/cpu/classes/gc/mark/assist:cpu-seconds"}, {Name: "/cpu/classes/gc/mark/dedicated:cpu-seconds"},
+		{Name: "/cpu/classes/gc/pause:cpu-seconds"}}
 	metrics.Read(s)
-	if s[0].Value.Kind() != metrics.KindFloat64 {
-		return 0
+	var sum float64
+	for _, v := range s {
+		if v.Value.Kind() == metrics.KindFloat64 {
+			sum += v.Value.Float64()
+		}
 	}
-	return s[0].Value.Float64()
+	return sum
 }
 
 // overhead measures GET throughput and process CPU per GET of servers in
