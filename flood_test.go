@@ -1,7 +1,6 @@
 package annex
 
 import (
-	"context"
 	"fmt"
 	"io"
 	"net"
@@ -9,8 +8,10 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"runtime"
+	"runtime/debug"
+	"runtime/metrics"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -230,63 +231,34 @@ type floodResult struct {
 	aNoRetryAfter   int64
 	aListP50        time.Duration
 	aOtherErrorsSum int64
+	// CPU while A floods and B measures, in cores (CPU time / wall time):
+	// this process (server and B), its garbage collector, the flooder.
+	serverCores, gcCores, aCores float64
 }
 
-// runFlood measures B's GETs for d in a server of mode while A keeps aConc
-// LISTs in flight (none when 0); honor makes A wait the Retry-After it is
-// given, as client-go does, instead of 10ms.
-func (r *floodRig) runFlood(mode string, aConc int, honor bool, d time.Duration) (res floodResult) {
+// runFlood measures B's GETs for d in a server of mode while a flooder
+// process keeps aConc LISTs in flight (none when 0); honor makes A wait the
+// Retry-After it is given, as client-go does, instead of 10ms; gogc, when
+// not 0, is the server's GOGC for the row.
+func (r *floodRig) runFlood(mode string, aConc int, honor bool, gogc int, d time.Duration) (res floodResult) {
 	url, stop := r.start(mode)
 	defer stop()
+	if gogc != 0 {
+		defer debug.SetGCPercent(debug.SetGCPercent(gogc))
+	}
 	listURL := url + "/apis/test.annex.dev/v1/namespaces/flood/widgets"
 	getURL := listURL + "/w-00000"
-	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	var a200, a429, aNoRA, aOther atomic.Int64
-	var listMu sync.Mutex
-	var listLat []time.Duration
+	var fl *flooder
 	if aConc > 0 {
-		aClient := r.client()
-		for range aConc {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				for ctx.Err() == nil {
-					start := time.Now()
-					code, ra, err := get(aClient, listURL, "flooder-token")
-					switch {
-					case err != nil || (code != 200 && code != 429):
-						if ctx.Err() == nil {
-							aOther.Add(1)
-						}
-					case code == 200:
-						a200.Add(1)
-						listMu.Lock()
-						listLat = append(listLat, time.Since(start))
-						listMu.Unlock()
-					case code == 429:
-						a429.Add(1)
-						if ra == "" {
-							aNoRA.Add(1)
-						}
-						pause := 10 * time.Millisecond // a client that ignores Retry-After but does not spin
-						if secs, err := strconv.Atoi(ra); err == nil && honor {
-							pause = time.Duration(secs) * time.Second
-						}
-						select {
-						case <-ctx.Done():
-						case <-time.After(pause):
-						}
-					}
-				}
-			}()
-		}
+		fl = startFlooder(r.b, flooderSpec{URL: listURL, CAFile: filepath.Join(r.dataDir, "certs", "annex-serving-ca.crt"),
+			Token: "flooder-token", Conc: aConc, Honor: honor})
 		// Let the flood build up (every seat taken, the queues filling):
 		// a ramp of the load, not a wait for an event.
 		time.Sleep(time.Second)
 	}
 	bClient := r.client()
 	var lat []time.Duration
+	cpu0, gc0, t0 := processCPU(), gcCPU(), time.Now()
 	tick := time.NewTicker(20 * time.Millisecond)
 	for end := time.Now().Add(d); time.Now().Before(end); {
 		<-tick.C
@@ -300,19 +272,36 @@ func (r *floodRig) runFlood(mode string, aConc int, honor bool, d time.Duration)
 		lat = append(lat, time.Since(start))
 	}
 	tick.Stop()
-	cancel()
-	stop() // ends A's requests in flight too
-	wg.Wait()
+	wall := time.Since(t0).Seconds()
+	res.serverCores = (processCPU() - cpu0).Seconds() / wall
+	res.gcCores = (gcCPU() - gc0) / wall
+	if fl != nil {
+		rep, _ := fl.stop(r.b)
+		res.a200, res.a429, res.aNoRetryAfter, res.aOtherErrorsSum, res.aListP50 = rep.A200, rep.A429, rep.NoRetryAfter, rep.Other, rep.ListP50
+		res.aCores = rep.CPU.Seconds() / rep.Wall.Seconds()
+	}
 	slices.Sort(lat)
 	if len(lat) > 0 {
 		res.p50, res.p99, res.max = lat[len(lat)/2], lat[len(lat)*99/100], lat[len(lat)-1]
 	}
-	slices.Sort(listLat)
-	if len(listLat) > 0 {
-		res.aListP50 = listLat[len(listLat)/2]
-	}
-	res.a200, res.a429, res.aNoRetryAfter, res.aOtherErrorsSum = a200.Load(), a429.Load(), aNoRA.Load(), aOther.Load()
 	return res
+}
+
+// gcCPU is the CPU time this process's garbage collector has used so far,
+// in seconds, as the runtime estimates it: assists, dedicated workers and
+// pauses, not the idle mark workers (which run only on otherwise idle Ps and
+// the runtime counts at wall time, not CPU time).
+func gcCPU() float64 {
+	s := []metrics.Sample{{Name: "/cpu/classes/gc/mark/assist:cpu-seconds"}, {Name: "/cpu/classes/gc/mark/dedicated:cpu-seconds"},
+		{Name: "/cpu/classes/gc/pause:cpu-seconds"}}
+	metrics.Read(s)
+	var sum float64
+	for _, v := range s {
+		if v.Value.Kind() == metrics.KindFloat64 {
+			sum += v.Value.Float64()
+		}
+	}
+	return sum
 }
 
 // overhead measures GET throughput and process CPU per GET of servers in
@@ -385,28 +374,33 @@ func BenchmarkFairnessUnderFlood(b *testing.B) {
 			mode  string
 			aConc int
 			honor bool
+			gogc  int
 		}{
-			{"B alone (APF on)", modeAPF, 0, false},
-			{"B under flood, APF on", modeAPF, floodConc, false},
-			{"B under flood, APF on, A honors Retry-After", modeAPF, floodConc, true},
-			{"B under flood, APF off (max-in-flight 3+1)", modeMaxInFlight, floodConc, false},
-			{"B under flood, no limit", modeNone, floodConc, false},
+			{"B alone (APF on)", modeAPF, 0, false, 0},
+			{"B under flood, APF on", modeAPF, floodConc, false, 0},
+			{"B under flood, APF on, A honors Retry-After", modeAPF, floodConc, true, 0},
+			{"B under flood, APF on, server GOGC=400", modeAPF, floodConc, false, 400},
+			{"B under flood, APF off (max-in-flight 3+1)", modeMaxInFlight, floodConc, false, 0},
+			{"B under flood, no limit", modeNone, floodConc, false, 0},
 			// The floor of a limiter that admits one LIST at a time: A
 			// keeps exactly one in flight (idle while its client reads the
 			// last answer) or two (one executing while the client reads the
 			// other, as APF's one seat gives it, or both executing), and
 			// nothing limits.
-			{"B, A with 1 LIST in flight, no limit", modeNone, 1, false},
-			{"B, A with 2 LISTs in flight, no limit", modeNone, 2, false},
+			{"B, A with 1 LIST in flight, no limit", modeNone, 1, false, 0},
+			{"B, A with 2 LISTs in flight, no limit", modeNone, 2, false, 0},
 		}
-		b.Logf("server seats 3+1; A: %d LISTs of %d widgets in flight (bearer token, HTTP/2, HTTPS); B: one GET every 20ms; %v per row",
-			floodConc, floodObjects, floodRowTime)
-		b.Logf("%-44s %8s %8s %8s %5s %6s %6s %6s %9s", "case", "B p50", "B p99", "B max", "B ok", "B fail", "A 200", "A 429", "A LIST p50")
+		b.Logf("server seats 3+1; A: %d LISTs of %d widgets in flight (bearer token, HTTP/2, HTTPS) from a separate process that discards the bodies undecoded "+
+			"(a real controller decodes, on its own machine); B: one GET every 20ms on its own connection, in the server's process; %v per row; GOMAXPROCS %d; loadavg %s",
+			floodConc, floodObjects, floodRowTime, runtime.GOMAXPROCS(0), loadAvg())
+		b.Logf("%-44s %8s %8s %8s %5s %6s %6s %6s %9s %6s %6s %6s", "case", "B p50", "B p99", "B max", "B ok", "B fail", "A 200", "A 429", "A LIST p50",
+			"srvCPU", "srvGC", "A CPU")
 		var alone, on floodResult
 		for i, row := range rows {
-			res := r.runFlood(row.mode, row.aConc, row.honor, floodRowTime)
-			b.Logf("%-44s %8s %8s %8s %5d %6d %6d %6d %9s", row.name, res.p50.Round(10*time.Microsecond), res.p99.Round(10*time.Microsecond),
-				res.max.Round(10*time.Microsecond), res.bOK, res.bFailed, res.a200, res.a429, res.aListP50.Round(100*time.Microsecond))
+			res := r.runFlood(row.mode, row.aConc, row.honor, row.gogc, floodRowTime)
+			b.Logf("%-44s %8s %8s %8s %5d %6d %6d %6d %9s %6.2f %6.2f %6.2f", row.name, res.p50.Round(10*time.Microsecond), res.p99.Round(10*time.Microsecond),
+				res.max.Round(10*time.Microsecond), res.bOK, res.bFailed, res.a200, res.a429, res.aListP50.Round(100*time.Microsecond),
+				res.serverCores, res.gcCores, res.aCores)
 			if res.aNoRetryAfter > 0 {
 				b.Errorf("%s: %d rejections of A without Retry-After", row.name, res.aNoRetryAfter)
 			}
@@ -420,6 +414,7 @@ func BenchmarkFairnessUnderFlood(b *testing.B) {
 				on = res
 			}
 		}
+		b.Logf("CPU columns are cores (CPU seconds per second): srvCPU the server's process (server and B), srvGC its garbage collector's share, A CPU the flooder process; loadavg after: %s", loadAvg())
 		ratio := float64(on.p99) / float64(alone.p99)
 		b.Logf("APF on: B p99 under flood / alone = %.2f (goal <= 3); B rejected %d; A rejected %d", ratio, on.bFailed, on.a429)
 		b.ReportMetric(ratio, "p99-flood/alone")
@@ -489,4 +484,14 @@ func BenchmarkServerGETFlowControl(b *testing.B) {
 			b.ReportMetric(float64(processCPU()-cpu0)/float64(b.N), "cpu-ns/op")
 		})
 	}
+}
+
+// loadAvg is the machine's load average (Linux), to read a run's figures
+// against the other load on a shared machine.
+func loadAvg() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "unknown"
+	}
+	return strings.TrimSpace(string(b))
 }
