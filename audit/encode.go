@@ -85,18 +85,27 @@ func appendEvent(dst []byte, ev *Event) ([]byte, error) {
 	dst = append(dst, `,"stageTimestamp":`...)
 	dst = appendMicroTime(dst, ev.StageTimestamp)
 	if len(ev.Annotations) > 0 {
-		dst = append(dst, `,"annotations":{`...)
-		for i, k := range sortedKeys(ev.Annotations) {
-			if i > 0 {
-				dst = append(dst, ',')
-			}
-			dst = appendString(dst, k)
-			dst = append(dst, ':')
-			dst = appendString(dst, ev.Annotations[k])
-		}
+		dst = appendAnnotations(dst, ev.Annotations)
 		dst = append(dst, '}')
 	}
 	return append(dst, '}'), nil
+}
+
+// appendAnnotations appends `,"annotations":{` and the annotations sorted
+// by key, without the closing brace; the keys are sorted in an array on its
+// stack, not a new slice.
+func appendAnnotations(dst []byte, m map[string]string) []byte {
+	var keyBuf [16]string
+	dst = append(dst, `,"annotations":{`...)
+	for i, k := range sortedKeys(m, keyBuf[:0]) {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = appendString(dst, k)
+		dst = append(dst, ':')
+		dst = appendString(dst, m[k])
+	}
+	return dst
 }
 
 // appendOptional appends the omitempty string field key, with a comma unless
@@ -131,7 +140,7 @@ func appendUserInfo(dst []byte, u *UserInfo) []byte {
 			dst = append(dst, ',')
 		}
 		dst = append(dst, `"extra":{`...)
-		for i, k := range sortedKeys(u.Extra) {
+		for i, k := range sortedKeys(u.Extra, nil) {
 			if i > 0 {
 				dst = append(dst, ',')
 			}
@@ -228,8 +237,8 @@ func needsHTMLEscape(b []byte) bool {
 	return bytes.Contains(b, []byte("\u2028")) || bytes.Contains(b, []byte("\u2029"))
 }
 
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
+// sortedKeys appends m's keys to keys, sorted.
+func sortedKeys[V any](m map[string]V, keys []string) []string {
 	for k := range m {
 		keys = append(keys, k)
 	}
