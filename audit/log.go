@@ -149,7 +149,20 @@ func (s *logSink) write(_ context.Context, events [][]byte) (int, error) {
 	for _, e := range events {
 		s.pending = append(s.pending, e...)
 	}
-	s.queued += len(events)
+	return s.commitLocked(len(events))
+}
+
+// writeLine is write for one line.
+func (s *logSink) writeLine(line []byte) (int, error) {
+	s.mu.Lock()
+	s.pending = append(s.pending, line...)
+	return s.commitLocked(1)
+}
+
+// commitLocked queues n events just appended to pending, with mu held, and
+// returns (releasing mu) once they are written: write's result.
+func (s *logSink) commitLocked(n int) (int, error) {
+	s.queued += n
 	batch := s.done + 1
 	if s.writing {
 		batch++
@@ -164,13 +177,13 @@ func (s *logSink) write(_ context.Context, events [][]byte) (int, error) {
 	var err error
 	if f := s.failed[batch]; f != nil {
 		err = f.err
-		if f.left -= len(events); f.left <= 0 {
+		if f.left -= n; f.left <= 0 {
 			delete(s.failed, batch)
 		}
 	}
 	s.mu.Unlock()
 	if err != nil {
-		return len(events), err
+		return n, err
 	}
 	return 0, nil
 }
