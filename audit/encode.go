@@ -12,6 +12,7 @@ import (
 	"encoding/json"
 	"slices"
 	"strconv"
+	"time"
 	"unicode/utf8"
 
 	"github.com/annexapi/annex/meta"
@@ -208,8 +209,43 @@ func appendMicroTime(dst []byte, t MicroTime) []byte {
 		return append(dst, "null"...)
 	}
 	dst = append(dst, '"')
-	dst = t.UTC().AppendFormat(dst, RFC3339Micro)
+	dst = appendRFC3339Micro(dst, t.UTC())
 	return append(dst, '"')
+}
+
+// appendRFC3339Micro is t.AppendFormat(dst, RFC3339Micro) for a UTC time,
+// without parsing the layout on every call (four timestamps per request).
+func appendRFC3339Micro(dst []byte, t time.Time) []byte {
+	year, month, day := t.Date()
+	if year < 0 || year > 9999 {
+		return t.AppendFormat(dst, RFC3339Micro)
+	}
+	hour, minute, sec := t.Clock()
+	dst = appendDigits(dst, year, 4)
+	dst = append(dst, '-')
+	dst = appendDigits(dst, int(month), 2)
+	dst = append(dst, '-')
+	dst = appendDigits(dst, day, 2)
+	dst = append(dst, 'T')
+	dst = appendDigits(dst, hour, 2)
+	dst = append(dst, ':')
+	dst = appendDigits(dst, minute, 2)
+	dst = append(dst, ':')
+	dst = appendDigits(dst, sec, 2)
+	dst = append(dst, '.')
+	dst = appendDigits(dst, t.Nanosecond()/1000, 6)
+	return append(dst, 'Z')
+}
+
+// appendDigits appends v (non-negative) in exactly width decimal digits.
+func appendDigits(dst []byte, v, width int) []byte {
+	n := len(dst) + width
+	dst = append(dst, "000000"[:width]...)
+	for i := n - 1; i >= n-width; i-- {
+		dst[i] = byte('0' + v%10)
+		v /= 10
+	}
+	return dst
 }
 
 // appendRaw appends a raw JSON value as encoding/json writes a
