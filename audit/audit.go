@@ -83,6 +83,10 @@ type Auditor struct {
 	logger      *zap.Logger
 	now         func() time.Time
 	started     sync.Once
+	// reuse is set when every backend writes in the request's goroutine
+	// (no batch mode), so an event's bytes can be reused once written.
+	reuse bool
+	bufs  sync.Pool // *[]byte, when reuse
 }
 
 // New checks cfg and builds the backends: it compiles the policy, creates
@@ -144,6 +148,10 @@ func New(cfg Config) (*Auditor, error) {
 			_ = b.sink.close()
 		}
 		return nil, err
+	}
+	a.reuse = true
+	for _, b := range a.backends {
+		a.reuse = a.reuse && b.mode != ModeBatch
 	}
 	return a, nil
 }
@@ -274,7 +282,8 @@ func (a *Auditor) serve(w http.ResponseWriter, r *http.Request, next http.Handle
 		rec.body = &teeBody{rc: r.Body, limit: a.maxObject}
 		r.Body = rec.body
 	}
-	rw := &responseWriter{w: w, a: a, rec: rec, ctx: ctx}
+	rw := &rec.rw
+	rw.w, rw.a, rw.rec, rw.ctx = w, a, rec, ctx
 	defer func() {
 		if v := recover(); v != nil {
 			rec.mu.Lock()
@@ -330,21 +339,51 @@ func (a *Auditor) emit(ctx context.Context, rec *record, stage Stage) bool {
 	} else {
 		rec.ev.StageTimestamp = MicroTime{a.now()}
 	}
-	enc := a.encode(&rec.ev)
+	buf := a.getBuf()
+	enc := a.encode(*buf, &rec.ev)
 	rec.mu.Unlock()
 	a.metrics.event()
 	ok := true
 	for _, b := range a.backends {
-		ok = b.process(ctx, enc) && ok
+		ok = b.process(ctx, &enc) && ok
+	}
+	if a.reuse { // every sink wrote (or copied) the bytes synchronously
+		*buf = enc.full
+		a.putBuf(buf)
 	}
 	return ok
 }
 
-// encode returns ev as a JSON line, and its truncated form when a backend
+// maxPooledEvent is the largest encoding buffer kept for reuse, so that one
+// large RequestResponse event does not stay allocated.
+const maxPooledEvent = 64 << 10
+
+// getBuf returns an empty buffer to encode an event into: a reused one when
+// no backend keeps the bytes after writing them (batch mode does).
+func (a *Auditor) getBuf() *[]byte {
+	if a.reuse {
+		if b, ok := a.bufs.Get().(*[]byte); ok {
+			*b = (*b)[:0]
+			return b
+		}
+	}
+	return new([]byte)
+}
+
+func (a *Auditor) putBuf(b *[]byte) {
+	if cap(*b) <= maxPooledEvent {
+		a.bufs.Put(b)
+	}
+}
+
+// encode appends ev to dst (nil: a new buffer) as a JSON line and returns it, and its truncated form when a backend
 // truncates and ev may be too large for it. Objects that are not valid JSON
 // are dropped rather than losing the event.
-func (a *Auditor) encode(ev *Event) *encoded {
-	full, err := appendEvent(make([]byte, 0, 1024+len(ev.RequestObject)+len(ev.ResponseObject)), ev)
+func (a *Auditor) encode(dst []byte, ev *Event) encoded {
+	if dst == nil {
+		dst = make([]byte, 0, 1024+len(ev.RequestObject)+len(ev.ResponseObject))
+	}
+	full, err := appendEvent(dst, ev)
 	if err != nil {
 		ev.RequestObject, ev.ResponseObject = nil, nil
 		full, err = appendEvent(full[:0], ev)
@@ -353,7 +392,7 @@ func (a *Auditor) encode(ev *Event) *encoded {
 			full = []byte("{}")
 		}
 	}
-	e := &encoded{full: append(full, '\n')}
+	e := encoded{full: append(full, '\n')}
 	if a.truncMin > 0 && int64(len(full)) > a.truncMin && ev.Level.AtLeast(LevelRequest) &&
 		(ev.RequestObject != nil || ev.ResponseObject != nil) {
 		e.truncated = encodeTruncated(ev)

@@ -259,11 +259,22 @@ func (b *backend) process(ctx context.Context, e *encoded) bool {
 		b.lost(b.plugin, 1, ErrShutDown)
 		return b.mode != ModeBlockingStrict
 	}
-	if n, err := b.sink.write(context.WithoutCancel(ctx), [][]byte{data}); n > 0 {
+	if n, err := b.writeOne(ctx, data); n > 0 {
 		b.lost(b.plugin, n, err)
 		return b.mode != ModeBlockingStrict
 	}
 	return true
+}
+
+// writeOne writes one event in the request's goroutine (the blocking
+// modes), not cancelled with the request. The log sink, which needs no
+// context, takes it without the slice and context a sink's write would cost
+// each event.
+func (b *backend) writeOne(ctx context.Context, data []byte) (int, error) {
+	if ls, ok := b.sink.(*logSink); ok {
+		return ls.writeLine(data)
+	}
+	return b.sink.write(context.WithoutCancel(ctx), [][]byte{data})
 }
 
 // lost counts n lost events and logs why, at most once every 10s per backend.

@@ -56,6 +56,7 @@ func BenchmarkFilter(b *testing.B) {
 		{"metadata_file_blocking", metadata, audit.ModeBlocking, false},
 		{"metadata_file_batch", metadata, audit.ModeBatch, false},
 		{"metadata_both_stages_file_batch", both, audit.ModeBatch, false},
+		{"metadata_both_stages_file_blocking", both, audit.ModeBlocking, false},
 		{"request_response_discard", rr, "", true},
 		{"request_response_file_batch", rr, audit.ModeBatch, false},
 	}

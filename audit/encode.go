@@ -12,6 +12,7 @@ import (
 	"encoding/json"
 	"slices"
 	"strconv"
+	"time"
 	"unicode/utf8"
 
 	"github.com/annexapi/annex/meta"
@@ -85,18 +86,27 @@ func appendEvent(dst []byte, ev *Event) ([]byte, error) {
 	dst = append(dst, `,"stageTimestamp":`...)
 	dst = appendMicroTime(dst, ev.StageTimestamp)
 	if len(ev.Annotations) > 0 {
-		dst = append(dst, `,"annotations":{`...)
-		for i, k := range sortedKeys(ev.Annotations) {
-			if i > 0 {
-				dst = append(dst, ',')
-			}
-			dst = appendString(dst, k)
-			dst = append(dst, ':')
-			dst = appendString(dst, ev.Annotations[k])
-		}
+		dst = appendAnnotations(dst, ev.Annotations)
 		dst = append(dst, '}')
 	}
 	return append(dst, '}'), nil
+}
+
+// appendAnnotations appends `,"annotations":{` and the annotations sorted
+// by key, without the closing brace; the keys are sorted in an array on its
+// stack, not a new slice.
+func appendAnnotations(dst []byte, m map[string]string) []byte {
+	var keyBuf [16]string
+	dst = append(dst, `,"annotations":{`...)
+	for i, k := range sortedKeys(m, keyBuf[:0]) {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = appendString(dst, k)
+		dst = append(dst, ':')
+		dst = appendString(dst, m[k])
+	}
+	return dst
 }
 
 // appendOptional appends the omitempty string field key, with a comma unless
@@ -131,7 +141,7 @@ func appendUserInfo(dst []byte, u *UserInfo) []byte {
 			dst = append(dst, ',')
 		}
 		dst = append(dst, `"extra":{`...)
-		for i, k := range sortedKeys(u.Extra) {
+		for i, k := range sortedKeys(u.Extra, nil) {
 			if i > 0 {
 				dst = append(dst, ',')
 			}
@@ -199,8 +209,43 @@ func appendMicroTime(dst []byte, t MicroTime) []byte {
 		return append(dst, "null"...)
 	}
 	dst = append(dst, '"')
-	dst = t.UTC().AppendFormat(dst, RFC3339Micro)
+	dst = appendRFC3339Micro(dst, t.UTC())
 	return append(dst, '"')
+}
+
+// appendRFC3339Micro is t.AppendFormat(dst, RFC3339Micro) for a UTC time,
+// without parsing the layout on every call (four timestamps per request).
+func appendRFC3339Micro(dst []byte, t time.Time) []byte {
+	year, month, day := t.Date()
+	if year < 0 || year > 9999 {
+		return t.AppendFormat(dst, RFC3339Micro)
+	}
+	hour, minute, sec := t.Clock()
+	dst = appendDigits(dst, year, 4)
+	dst = append(dst, '-')
+	dst = appendDigits(dst, int(month), 2)
+	dst = append(dst, '-')
+	dst = appendDigits(dst, day, 2)
+	dst = append(dst, 'T')
+	dst = appendDigits(dst, hour, 2)
+	dst = append(dst, ':')
+	dst = appendDigits(dst, minute, 2)
+	dst = append(dst, ':')
+	dst = appendDigits(dst, sec, 2)
+	dst = append(dst, '.')
+	dst = appendDigits(dst, t.Nanosecond()/1000, 6)
+	return append(dst, 'Z')
+}
+
+// appendDigits appends v (non-negative) in exactly width decimal digits.
+func appendDigits(dst []byte, v, width int) []byte {
+	n := len(dst) + width
+	dst = append(dst, "000000"[:width]...)
+	for i := n - 1; i >= n-width; i-- {
+		dst[i] = byte('0' + v%10)
+		v /= 10
+	}
+	return dst
 }
 
 // appendRaw appends a raw JSON value as encoding/json writes a
@@ -228,8 +273,8 @@ func needsHTMLEscape(b []byte) bool {
 	return bytes.Contains(b, []byte("\u2028")) || bytes.Contains(b, []byte("\u2029"))
 }
 
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
+// sortedKeys appends m's keys to keys, sorted.
+func sortedKeys[V any](m map[string]V, keys []string) []string {
 	for k := range m {
 		keys = append(keys, k)
 	}

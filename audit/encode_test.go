@@ -117,3 +117,19 @@ func FuzzAppendEvent(f *testing.F) {
 		}
 	})
 }
+
+func TestAppendRFC3339Micro_matches_time_format(t *testing.T) {
+	for _, tm := range []time.Time{
+		time.Date(2026, 11, 23, 22, 44, 6, 123456789, time.UTC),
+		time.Date(1, 1, 1, 0, 0, 0, 0, time.UTC),
+		time.Date(9999, 12, 31, 23, 59, 59, 999999999, time.UTC),
+		time.Date(2024, 2, 29, 7, 8, 9, 1000, time.UTC),
+		time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC),
+		time.Date(-5, 1, 1, 0, 0, 0, 0, time.UTC),
+		time.Unix(1700000000, 999).UTC(),
+	} {
+		if got, want := string(appendRFC3339Micro(nil, tm)), tm.Format(RFC3339Micro); got != want {
+			t.Errorf("%v: got %s, want %s", tm, got, want)
+		}
+	}
+}

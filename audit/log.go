@@ -5,6 +5,7 @@
 package audit
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -90,9 +91,9 @@ func newLogSink(c *LogConfig) (*logSink, error) {
 	}
 	switch {
 	case c.Writer != nil:
-		return &logSink{w: c.Writer}, nil
+		return newSinkFor(c.Writer, nil), nil
 	case c.Path == "-":
-		return &logSink{w: os.Stdout}, nil
+		return newSinkFor(os.Stdout, nil), nil
 	}
 	if err := os.MkdirAll(filepath.Dir(c.Path), 0o700); err != nil {
 		return nil, fmt.Errorf("%w: audit log: %v", ErrInvalidConfig, err)
@@ -103,36 +104,131 @@ func newLogSink(c *LogConfig) (*logSink, error) {
 	}
 	_ = f.Close()
 	lj := &lumberjack.Logger{Filename: c.Path, MaxAge: c.MaxAge, MaxBackups: c.MaxBackups, MaxSize: c.MaxSize, Compress: c.Compress}
-	return &logSink{w: lj, c: lj}, nil
+	return newSinkFor(lj, lj), nil
 }
 
-// logSink writes lines under one lock, so lines of concurrent blocking
-// writers never interleave.
+// logSink writes lines in order, never interleaving those of concurrent
+// writers. Writers that arrive while another's write is in progress queue
+// their lines, and the first of them writes everything queued in one Write
+// (group commit): each write call still returns only once its own lines were
+// written, as blocking mode promises, but concurrent requests share a system
+// call instead of each making its own while the others wait for the lock.
 type logSink struct {
-	mu sync.Mutex // guards w
-	w  io.Writer
-	c  io.Closer // nil when the writer is not ours to close
+	w io.Writer
+	c io.Closer // nil when the writer is not ours to close
+
+	mu      sync.Mutex
+	cond    sync.Cond // on mu; broadcast when a write completes
+	writing bool      // a write is in progress, mu released
+	pending []byte    // queued lines, written in batch done+1 (done+2 while writing)
+	queued  int       // events in pending
+	spare   []byte    // the last written buffer, reused for pending
+	done    uint64    // batches written
+	failed  map[uint64]*batchErr
+}
+
+// batchErr is a failed batch's error until each of its writers took it.
+type batchErr struct {
+	err  error
+	left int // events whose writers have not yet returned
+}
+
+// maxLogChunk is the most bytes of whole lines handed to the writer at once
+// (lumberjack refuses a write larger than its maximum file size, at least
+// 1 MB); a single longer line is written alone.
+const maxLogChunk = 256 << 10
+
+func newSinkFor(w io.Writer, c io.Closer) *logSink {
+	s := &logSink{w: w, c: c}
+	s.cond.L = &s.mu
+	return s
 }
 
 func (s *logSink) write(_ context.Context, events [][]byte) (int, error) {
-	p := events[0]
-	if len(events) > 1 {
-		n := 0
-		for _, e := range events {
-			n += len(e)
+	s.mu.Lock()
+	for _, e := range events {
+		s.pending = append(s.pending, e...)
+	}
+	return s.commitLocked(len(events))
+}
+
+// writeLine is write for one line.
+func (s *logSink) writeLine(line []byte) (int, error) {
+	s.mu.Lock()
+	s.pending = append(s.pending, line...)
+	return s.commitLocked(1)
+}
+
+// commitLocked queues n events just appended to pending, with mu held, and
+// returns (releasing mu) once they are written: write's result.
+func (s *logSink) commitLocked(n int) (int, error) {
+	s.queued += n
+	batch := s.done + 1
+	if s.writing {
+		batch++
+	}
+	for s.done < batch {
+		if s.writing {
+			s.cond.Wait()
+			continue
 		}
-		p = make([]byte, 0, n)
-		for _, e := range events {
-			p = append(p, e...)
+		s.flushLocked() // our lines are pending: write them and whatever queued with them
+	}
+	var err error
+	if f := s.failed[batch]; f != nil {
+		err = f.err
+		if f.left -= n; f.left <= 0 {
+			delete(s.failed, batch)
 		}
 	}
-	s.mu.Lock()
-	_, err := s.w.Write(p)
 	s.mu.Unlock()
 	if err != nil {
-		return len(events), err
+		return n, err
 	}
 	return 0, nil
+}
+
+// flushLocked writes the pending lines as batch done+1, with mu held
+// (released during the write).
+func (s *logSink) flushLocked() {
+	p, n := s.pending, s.queued
+	s.pending, s.queued, s.spare = s.spare[:0], 0, nil
+	s.writing = true
+	s.mu.Unlock()
+	err := writeChunks(s.w, p)
+	s.mu.Lock()
+	s.writing = false
+	s.done++
+	if err != nil {
+		if s.failed == nil {
+			s.failed = map[uint64]*batchErr{}
+		}
+		s.failed[s.done] = &batchErr{err: err, left: n}
+	}
+	if cap(p) <= 4*maxLogChunk {
+		s.spare = p[:0]
+	}
+	s.cond.Broadcast()
+}
+
+// writeChunks writes p, whole lines, in chunks of at most maxLogChunk bytes
+// (or one line, when longer).
+func writeChunks(w io.Writer, p []byte) error {
+	for len(p) > 0 {
+		n := len(p)
+		if n > maxLogChunk {
+			if i := bytes.LastIndexByte(p[:maxLogChunk], '\n'); i >= 0 {
+				n = i + 1
+			} else if i := bytes.IndexByte(p, '\n'); i >= 0 {
+				n = i + 1
+			}
+		}
+		if _, err := w.Write(p[:n]); err != nil {
+			return err
+		}
+		p = p[n:]
+	}
+	return nil
 }
 
 func (s *logSink) close() error {
@@ -141,5 +237,8 @@ func (s *logSink) close() error {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	for s.writing {
+		s.cond.Wait()
+	}
 	return s.c.Close()
 }

@@ -32,6 +32,12 @@ type record struct {
 
 	mu sync.Mutex // guards ev
 	ev Event
+
+	// Storage for what ev and the filter point at, allocated with the record
+	// rather than each on its own.
+	rw     responseWriter
+	ref    ObjectReference
+	status ResponseStatus
 }
 
 var (
@@ -70,7 +76,7 @@ func (a *Auditor) newRecord(r *http.Request, info *filters.RequestInfo, cfg Requ
 		rec.ev.ImpersonatedUser = &u
 	}
 	if info.IsResourceRequest {
-		rec.ev.ObjectRef = &ObjectReference{
+		rec.ref = ObjectReference{
 			Resource:    info.Resource,
 			Namespace:   info.Namespace,
 			Name:        info.Name,
@@ -78,6 +84,7 @@ func (a *Auditor) newRecord(r *http.Request, info *filters.RequestInfo, cfg Requ
 			APIVersion:  info.APIVersion,
 			Subresource: info.Subresource,
 		}
+		rec.ev.ObjectRef = &rec.ref
 	}
 	return rec
 }
@@ -234,7 +241,8 @@ func (rec *record) complete(rw *responseWriter, maxObject int64) {
 		rec.ev.ResponseStatus = connectionClosedEarly()
 		return
 	}
-	st := &ResponseStatus{Code: int32(rw.code)}
+	rec.status = ResponseStatus{Code: int32(rw.code)}
+	st := &rec.status
 	rec.ev.ResponseStatus = st
 	if rw.capture == captureNone {
 		return
