@@ -113,6 +113,11 @@ func TestAuditThroughServer(t *testing.T) {
 		{name: "impersonated", method: "GET", path: u + "/w1", header: http.Header{"Impersonate-User": {"bob"}, "Impersonate-Group": {"system:masters"}}, code: 200},
 		{name: "panic", method: "POST", path: u, body: widget("boom"), code: 500},
 		{name: "after_panic", method: "GET", path: u + "/w1", code: 200},
+		// Failed authentication never reaches the audit stage: the
+		// authentication stage reports it, as kube-apiserver's
+		// WithFailedAuthenticationAudit, in one ResponseStarted event.
+		{name: "bad_token", method: "GET", path: u + "/w1", client: alice, header: http.Header{"Authorization": {"Bearer nope"}}, code: 401},
+		{name: "bad_token_and_query", method: "DELETE", path: u + "/w1?access_token=x", client: alice, header: http.Header{"Authorization": {"bearer nope"}}, code: 401},
 	}
 	ids := map[string]string{} // audit ID per request name
 	for _, r := range seq {
@@ -189,8 +194,11 @@ func TestAuditThroughServer(t *testing.T) {
 	}
 	for _, r := range seq {
 		want := "RequestReceived,ResponseComplete"
-		if r.name == "panic" {
+		switch r.name {
+		case "panic":
 			want = "RequestReceived,Panic"
+		case "bad_token", "bad_token_and_query":
+			want = "ResponseStarted"
 		}
 		if got := stages(byID[ids[r.name]]); got != want {
 			t.Errorf("%s: stages %s, want %s", r.name, got, want)
@@ -251,6 +259,18 @@ func TestAuditThroughServer(t *testing.T) {
 		for _, n := range []string{"create", "denied", "forbidden", "impersonated", "panic"} {
 			b, _ := json.Marshal(last(n))
 			t.Logf("%s: %s", n, b)
+		}
+	}
+	for _, name := range []string{"bad_token", "bad_token_and_query"} {
+		ev := last(name)
+		if ev.ResponseStatus == nil || ev.ResponseStatus.Message != "Unauthorized" || ev.ResponseStatus.Status != "Failure" || ev.ResponseStatus.Reason != "Unauthorized" {
+			t.Errorf("%s: responseStatus %+v, want kube's 401 Status", name, ev.ResponseStatus)
+		}
+		if ev.User.Username != "" || len(ev.User.Groups) != 0 || ev.Level != audit.LevelMetadata {
+			t.Errorf("%s: user %+v level %s, want no user at Metadata", name, ev.User, ev.Level)
+		}
+		if ev.ObjectRef == nil || ev.ObjectRef.Name != "w1" || ev.ObjectRef.Resource != "widgets" || len(ev.Annotations) != 0 {
+			t.Errorf("%s: objectRef %+v annotations %v", name, ev.ObjectRef, ev.Annotations)
 		}
 	}
 	imp := last("impersonated")

@@ -80,6 +80,9 @@ type frontDoor struct {
 	authzMetrics *authz.Metrics
 	// cluster reaches the kube-apiserver in delegated mode (nil otherwise).
 	cluster *kubeclient.Client
+	// onAuthnFailure, when set, is told of every request answered 401 (the
+	// audit stage's FailedAuthentication).
+	onAuthnFailure func(*http.Request)
 }
 
 // buildFrontDoor sets up authentication and authorization from c, adding the
@@ -253,7 +256,12 @@ func (s *Server) delegateReviews(d *Delegation, authnClient, authzClient *kubecl
 
 // fill sets the authentication, impersonation and authorization stages.
 func (fd *frontDoor) fill(set func(name string, f Filter)) error {
-	authnFilter, err := authn.WithAuthentication(authn.FilterConfig{Authenticator: fd.authenticator, RequestHeaders: fd.headerNames, Metrics: fd.authnMetrics})
+	var onFailure func(*http.Request, error)
+	if fd.onAuthnFailure != nil {
+		onFailure = func(r *http.Request, _ error) { fd.onAuthnFailure(r) }
+	}
+	authnFilter, err := authn.WithAuthentication(authn.FilterConfig{Authenticator: fd.authenticator, RequestHeaders: fd.headerNames,
+		Metrics: fd.authnMetrics, OnFailure: onFailure})
 	if err != nil {
 		return err
 	}

@@ -83,16 +83,19 @@ func (s *Server) buildHandler(c *Builder, p *plan, resources []rest.Resource, fd
 	set(StageTimeout, filters.WithRequestTimeout(filters.RequestTimeoutConfig{}))
 	set(StageBodyLimit, filters.WithMaxRequestBody(filters.MaxRequestBodyConfig{MaxBytes: c.MaxRequestBodyBytes}))
 	set(StageWarnings, filters.WithWarningRecorder(filters.WarningRecorderConfig{}))
-	if err := fd.fill(set); err != nil {
-		errs = append(errs, err)
-	}
-	set(StageFlowControl, flowControl)
 	auditor, err := s.buildAudit(c)
 	if err != nil {
 		errs = append(errs, err)
 	} else if auditor != nil {
 		set(StageAudit, auditor.Filter)
+		// A 401 never reaches the audit stage, which sits after
+		// authentication: the authentication stage reports it.
+		fd.onAuthnFailure = auditor.FailedAuthentication
 	}
+	if err := fd.fill(set); err != nil {
+		errs = append(errs, err)
+	}
+	set(StageFlowControl, flowControl)
 	stages, err = c.insertStages(stages)
 	if err != nil {
 		errs = append(errs, err)

@@ -250,15 +250,47 @@ func (a *Auditor) Filter(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { a.serve(w, r, next) })
 }
 
+// requestInfo is the request's RequestInfo from the context or, when no
+// stage resolved it, resolved here.
+func requestInfo(r *http.Request) *filters.RequestInfo {
+	if info, ok := filters.RequestInfoFrom(r.Context()); ok {
+		return info
+	}
+	info, err := (filters.RequestInfoResolver{}).Resolve(r)
+	if err != nil || info == nil {
+		info = &filters.RequestInfo{Path: r.URL.Path, Verb: strings.ToLower(r.Method)}
+	}
+	return info
+}
+
+// FailedAuthentication audits a request the authentication stage answers
+// 401, which never reaches the audit stage (it sits after authentication):
+// as kube-apiserver's failed-authentication handler, the policy is
+// evaluated with no user, and one event is written at stage
+// ResponseStarted, with an empty user and the 401 Status as responseStatus
+// (kube-apiserver first notes "Authentication failed, attempted: ...", then
+// the Unauthorized Status it writes replaces it; the e2e module compares the
+// two servers' events). authn's FilterConfig.OnFailure is the place to call
+// it.
+func (a *Auditor) FailedAuthentication(r *http.Request) {
+	if a == nil {
+		return
+	}
+	info := requestInfo(r)
+	cfg := a.eval.Evaluate(nil, info)
+	a.metrics.level(cfg.Level)
+	if !cfg.Level.AtLeast(LevelMetadata) {
+		return
+	}
+	rec := a.newRecord(r, info, cfg, nil, nil)
+	rec.ev.ResponseStatus = &ResponseStatus{Code: http.StatusUnauthorized, Status: "Failure",
+		Reason: "Unauthorized", Message: "Unauthorized"}
+	a.emit(r.Context(), rec, StageResponseStarted)
+}
+
 func (a *Auditor) serve(w http.ResponseWriter, r *http.Request, next http.Handler) {
 	ctx := r.Context()
-	info, ok := filters.RequestInfoFrom(ctx)
-	if !ok {
-		var err error
-		if info, err = (filters.RequestInfoResolver{}).Resolve(r); err != nil || info == nil {
-			info = &filters.RequestInfo{Path: r.URL.Path, Verb: strings.ToLower(r.Method)}
-		}
-	}
+	info := requestInfo(r)
 	user, _ := filters.UserFrom(ctx)
 	var impersonated *filters.User
 	if orig, ok := filters.ImpersonatorFrom(ctx); ok {

@@ -44,7 +44,8 @@ import (
 // auditComparePolicy records only the test's users (not kube-apiserver's
 // own controllers), at a different level per verb so that each level is
 // compared: RequestResponse for writes, Request for reads, Metadata for
-// watches and for everything else the users do.
+// watches and for everything else the users do, and Metadata for a get by
+// anyone (a request that fails authentication has no user).
 const auditComparePolicy = `apiVersion: audit.k8s.io/v1
 kind: Policy
 rules:
@@ -63,6 +64,11 @@ rules:
   users: [e2e-admin, alice]
   resources:
   - group: platform.example.com
+- level: Metadata
+  verbs: [get]
+  resources:
+  - group: platform.example.com
+    resources: [environments]
 - level: None
 `
 
@@ -137,6 +143,7 @@ func TestAuditEventsMatchKubeAPIServer(t *testing.T) {
 		t.Fatal(err)
 	}
 	alice := &http.Client{Timeout: 15 * time.Second, Transport: &http.Transport{TLSClientConfig: tlsConfig(p, alicePair)}}
+	noCert := &http.Client{Timeout: 15 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: p.clusterCA.Pool()}}}
 
 	// The CRD and the admission policy, in kube-apiserver.
 	schemaYAML, err := os.ReadFile("../examples/environments/schema.yaml")
@@ -242,6 +249,8 @@ func TestAuditEventsMatchKubeAPIServer(t *testing.T) {
 		{id: "forbidden", method: "GET", client: alice, code: 403},
 		{id: "impersonated", method: "GET", path: "/audit-a", header: http.Header{"Impersonate-User": {"bob"}, "Impersonate-Group": {"system:masters"}}, code: 200},
 		{id: "denied", method: "POST", body: prodEnv("audit-prod"), code: 403},
+		// Failed authentication: one ResponseStarted event, no user.
+		{id: "unauthenticated", method: "GET", path: "/audit-a", client: noCert, header: http.Header{"Authorization": {"Bearer not-a-token"}}, code: 401},
 	}
 	for _, server := range []struct{ name, base string }{{"kube-apiserver", kasEnvs}, {"annex", annexEnvs}} {
 		for _, s := range steps {
@@ -274,7 +283,11 @@ func TestAuditEventsMatchKubeAPIServer(t *testing.T) {
 		kube = readAuditLog(t, kasLog)
 		for _, id := range ids {
 			evs := kube[id]
-			if len(evs) == 0 || evs[len(evs)-1].ev.Stage != auditv1.StageResponseComplete {
+			last := auditv1.StageResponseComplete
+			if id == "e2e-unauthenticated" {
+				last = auditv1.StageResponseStarted
+			}
+			if len(evs) == 0 || evs[len(evs)-1].ev.Stage != last {
 				return false
 			}
 		}
@@ -318,7 +331,7 @@ func TestAuditEventsMatchKubeAPIServer(t *testing.T) {
 	for _, id := range ids {
 		compared += len(ours[id])
 	}
-	if compared < 2*len(ids) {
+	if compared < 2*len(ids)-1 {
 		t.Fatalf("compared %d events, want at least 2 per request", compared)
 	}
 	t.Logf("compared %d events of %d requests field by field", compared, len(ids))
