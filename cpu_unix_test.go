@@ -17,3 +17,9 @@ func processCPU() time.Duration {
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
+
+// lowestPriority sets process pid's nice value to 19, the lowest CPU
+// priority.
+func lowestPriority(pid int) error {
+	return syscall.Setpriority(syscall.PRIO_PROCESS, pid, 19)
+}

@@ -240,7 +240,7 @@ type floodResult struct {
 // process keeps aConc LISTs in flight (none when 0); honor makes A wait the
 // Retry-After it is given, as client-go does, instead of 10ms; gogc, when
 // not 0, is the server's GOGC for the row.
-func (r *floodRig) runFlood(mode string, aConc int, honor bool, gogc int, d time.Duration) (res floodResult) {
+func (r *floodRig) runFlood(mode string, aConc int, honor, nice bool, gogc int, d time.Duration) (res floodResult) {
 	url, stop := r.start(mode)
 	defer stop()
 	if gogc != 0 {
@@ -251,7 +251,7 @@ func (r *floodRig) runFlood(mode string, aConc int, honor bool, gogc int, d time
 	var fl *flooder
 	if aConc > 0 {
 		fl = startFlooder(r.b, flooderSpec{URL: listURL, CAFile: filepath.Join(r.dataDir, "certs", "annex-serving-ca.crt"),
-			Token: "flooder-token", Conc: aConc, Honor: honor})
+			Token: "flooder-token", Conc: aConc, Honor: honor, Nice: nice})
 		// Let the flood build up (every seat taken, the queues filling):
 		// a ramp of the load, not a wait for an event.
 		time.Sleep(time.Second)
@@ -374,30 +374,38 @@ func BenchmarkFairnessUnderFlood(b *testing.B) {
 			mode  string
 			aConc int
 			honor bool
+			nice  bool // the flooder at nice 19: as if on another machine
 			gogc  int
 		}{
-			{"B alone (APF on)", modeAPF, 0, false, 0},
-			{"B under flood, APF on", modeAPF, floodConc, false, 0},
-			{"B under flood, APF on, A honors Retry-After", modeAPF, floodConc, true, 0},
-			{"B under flood, APF on, server GOGC=400", modeAPF, floodConc, false, 400},
-			{"B under flood, APF off (max-in-flight 3+1)", modeMaxInFlight, floodConc, false, 0},
-			{"B under flood, no limit", modeNone, floodConc, false, 0},
+			{"B alone (APF on)", modeAPF, 0, false, false, 0},
+			{"B under flood, APF on", modeAPF, floodConc, false, false, 0},
+			{"B under flood, APF on, A honors Retry-After", modeAPF, floodConc, true, false, 0},
+			{"B under flood, APF on, server GOGC=400", modeAPF, floodConc, false, false, 400},
+			{"B under flood, APF off (max-in-flight 3+1)", modeMaxInFlight, floodConc, false, false, 0},
+			{"B under flood, no limit", modeNone, floodConc, false, false, 0},
 			// The floor of a limiter that admits one LIST at a time: A
 			// keeps exactly one in flight (idle while its client reads the
 			// last answer) or two (one executing while the client reads the
 			// other, as APF's one seat gives it, or both executing), and
 			// nothing limits.
-			{"B, A with 1 LIST in flight, no limit", modeNone, 1, false, 0},
-			{"B, A with 2 LISTs in flight, no limit", modeNone, 2, false, 0},
+			{"B, A with 1 LIST in flight, no limit", modeNone, 1, false, false, 0},
+			{"B, A with 2 LISTs in flight, no limit", modeNone, 2, false, false, 0},
+			// The same with the flooder's own CPU (TLS and HTTP/2 of ~1 MB
+			// answers) out of the server's way, as on another machine.
+			{"nice: B under flood, APF on", modeAPF, floodConc, false, true, 0},
+			{"nice: B under flood, APF on, A honors R-A", modeAPF, floodConc, true, true, 0},
+			{"nice: B under flood, APF off (3+1)", modeMaxInFlight, floodConc, false, true, 0},
+			{"nice: B under flood, no limit", modeNone, floodConc, false, true, 0},
+			{"nice: B, A with 1 LIST in flight, no limit", modeNone, 1, false, true, 0},
 		}
 		b.Logf("server seats 3+1; A: %d LISTs of %d widgets in flight (bearer token, HTTP/2, HTTPS) from a separate process that discards the bodies undecoded "+
 			"(a real controller decodes, on its own machine); B: one GET every 20ms on its own connection, in the server's process; %v per row; GOMAXPROCS %d; loadavg %s",
 			floodConc, floodObjects, floodRowTime, runtime.GOMAXPROCS(0), loadAvg())
 		b.Logf("%-44s %8s %8s %8s %5s %6s %6s %6s %9s %6s %6s %6s", "case", "B p50", "B p99", "B max", "B ok", "B fail", "A 200", "A 429", "A LIST p50",
 			"srvCPU", "srvGC", "A CPU")
-		var alone, on floodResult
+		var alone, on, onNice floodResult
 		for i, row := range rows {
-			res := r.runFlood(row.mode, row.aConc, row.honor, row.gogc, floodRowTime)
+			res := r.runFlood(row.mode, row.aConc, row.honor, row.nice, row.gogc, floodRowTime)
 			b.Logf("%-44s %8s %8s %8s %5d %6d %6d %6d %9s %6.2f %6.2f %6.2f", row.name, res.p50.Round(10*time.Microsecond), res.p99.Round(10*time.Microsecond),
 				res.max.Round(10*time.Microsecond), res.bOK, res.bFailed, res.a200, res.a429, res.aListP50.Round(100*time.Microsecond),
 				res.serverCores, res.gcCores, res.aCores)
@@ -413,11 +421,17 @@ func BenchmarkFairnessUnderFlood(b *testing.B) {
 			case 1:
 				on = res
 			}
+			if row.name == "nice: B under flood, APF on" {
+				onNice = res
+			}
 		}
 		b.Logf("CPU columns are cores (CPU seconds per second): srvCPU the server's process (server and B), srvGC its garbage collector's share, A CPU the flooder process; loadavg after: %s", loadAvg())
 		ratio := float64(on.p99) / float64(alone.p99)
 		b.Logf("APF on: B p99 under flood / alone = %.2f (goal <= 3); B rejected %d; A rejected %d", ratio, on.bFailed, on.a429)
 		b.ReportMetric(ratio, "p99-flood/alone")
+		ratioNice := float64(onNice.p99) / float64(alone.p99)
+		b.Logf("APF on, flooder at nice 19: B p99 under flood / alone = %.2f (goal <= 3); B rejected %d; A rejected %d", ratioNice, onNice.bFailed, onNice.a429)
+		b.ReportMetric(ratioNice, "p99-flood-nice/alone")
 
 		// Overhead: the three servers up at once, slices alternating.
 		modes := []string{modeAPFDefault, modeMaxDefault, modeNone}

@@ -35,6 +35,11 @@ type flooderSpec struct {
 	Token  string `json:"token"`
 	Conc   int    `json:"conc"`
 	Honor  bool   `json:"honor"` // wait the Retry-After given, as client-go does
+	// Nice runs the flooder at the lowest CPU priority (nice 19): it still
+	// takes every cycle the server leaves idle, but no longer competes with
+	// the server's threads for the two cores, as a flooder on another
+	// machine would not.
+	Nice bool `json:"-"`
 }
 
 // flooderReport is what the flooder prints when its stdin closes.
@@ -167,6 +172,11 @@ func startFlooder(b testing.TB, spec flooderSpec) *flooder {
 	}
 	if err := cmd.Start(); err != nil {
 		b.Fatal(err)
+	}
+	if spec.Nice {
+		if err := lowestPriority(cmd.Process.Pid); err != nil {
+			b.Fatalf("flooder at nice 19: %v", err)
+		}
 	}
 	return &flooder{cmd: cmd, stdin: stdin, out: out}
 }

@@ -113,11 +113,11 @@ func (rc *receiver) count() int {
 	return len(rc.events)
 }
 
-func (rc *receiver) has(uri string) bool {
+func (rc *receiver) hasPrefix(prefix string) bool {
 	rc.mu.Lock()
 	defer rc.mu.Unlock()
 	for _, e := range rc.events {
-		if e.RequestURI == uri {
+		if strings.HasPrefix(e.RequestURI, prefix) {
 			return true
 		}
 	}
@@ -289,13 +289,21 @@ func TestWebhook_receiver_down_under_load(t *testing.T) {
 	waitFor(t, "losses to be counted", func() bool { return lost() > 0 })
 
 	rc.restart()
-	load("after", 20)
-	waitFor(t, "delivery to resume", func() bool { return rc.has(envURI + "/after-3-4") })
+	// Delivery resumes: requests keep coming after the receiver is back and
+	// one of them reaches it. (The first ones may find the buffer still full
+	// of the backlog being retried, and be dropped and counted, as the sums
+	// below check; on a loaded machine that is common.)
+	after := 0
+	waitFor(t, "delivery to resume", func() bool {
+		get(t, srv, fmt.Sprintf("%s/after-%d", envURI, after))
+		after++
+		return rc.hasPrefix(envURI + "/after-")
+	})
 
 	stop() // flushes
 	emitted := reg.value(t, "apiserver_audit_event_total", nil)
-	if emitted != 460 {
-		t.Errorf("apiserver_audit_event_total = %v, want 460", emitted)
+	if want := float64(40 + 400 + after); emitted != want {
+		t.Errorf("apiserver_audit_event_total = %v, want %v", emitted, want)
 	}
 	if got := float64(rc.count()) + lost(); got != emitted {
 		t.Errorf("received %d + lost %v != emitted %v: a loss went uncounted", rc.count(), lost(), emitted)

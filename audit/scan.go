@@ -5,101 +5,43 @@
 
 package audit
 
+import "github.com/annexapi/annex/internal/jsonscan"
+
 // topLevelField returns the raw value of key in the JSON object b, or nil
 // when b is not an object or has no such key (a key written with escapes
 // never matches). It does not validate what it skips.
 func topLevelField(b []byte, key string) []byte {
-	i := skipSpace(b, 0)
+	i := jsonscan.SkipSpace(b, 0)
 	if i >= len(b) || b[i] != '{' {
 		return nil
 	}
 	i++
 	for {
-		i = skipSpace(b, i)
+		i = jsonscan.SkipSpace(b, i)
 		if i >= len(b) || b[i] != '"' {
 			return nil
 		}
-		end := skipString(b, i)
+		end := jsonscan.SkipString(b, i)
 		if end < 0 {
 			return nil
 		}
 		k := b[i+1 : end-1]
-		i = skipSpace(b, end)
+		i = jsonscan.SkipSpace(b, end)
 		if i >= len(b) || b[i] != ':' {
 			return nil
 		}
-		i = skipSpace(b, i+1)
-		vend := skipValue(b, i)
+		i = jsonscan.SkipSpace(b, i+1)
+		vend := jsonscan.SkipValue(b, i)
 		if vend < 0 {
 			return nil
 		}
 		if string(k) == key {
 			return b[i:vend]
 		}
-		i = skipSpace(b, vend)
+		i = jsonscan.SkipSpace(b, vend)
 		if i >= len(b) || b[i] != ',' {
 			return nil
 		}
 		i++
 	}
-}
-
-func skipSpace(b []byte, i int) int {
-	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
-		i++
-	}
-	return i
-}
-
-// skipString returns the index after the string starting at b[i] ('"'), or
-// -1 when it does not end.
-func skipString(b []byte, i int) int {
-	for i++; i < len(b); i++ {
-		switch b[i] {
-		case '\\':
-			i++
-		case '"':
-			return i + 1
-		}
-	}
-	return -1
-}
-
-// skipValue returns the index after the value starting at b[i], or -1.
-func skipValue(b []byte, i int) int {
-	if i >= len(b) {
-		return -1
-	}
-	switch b[i] {
-	case '"':
-		return skipString(b, i)
-	case '{', '[':
-		depth := 0
-		for ; i < len(b); i++ {
-			switch b[i] {
-			case '"':
-				end := skipString(b, i)
-				if end < 0 {
-					return -1
-				}
-				i = end - 1
-			case '{', '[':
-				depth++
-			case '}', ']':
-				depth--
-				if depth == 0 {
-					return i + 1
-				}
-			}
-		}
-		return -1
-	}
-	start := i
-	for i < len(b) && b[i] != ',' && b[i] != '}' && b[i] != ']' && b[i] != ' ' && b[i] != '\t' && b[i] != '\n' && b[i] != '\r' {
-		i++
-	}
-	if i == start {
-		return -1
-	}
-	return i
 }

@@ -5,6 +5,8 @@
 package backend
 
 import (
+	"github.com/annexapi/annex/internal/jsonscan"
+
 	"bytes"
 	"encoding/json"
 	"strconv"
@@ -230,7 +232,7 @@ func forEachMember(b []byte, start int, f func(ks, ke, vs, ve int) error) error 
 	if start >= len(b) || b[start] != '{' {
 		return invalidObject("not a JSON object")
 	}
-	i := skipSpace(b, start+1)
+	i := jsonscan.SkipSpace(b, start+1)
 	if i < len(b) && b[i] == '}' {
 		return nil
 	}
@@ -239,29 +241,29 @@ func forEachMember(b []byte, start int, f func(ks, ke, vs, ve int) error) error 
 			return bad
 		}
 		ks := i
-		ke := skipString(b, i)
+		ke := jsonscan.SkipString(b, i)
 		if ke < 0 {
 			return bad
 		}
-		i = skipSpace(b, ke)
+		i = jsonscan.SkipSpace(b, ke)
 		if i >= len(b) || b[i] != ':' {
 			return bad
 		}
-		vs := skipSpace(b, i+1)
-		ve := skipValue(b, vs)
+		vs := jsonscan.SkipSpace(b, i+1)
+		ve := jsonscan.SkipValue(b, vs)
 		if ve < 0 {
 			return bad
 		}
 		if err := f(ks, ke, vs, ve); err != nil {
 			return err
 		}
-		i = skipSpace(b, ve)
+		i = jsonscan.SkipSpace(b, ve)
 		if i >= len(b) {
 			return bad
 		}
 		switch b[i] {
 		case ',':
-			i = skipSpace(b, i+1)
+			i = jsonscan.SkipSpace(b, i+1)
 		case '}':
 			return nil
 		default:
@@ -270,74 +272,7 @@ func forEachMember(b []byte, start int, f func(ks, ke, vs, ve int) error) error 
 	}
 }
 
-func firstNonSpace(b []byte) int { return skipSpace(b, 0) }
-
-func skipSpace(b []byte, i int) int {
-	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
-		i++
-	}
-	return i
-}
-
-// skipString returns the index just past the string starting at b[i], or -1.
-func skipString(b []byte, i int) int {
-	for i++; i < len(b); i++ {
-		switch b[i] {
-		case '\\':
-			i++
-		case '"':
-			return i + 1
-		}
-	}
-	return -1
-}
-
-// skipValue returns the index just past the value starting at b[i], or -1.
-func skipValue(b []byte, i int) int {
-	if i >= len(b) {
-		return -1
-	}
-	switch b[i] {
-	case '"':
-		return skipString(b, i)
-	case '{', '[':
-		depth := 0
-		for ; i < len(b); i++ {
-			switch b[i] {
-			case '"':
-				i = skipString(b, i)
-				if i < 0 {
-					return -1
-				}
-				i--
-			case '{', '[':
-				depth++
-			case '}', ']':
-				depth--
-				if depth == 0 {
-					return i + 1
-				}
-			}
-		}
-		return -1
-	default:
-		j := i
-		for j < len(b) {
-			switch b[j] {
-			case ',', '}', ']', ' ', '\t', '\n', '\r':
-				if j == i {
-					return -1
-				}
-				return j
-			}
-			j++
-		}
-		if j == i {
-			return -1
-		}
-		return j
-	}
-}
+func firstNonSpace(b []byte) int { return jsonscan.SkipSpace(b, 0) }
 
 // ResourceVersionIndex returns where the value of metadata.resourceVersion
 // (quotes included) lies in data, for a backend that learns the revision
