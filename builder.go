@@ -24,6 +24,7 @@ import (
 	"github.com/annexapi/annex/authz"
 	"github.com/annexapi/annex/flowcontrol"
 	"github.com/annexapi/annex/healthz"
+	"github.com/annexapi/annex/internal/stack"
 	"github.com/annexapi/annex/rest"
 	"github.com/annexapi/annex/storage"
 )
@@ -315,8 +316,9 @@ func (c *Builder) assemble(p *plan) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
+	s.chain = handler
 	s.httpServer = &http.Server{
-		Handler:           handler,
+		Handler:           grownStack(handler),
 		TLSConfig:         tlsCfg,
 		MaxHeaderBytes:    1 << 20,
 		IdleTimeout:       90 * time.Second,
@@ -345,4 +347,13 @@ func (b *Builder) stores() []storage.Interface {
 // starter is a long-running part of a store (periodic compaction).
 type starter interface {
 	Start(ctx context.Context) error
+}
+
+// grownStack runs h with its goroutine's stack grown first (package
+// internal/stack): net/http serves each request on a fresh goroutine.
+func grownStack(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		stack.Grow()
+		h.ServeHTTP(w, r)
+	})
 }

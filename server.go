@@ -35,6 +35,9 @@ type Server struct {
 
 	listener   net.Listener
 	httpServer *http.Server
+	// chain is the handler chain; httpServer serves it on a grown stack
+	// (grownStack).
+	chain http.Handler
 	// shutdownFlag fails /readyz once shutdown starts.
 	shutdownFlag *healthz.Flag
 	// watchCtx ends every open watch when cancelled.
