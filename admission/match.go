@@ -9,6 +9,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/annexapi/annex/meta"
 )
 
 // LabelSelector is metav1.LabelSelector.
@@ -60,6 +62,62 @@ func (s *LabelSelector) Matches(labels map[string]string) (bool, error) {
 		}
 	}
 	return true, nil
+}
+
+// validate checks the selector as the API server validates a
+// metav1.LabelSelector in a policy, binding or webhook configuration, and
+// returns its first problem in kube's words, the field named from path.
+func (s *LabelSelector) validate(path string) error {
+	if s == nil {
+		return nil
+	}
+	for _, k := range sortedKeys(s.MatchLabels) {
+		if msgs := meta.IsQualifiedName(k); len(msgs) > 0 {
+			return fmt.Errorf("%s.matchLabels: Invalid value: %q: %s", path, k, strings.Join(msgs, "; "))
+		}
+		if msgs := meta.IsValidLabelValue(s.MatchLabels[k]); len(msgs) > 0 {
+			return fmt.Errorf("%s.matchLabels: Invalid value: %q: %s", path, s.MatchLabels[k], strings.Join(msgs, "; "))
+		}
+	}
+	for i, r := range s.MatchExpressions {
+		at := fmt.Sprintf("%s.matchExpressions[%d]", path, i)
+		switch r.Operator {
+		case "In", "NotIn":
+			if len(r.Values) == 0 {
+				return fmt.Errorf("%s.values: Required value: must be specified when `operator` is 'In' or 'NotIn'", at)
+			}
+		case "Exists", "DoesNotExist":
+			if len(r.Values) > 0 {
+				return fmt.Errorf("%s.values: Forbidden: may not be specified when `operator` is 'Exists' or 'DoesNotExist'", at)
+			}
+		default:
+			return fmt.Errorf("%s.operator: Invalid value: %q: not a valid selector operator", at, r.Operator)
+		}
+		if msgs := meta.IsQualifiedName(r.Key); len(msgs) > 0 {
+			return fmt.Errorf("%s.key: Invalid value: %q: %s", at, r.Key, strings.Join(msgs, "; "))
+		}
+	}
+	return nil
+}
+
+// validateSelectors checks the selectors of a MatchResources at path.
+func (m *MatchResources) validateSelectors(path string) error {
+	if m == nil {
+		return nil
+	}
+	if err := m.NamespaceSelector.validate(path + ".namespaceSelector"); err != nil {
+		return err
+	}
+	return m.ObjectSelector.validate(path + ".objectSelector")
+}
+
+func sortedKeys(m map[string]string) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
 }
 
 // Rule is a RuleWithOperations (webhooks) or NamedRuleWithOperations

@@ -253,17 +253,6 @@ func TestPolicyMatchResources(t *testing.T) {
 		{name: "binding_exclusion", constraints: &admission.MatchResources{ResourceRules: widgets},
 			binding: &admission.MatchResources{ExcludeResourceRules: []admission.Rule{{Operations: []string{"CREATE"}, APIGroups: []string{"*"}, APIVersions: []string{"*"}, Resources: []string{"*"}}}},
 			a:       request("CREATE", "prod", "w", "", nil), want: ""},
-		// A selector that cannot be evaluated: failurePolicy decides, and only
-		// when the rules match.
-		{name: "bad_selector_fail", constraints: &admission.MatchResources{ResourceRules: widgets, ObjectSelector: &admission.LabelSelector{
-			MatchExpressions: []admission.LabelSelectorRequirement{{Key: "color", Operator: "Equals", Values: []string{"red"}}}}},
-			a: request("CREATE", "prod", "w", "", nil), want: "failed to configure policy: "},
-		{name: "bad_selector_ignore", failure: "Ignore", constraints: &admission.MatchResources{ResourceRules: widgets, ObjectSelector: &admission.LabelSelector{
-			MatchExpressions: []admission.LabelSelectorRequirement{{Key: "color", Operator: "Equals", Values: []string{"red"}}}}},
-			a: request("CREATE", "prod", "w", "", nil), want: ""},
-		{name: "bad_selector_rules_do_not_match", constraints: &admission.MatchResources{ResourceRules: widgets, ObjectSelector: &admission.LabelSelector{
-			MatchExpressions: []admission.LabelSelectorRequirement{{Key: "color", Operator: "Equals", Values: []string{"red"}}}}},
-			a: request("UPDATE", "prod", "w", "status", nil), want: ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -285,6 +274,70 @@ func TestPolicyMatchResources(t *testing.T) {
 			}
 			if !strings.Contains(st.Message, prefix+tt.want) {
 				t.Errorf("message %q, want it to contain %q", st.Message, prefix+tt.want)
+			}
+		})
+	}
+}
+
+// TestInvalidSelectorsRefusedAtLoad: a label selector the API server would
+// refuse in a policy, binding or webhook configuration fails the load with
+// kube's validation message, naming the field, instead of failing requests
+// later.
+func TestInvalidSelectorsRefusedAtLoad(t *testing.T) {
+	t.Parallel()
+	expr := func(key, op string, values ...string) *admission.LabelSelector {
+		return &admission.LabelSelector{MatchExpressions: []admission.LabelSelectorRequirement{{Key: key, Operator: op, Values: values}}}
+	}
+	tests := []struct {
+		name string
+		sel  *admission.LabelSelector
+		want string // the message after the field path
+	}{
+		{name: "unknown_operator", sel: expr("color", "Equals", "red"),
+			want: `matchExpressions[0].operator: Invalid value: "Equals": not a valid selector operator`},
+		{name: "in_without_values", sel: expr("color", "In"),
+			want: "matchExpressions[0].values: Required value: must be specified when `operator` is 'In' or 'NotIn'"},
+		{name: "not_in_without_values", sel: expr("color", "NotIn"),
+			want: "matchExpressions[0].values: Required value: must be specified when `operator` is 'In' or 'NotIn'"},
+		{name: "exists_with_values", sel: expr("color", "Exists", "red"),
+			want: "matchExpressions[0].values: Forbidden: may not be specified when `operator` is 'Exists' or 'DoesNotExist'"},
+		{name: "bad_key", sel: expr("-color", "Exists"),
+			want: `matchExpressions[0].key: Invalid value: "-color": name part must consist of alphanumeric characters`},
+		{name: "bad_label_value", sel: &admission.LabelSelector{MatchLabels: map[string]string{"color": "red!"}},
+			want: `matchLabels: Invalid value: "red!": a valid label must be an empty string or consist of alphanumeric characters`},
+	}
+	rules := []admission.Rule{{Operations: []string{"*"}, APIGroups: []string{"*"}, APIVersions: []string{"*"}, Resources: []string{"*"}}}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			loads := map[string]func() error{
+				"spec.matchConstraints.objectSelector.": func() error {
+					p := admission.Policy{Metadata: admission.ObjectMeta{Name: "p"}, Spec: admission.PolicySpec{
+						MatchConstraints: &admission.MatchResources{ResourceRules: rules, ObjectSelector: tt.sel},
+						Validations:      []admission.Validation{{Expression: "true"}}}}
+					_, err := admission.NewValidatingPolicies([]admission.Policy{p}, nil, admission.PolicyOptions{})
+					return err
+				},
+				"spec.matchResources.namespaceSelector.": func() error {
+					p := admission.Policy{Metadata: admission.ObjectMeta{Name: "p"}, Spec: admission.PolicySpec{
+						MatchConstraints: &admission.MatchResources{ResourceRules: rules}, Validations: []admission.Validation{{Expression: "true"}}}}
+					b := admission.Binding{Metadata: admission.ObjectMeta{Name: "b"}, Spec: admission.BindingSpec{PolicyName: "p",
+						ValidationActions: []string{"Deny"}, MatchResources: &admission.MatchResources{NamespaceSelector: tt.sel}}}
+					_, err := admission.NewValidatingPolicies([]admission.Policy{p}, []admission.Binding{b}, admission.PolicyOptions{})
+					return err
+				},
+				"namespaceSelector.": func() error {
+					u := "https://127.0.0.1:1/validate"
+					c := admission.WebhookConfiguration{Metadata: admission.ObjectMeta{Name: "c"}, Webhooks: []admission.Webhook{{
+						Name: "w.example.com", ClientConfig: admission.WebhookClientConfig{URL: &u}, NamespaceSelector: tt.sel}}}
+					_, err := admission.NewValidatingWebhooks([]admission.WebhookConfiguration{c}, admission.WebhookOptions{})
+					return err
+				},
+			}
+			for path, load := range loads {
+				err := load()
+				if !errors.Is(err, admission.ErrInvalidConfig) || !strings.Contains(err.Error(), path+tt.want) {
+					t.Errorf("%s: %v, want ErrInvalidConfig with %q", path, err, path+tt.want)
+				}
 			}
 		})
 	}

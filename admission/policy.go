@@ -271,6 +271,9 @@ func compilePolicies(policies []Policy, bindings []Binding, kind string) ([]*com
 		if p.Metadata.Name == "" {
 			return nil, fmt.Errorf("%w: %s without metadata.name", ErrInvalidConfig, kind)
 		}
+		if err := p.Spec.MatchConstraints.validateSelectors("spec.matchConstraints"); err != nil {
+			return nil, fmt.Errorf("%w: %s %q: %v", ErrInvalidConfig, kind, p.Metadata.Name, err)
+		}
 		cp := &compiledPolicy{Policy: p, failOpen: p.Spec.FailurePolicy != nil && *p.Spec.FailurePolicy == "Ignore"}
 		c := func(field, expr string, want *cel.Type) (*compiled, error) {
 			prg, err := compileExpr(env, expr, want, PerCallLimit)
@@ -343,6 +346,13 @@ func compilePolicies(policies []Policy, bindings []Binding, kind string) ([]*com
 		cp := byName[b.Spec.PolicyName]
 		if cp == nil {
 			return nil, fmt.Errorf("%w: %s %q: policy %q not found", ErrInvalidConfig, bk, b.Metadata.Name, b.Spec.PolicyName)
+		}
+		err := b.Spec.MatchResources.validateSelectors("spec.matchResources")
+		if err == nil && b.Spec.ParamRef != nil {
+			err = b.Spec.ParamRef.Selector.validate("spec.paramRef.selector")
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%w: %s %q: %v", ErrInvalidConfig, bk, b.Metadata.Name, err)
 		}
 		if kind == "ValidatingAdmissionPolicy" {
 			if len(b.Spec.ValidationActions) == 0 {

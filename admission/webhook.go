@@ -165,6 +165,12 @@ func newWebhooks(configs []WebhookConfiguration, opts WebhookOptions, mutating b
 			if wh.Name == "" {
 				return nil, bad("name: Required value")
 			}
+			if err := wh.NamespaceSelector.validate("namespaceSelector"); err != nil {
+				return nil, bad("%v", err)
+			}
+			if err := wh.ObjectSelector.validate("objectSelector"); err != nil {
+				return nil, bad("%v", err)
+			}
 			switch {
 			case wh.ClientConfig.URL != nil:
 				u, err := url.Parse(*wh.ClientConfig.URL)
