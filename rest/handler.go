@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -26,6 +27,10 @@ type handler struct {
 	minTimeout time.Duration
 	shutdown   <-chan struct{}
 	admission  Admitter
+	// listBufs holds the buffers LISTs are written through (*[]byte of
+	// listChunk bytes), so that a LIST allocates nothing in proportion to
+	// its size.
+	listBufs sync.Pool
 	// jsonPasses, set only by tests and benchmarks, counts the write path's
 	// JSON passes: each decode or encode of a whole object or of its
 	// metadata (see jsonPass).

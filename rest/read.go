@@ -59,9 +59,11 @@ func (rh *resourceHandler) storageListOptions(p listParams) storage.ListOptions 
 	}
 }
 
-// writeList writes a <Kind>List of items in one buffer sized up front:
-// {"kind":..,"apiVersion":..,"metadata":{...},"items":[item,item]}\n; or
-// the Table or PartialObjectMetadataList of them.
+// writeList writes a <Kind>List of items,
+// {"kind":..,"apiVersion":..,"metadata":{...},"items":[item,item]}\n, with
+// its Content-Length, in chunks of at most listChunk bytes (the items' stored
+// bytes copied once, into a pooled buffer); or the Table or
+// PartialObjectMetadataList of them.
 func (rh *resourceHandler) writeList(w http.ResponseWriter, o output, items []storage.Object, rev uint64, cont string, remaining *int64) {
 	switch o.kind {
 	case outTable:
@@ -83,24 +85,62 @@ func (rh *resourceHandler) writeList(w http.ResponseWriter, o output, items []st
 		writeObject(w, http.StatusOK, buf)
 		return
 	}
-	n := len(rh.listHead) + 64 + len(cont) + len(items)
+	bp := rh.h.getListBuf()
+	defer rh.h.listBufs.Put(bp)
+	buf := append((*bp)[:0], rh.listHead...)
+	buf = appendListMeta(buf, rev, cont, remaining) // continue tokens are base64url: no escaping differs from JSON
+	buf = append(buf, `},"items":[`...)
+	n := len(buf) + max(len(items)-1, 0) + len(listTail)
 	for i := range items {
 		n += len(items[i].Data)
 	}
-	buf := make([]byte, 0, n)
-	buf = append(buf, rh.listHead...)
-	buf = appendListMeta(buf, rev, cont, remaining) // continue tokens are base64url: no escaping differs from JSON
-	buf = append(buf, `},"items":[`...)
+	h := w.Header()
+	h.Set("Content-Type", mediaJSON)
+	h.Set("Content-Length", strconv.Itoa(n))
+	w.WriteHeader(http.StatusOK)
+	// The stored bytes of the items go out through one listChunk buffer:
+	// a LIST of any size is written in chunks, one Write for a small one.
 	for i := range items {
+		d := items[i].Data
+		if len(buf)+1+len(d) > cap(buf) {
+			if _, err := w.Write(buf); err != nil {
+				return // the client is gone
+			}
+			buf = buf[:0]
+		}
 		if i > 0 {
 			buf = append(buf, ',')
 		}
-		buf = append(buf, items[i].Data...)
+		if len(d) > cap(buf)-len(buf) { // larger than the buffer: as it is
+			if _, err := w.Write(buf); err != nil {
+				return
+			}
+			buf = buf[:0]
+			if _, err := w.Write(d); err != nil {
+				return
+			}
+			continue
+		}
+		buf = append(buf, d...)
 	}
-	buf = append(buf, "]}\n"...)
-	h := w.Header()
-	h.Set("Content-Type", mediaJSON)
-	h.Set("Content-Length", strconv.Itoa(len(buf)))
-	w.WriteHeader(http.StatusOK)
+	buf = append(buf, listTail...)
 	_, _ = w.Write(buf)
+	*bp = buf[:0]
+}
+
+// listTail ends a list: the items array, the object, the line.
+const listTail = "]}\n"
+
+// listChunk is the size of the buffer a LIST is written through: large
+// enough that each Write carries several HTTP/2 frames, small enough to
+// stay in the pool.
+const listChunk = 32 << 10
+
+// getListBuf returns an empty buffer of listChunk bytes from the pool.
+func (h *handler) getListBuf() *[]byte {
+	if bp, ok := h.listBufs.Get().(*[]byte); ok {
+		return bp
+	}
+	b := make([]byte, 0, listChunk)
+	return &b
 }
