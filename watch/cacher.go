@@ -91,7 +91,12 @@ type Cacher struct {
 	ready bool
 	tree  *tree  // the current state; written only by the dispatch loop
 	snap  *tree  // immutable clone of tree at rev
-	rev   uint64 // the revision the cache has caught up with
+	// parents counts the objects of snap by parent prefix (a namespace's
+	// "/<group>/<resource>/<ns>/", or the resource's own prefix for
+	// cluster-scoped objects), so that a page of a namespace's LIST knows how
+	// many objects follow it without walking them (see page).
+	parents map[string]int64
+	rev     uint64 // the revision the cache has caught up with
 	revCh chan struct{}
 	// ring holds the last events in revision order: ring[(head+i)%len] for i
 	// in [0, n). Every event after ringStart is in it; base is the state at
@@ -156,7 +161,7 @@ func New(store storage.Interface, cfg Config) (*Cacher, error) {
 	if err != nil {
 		return nil, fmt.Errorf("watch: metrics: %w", err)
 	}
-	c := &Cacher{store: store, cfg: cfg, prefix: pr, m: m, revCh: make(chan struct{})}
+	c := &Cacher{store: store, cfg: cfg, prefix: pr, m: m, revCh: make(chan struct{}), parents: map[string]int64{}}
 	for f := range cfg.IndexFields {
 		c.fields = append(c.fields, f)
 	}
@@ -278,11 +283,15 @@ func (c *Cacher) listAndWatch(ctx context.Context) error {
 // registered before (a re-list) are ended: events may be missing between.
 func (c *Cacher) replace(res storage.ListResult) {
 	t := btree.NewG(32, entryLess)
+	parents := map[string]int64{}
 	for _, o := range res.Items {
-		t.ReplaceOrInsert(&entry{obj: o, memo: &storage.EventMemo{}})
+		if _, had := t.ReplaceOrInsert(&entry{obj: o, memo: &storage.EventMemo{}}); !had {
+			parents[parentPrefix(o.Key)]++
+		}
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.parents = parents
 	c.endAll(&storage.Error{Err: storage.ErrExpired, Msg: ErrRelisted.Error()}, ErrRelisted)
 	c.tree = t
 	c.snap = t.Clone()
@@ -367,9 +376,11 @@ func (c *Cacher) applyLocked(ev storage.Event) {
 	}
 	e := newEvent(ev.Type, ev.Object, prev)
 	if e.typ == storage.EventDeleted {
-		c.tree.Delete(probe)
-	} else {
-		c.tree.ReplaceOrInsert(&entry{obj: e.obj, memo: e.memo})
+		if _, ok := c.tree.Delete(probe); ok {
+			c.countParent(e.obj.Key, -1)
+		}
+	} else if _, replaced := c.tree.ReplaceOrInsert(&entry{obj: e.obj, memo: e.memo}); !replaced {
+		c.countParent(e.obj.Key, 1)
 	}
 	e.snap = c.tree.Clone()
 	c.snap = e.snap
@@ -378,6 +389,20 @@ func (c *Cacher) applyLocked(ev storage.Event) {
 	c.dispatch(e)
 	c.advance(e.obj.ResourceVersion)
 }
+
+// countParent adds d to the count of key's parent prefix. Called with mu
+// held for writing.
+func (c *Cacher) countParent(key string, d int64) {
+	p := parentPrefix(key)
+	if n := c.parents[p] + d; n > 0 {
+		c.parents[p] = n
+	} else {
+		delete(c.parents, p)
+	}
+}
+
+// parentPrefix is key up to and including its last '/'.
+func parentPrefix(key string) string { return key[:strings.LastIndexByte(key, '/')+1] }
 
 // shardBacklog is how many events a shard may have queued before apply
 // waits for it: a fan-out that cannot keep up slows the intake (the

@@ -218,6 +218,7 @@ func (c *Cacher) List(ctx context.Context, prefix string, opts storage.ListOptio
 	}
 	var snap *tree
 	var at uint64
+	from := int64(-1) // objects from req.Start to the end of the prefix, when known
 	c.mu.RLock()
 	if req.At != 0 {
 		snap, ok = c.snapshotAt(req.At)
@@ -225,15 +226,41 @@ func (c *Cacher) List(ctx context.Context, prefix string, opts storage.ListOptio
 	} else {
 		snap, at, ok = c.snap, c.rev, c.snap != nil
 	}
+	if ok && req.Limit > 0 && req.Predicate == nil {
+		from = c.countFrom(snap, req)
+	}
 	c.mu.RUnlock()
 	if !ok {
 		return c.store.List(ctx, prefix, opts)
 	}
-	return page(snap, at, req.Prefix, req.Start, req.Limit, req.Predicate)
+	return page(snap, at, req.Prefix, req.Start, req.Limit, req.Predicate, from)
 }
 
-// page reads one page of snap under pr from start.
-func page(snap *tree, rev uint64, pr, start string, limit int64, pred storage.Predicate) (storage.ListResult, error) {
+// countFrom is how many objects of snap lie from req.Start to the end of
+// req.Prefix, when that is known without walking them, or -1: on a first
+// page, the size of the whole cache or, for the current snapshot, of a
+// namespace (parents); on a next page, what the consistent continue token
+// recorded (clamped to the snapshot's size: the token is the client's).
+// Called with mu held for reading.
+func (c *Cacher) countFrom(snap *tree, req backend.ListRequest) int64 {
+	switch {
+	case req.Start != req.Prefix:
+		if req.Remaining != nil {
+			return min(*req.Remaining, int64(snap.Len()))
+		}
+	case req.Prefix == c.prefix:
+		return int64(snap.Len())
+	case snap == c.snap && parentPrefix(req.Prefix[:len(req.Prefix)-1]) == c.prefix:
+		return c.parents[req.Prefix]
+	}
+	return -1
+}
+
+// page reads one page of snap under pr from start. from is the number of
+// objects from start to the end of pr when known (a list without a
+// predicate), or -1: then, without a predicate, the objects after the page
+// are walked to count them (remainingItemCount).
+func page(snap *tree, rev uint64, pr, start string, limit int64, pred storage.Predicate, from int64) (storage.ListResult, error) {
 	res := storage.ListResult{ResourceVersion: rev}
 	more := false
 	var remaining int64
@@ -248,6 +275,9 @@ func page(snap *tree, rev uint64, pr, start string, limit int64, pred storage.Pr
 				res.Items = append(res.Items, en.obj)
 			}
 			return true
+		case pred == nil && from >= 0:
+			more, remaining = true, max(from-limit, 1)
+			return false
 		case pred == nil:
 			more = true
 			remaining++
@@ -259,14 +289,19 @@ func page(snap *tree, rev uint64, pr, start string, limit int64, pred storage.Pr
 		return true
 	})
 	if more {
-		tok, err := backend.EncodeContinue(res.Items[len(res.Items)-1].Key+"\x00", pr, rev)
+		last := res.Items[len(res.Items)-1].Key + "\x00"
+		var tok string
+		var err error
+		if pred == nil {
+			tok, err = backend.EncodeContinueRemaining(last, pr, rev, remaining)
+			res.RemainingItemCount = &remaining
+		} else {
+			tok, err = backend.EncodeContinue(last, pr, rev)
+		}
 		if err != nil {
 			return storage.ListResult{}, err
 		}
 		res.Continue = tok
-		if pred == nil {
-			res.RemainingItemCount = &remaining
-		}
 	}
 	return res, nil
 }

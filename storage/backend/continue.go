@@ -22,6 +22,12 @@ type continueToken struct {
 	ResourceVersion int64 `json:"rv"`
 	// StartKey is the first key of the next page, relative to the prefix.
 	StartKey string `json:"start"`
+	// Remaining, in a consistent token of a list without a selector, is
+	// how many objects there are from StartKey to the end of the prefix at
+	// ResourceVersion, so that the next page can tell its
+	// remainingItemCount without walking them. Not in kube's tokens (which
+	// are opaque to clients); absent when unknown.
+	Remaining *int64 `json:"rem,omitempty"`
 }
 
 const continueVersion = "meta.k8s.io/v1"
@@ -32,6 +38,14 @@ const continueVersion = "meta.k8s.io/v1"
 // continues at the latest revision (written as -1 inside the token, as
 // Kubernetes does).
 func EncodeContinue(key, prefixRange string, rev uint64) (string, error) {
+	return EncodeContinueRemaining(key, prefixRange, rev, -1)
+}
+
+// EncodeContinueRemaining is EncodeContinue for a token that also records
+// remaining, the number of objects from key to the end of prefixRange at rev
+// (for a consistent token, rev > 0, of a list without a selector); a
+// negative remaining is unknown, as EncodeContinue writes.
+func EncodeContinueRemaining(key, prefixRange string, rev uint64, remaining int64) (string, error) {
 	if !strings.HasPrefix(key, prefixRange) {
 		return "", &storage.Error{Err: storage.ErrInvalidKey, Key: key, Msg: "not under " + prefixRange}
 	}
@@ -42,7 +56,11 @@ func EncodeContinue(key, prefixRange string, rev uint64) (string, error) {
 	if rev == 0 {
 		wire = -1
 	}
-	b, err := json.Marshal(continueToken{APIVersion: continueVersion, ResourceVersion: wire, StartKey: key[len(prefixRange):]})
+	tok := continueToken{APIVersion: continueVersion, ResourceVersion: wire, StartKey: key[len(prefixRange):]}
+	if remaining >= 0 && rev != 0 {
+		tok.Remaining = &remaining
+	}
+	b, err := json.Marshal(tok)
 	if err != nil {
 		return "", err
 	}
@@ -54,8 +72,15 @@ func EncodeContinue(key, prefixRange string, rev uint64) (string, error) {
 // at the latest revision. A malformed token, or one whose start key would
 // leave prefixRange, fails with storage.ErrInvalidContinue.
 func DecodeContinue(token, prefixRange string) (startKey string, rev uint64, err error) {
-	invalid := func(msg string) (string, uint64, error) {
-		return "", 0, &storage.Error{Err: storage.ErrInvalidContinue, Msg: "continue key is not valid: " + msg}
+	startKey, rev, _, err = decodeContinue(token, prefixRange)
+	return startKey, rev, err
+}
+
+// decodeContinue is DecodeContinue that also returns the token's remaining
+// count, or -1 when it has none (or one that cannot be right).
+func decodeContinue(token, prefixRange string) (startKey string, rev uint64, remaining int64, err error) {
+	invalid := func(msg string) (string, uint64, int64, error) {
+		return "", 0, -1, &storage.Error{Err: storage.ErrInvalidContinue, Msg: "continue key is not valid: " + msg}
 	}
 	b, err := base64.RawURLEncoding.DecodeString(token)
 	if err != nil {
@@ -84,7 +109,11 @@ func DecodeContinue(token, prefixRange string) (startKey string, rev uint64, err
 		return invalid(fmt.Sprintf("start key %q is not a clean path", c.StartKey))
 	}
 	if c.ResourceVersion == -1 {
-		return prefixRange + key[1:], 0, nil
+		return prefixRange + key[1:], 0, -1, nil
 	}
-	return prefixRange + key[1:], uint64(c.ResourceVersion), nil
+	remaining = -1
+	if c.Remaining != nil && *c.Remaining >= 0 {
+		remaining = *c.Remaining
+	}
+	return prefixRange + key[1:], uint64(c.ResourceVersion), remaining, nil
 }

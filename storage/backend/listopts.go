@@ -33,6 +33,11 @@ type ListRequest struct {
 	// FromToken says At came from a continue token: when At has been
 	// compacted, the error carries a fresh token (see ExpiredContinue).
 	FromToken bool
+	// Remaining is, for a consistent continue token that recorded it, the
+	// number of objects from Start to the end of Prefix at At; nil when
+	// unknown. A token is the client's to send: a reader must not trust it
+	// beyond a count to report (remainingItemCount).
+	Remaining *int64
 	// NotOlder is the revision the latest state must have reached (0: any).
 	NotOlder uint64
 	// AnyState is set for resourceVersion "0" without a continue token: any
@@ -74,13 +79,16 @@ func ParseListOptions(prefix string, opts storage.ListOptions) (ListRequest, err
 		if !rv.Unset && rv.Revision != 0 {
 			return ListRequest{}, invalidRV("specifying resource version is not allowed when using continue")
 		}
-		start, tokRev, err := DecodeContinue(opts.Continue, pr)
+		start, tokRev, remaining, err := decodeContinue(opts.Continue, pr)
 		if err != nil {
 			return ListRequest{}, err
 		}
 		req.Start = start
 		if tokRev != 0 {
 			req.At, req.FromToken = tokRev, true
+			if remaining >= 0 {
+				req.Remaining = &remaining
+			}
 		}
 	case opts.ResourceVersionMatch != "" && rv.Unset:
 		return ListRequest{}, invalidRV("resourceVersionMatch is forbidden unless resourceVersion is provided")
