@@ -89,15 +89,15 @@ type Cacher struct {
 
 	mu    sync.RWMutex // guards the fields from here to the next blank line
 	ready bool
-	tree  *tree  // the current state; written only by the dispatch loop
-	snap  *tree  // immutable clone of tree at rev
+	tree  *tree // the current state; written only by the dispatch loop
+	snap  *tree // immutable clone of tree at rev
 	// parents counts the objects of snap by parent prefix (a namespace's
 	// "/<group>/<resource>/<ns>/", or the resource's own prefix for
 	// cluster-scoped objects), so that a page of a namespace's LIST knows how
 	// many objects follow it without walking them (see page).
 	parents map[string]int64
 	rev     uint64 // the revision the cache has caught up with
-	revCh chan struct{}
+	revCh   chan struct{}
 	// ring holds the last events in revision order: ring[(head+i)%len] for i
 	// in [0, n). Every event after ringStart is in it; base is the state at
 	// ringStart.
