@@ -131,6 +131,16 @@ func (s *Server) buildFrontDoor(c *Builder, p *plan) (*frontDoor, error) {
 	if p.rbac != nil {
 		authorizers = append(authorizers, authz.NamedAuthorizer{Name: authz.NameRBAC, Authorizer: p.rbac})
 	}
+	if c.Delegation == nil {
+		// Authorizing on its own, the server grants what kube-apiserver's
+		// bootstrap policy grants everyone: discovery, version and health,
+		// and asking about oneself (kubectl auth can-i, auth whoami).
+		bootstrap, err := authz.BootstrapRBAC()
+		if err != nil {
+			return nil, err
+		}
+		authorizers = append(authorizers, authz.NamedAuthorizer{Name: authz.NameBootstrapRBAC, Authorizer: bootstrap})
+	}
 
 	fd.authenticator = c.Authenticator
 	if fd.authenticator == nil {

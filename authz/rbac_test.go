@@ -1,6 +1,7 @@
 package authz_test
 
 import (
+	"context"
 	"errors"
 	"os"
 	"path/filepath"
@@ -170,5 +171,42 @@ func TestParseRBAC_billion_laughs(t *testing.T) {
 	}
 	if d := time.Since(start); d > 2*time.Second {
 		t.Errorf("took %v", d)
+	}
+}
+
+func TestBootstrapRBAC(t *testing.T) {
+	t.Parallel()
+	r, err := authz.BootstrapRBAC()
+	if err != nil {
+		t.Fatal(err)
+	}
+	bob := &filters.User{Name: "bob", Groups: []string{"dev", "system:authenticated"}}
+	anon := &filters.User{Name: "system:anonymous", Groups: []string{"system:unauthenticated"}}
+	tests := []struct {
+		name   string
+		a      authz.Attributes
+		want   authz.Decision
+		reason string
+	}{
+		{name: "discovery", a: authz.Attributes{User: bob, Verb: "get", Path: "/apis/shop.example.com/v1"},
+			want: authz.DecisionAllow, reason: `RBAC: allowed by ClusterRoleBinding "system:discovery" of ClusterRole "system:discovery" to Group "system:authenticated"`},
+		{name: "openapi", a: authz.Attributes{User: bob, Verb: "get", Path: "/openapi/v3"}, want: authz.DecisionAllow},
+		{name: "self_subject_access_review", a: authz.Attributes{User: bob, Verb: "create", IsResourceRequest: true,
+			APIGroup: "authorization.k8s.io", Resource: "selfsubjectaccessreviews"}, want: authz.DecisionAllow},
+		{name: "self_subject_review", a: authz.Attributes{User: bob, Verb: "create", IsResourceRequest: true,
+			APIGroup: "authentication.k8s.io", Resource: "selfsubjectreviews"}, want: authz.DecisionAllow},
+		{name: "anonymous_version", a: authz.Attributes{User: anon, Verb: "get", Path: "/version"}, want: authz.DecisionAllow},
+		{name: "anonymous_discovery", a: authz.Attributes{User: anon, Verb: "get", Path: "/apis"}, want: authz.DecisionNoOpinion},
+		{name: "resources", a: authz.Attributes{User: bob, Verb: "list", IsResourceRequest: true, APIGroup: "shop.example.com", Resource: "widgets"},
+			want: authz.DecisionNoOpinion},
+		{name: "metrics", a: authz.Attributes{User: bob, Verb: "get", Path: "/metrics"}, want: authz.DecisionNoOpinion},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			d, reason, err := r.Authorize(context.Background(), tt.a)
+			if err != nil || d != tt.want || (tt.reason != "" && reason != tt.reason) {
+				t.Errorf("Authorize = %v %q %v, want %v %q", d, reason, err, tt.want, tt.reason)
+			}
+		})
 	}
 }

@@ -207,3 +207,26 @@ func all(s string, subs []string) bool {
 	}
 	return true
 }
+
+// TestKubectlAsOrdinaryUser: a user the server's policy grants nothing still
+// discovers the API and reads the version, as kube-apiserver's bootstrap
+// roles allow every authenticated user, and is refused the resources with
+// kube's message, not with a failed discovery.
+func TestKubectlAsOrdinaryUser(t *testing.T) {
+	t.Parallel()
+	dataDir, _, _ := startExample(t)
+	k := kubectltest.New(t, filepath.Join(dataDir, "kubeconfig"))
+
+	kubectltest.WantContains(t, "api-resources as bob", k.MustRun("--as=bob", "api-resources", "--api-group=platform.example.com"),
+		"environments", "platform.example.com/v1alpha1", "Environment")
+	kubectltest.WantContains(t, "version as bob", k.MustRun("--as=bob", "version"), "Server Version:")
+	out, ok := k.Run("--as=bob", "get", "environments")
+	if ok {
+		t.Fatalf("bob listed environments:\n%s", out)
+	}
+	kubectltest.WantContains(t, "get as bob", out, `Error from server (Forbidden): environments.platform.example.com is forbidden: `+
+		`User "bob" cannot list resource "environments" in API group "platform.example.com" in the namespace "default"`)
+	if strings.Contains(out, "couldn't get") || strings.Contains(out, "discovery") {
+		t.Errorf("discovery failed for bob:\n%s", out)
+	}
+}
