@@ -435,7 +435,11 @@ func (c *checker) linearizable() {
 		case porcupine.Illegal:
 			c.r.add(GLinearizable, "key %s: %d operations are not linearizable: %s", key, len(ops), describeOps(model, ops))
 			if c.r.Visualization == "" {
-				p := filepath.Join(os.TempDir(), fmt.Sprintf("annex-robustness-%d.html", time.Now().UnixNano()))
+				dir := c.h.VisualizationDir
+				if dir == "" {
+					dir = os.TempDir()
+				}
+				p := filepath.Join(dir, fmt.Sprintf("annex-robustness-%d.html", time.Now().UnixNano()))
 				if err := porcupine.VisualizePath(model, info, p); err == nil {
 					c.r.Visualization = p
 				}

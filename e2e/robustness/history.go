@@ -154,7 +154,11 @@ type History struct {
 	// caches may have re-listed at a revision nobody observed, so the
 	// window rule for 410 is not applied after it.
 	EtcdRestartAt int64
-	nextWatch     int
+	// VisualizationDir is where Check writes porcupine's HTML for a key
+	// that is not linearizable; empty means os.TempDir() (kept after the
+	// run, for a person to open).
+	VisualizationDir string
+	nextWatch        int
 }
 
 // NewHistory starts a history now.

@@ -216,6 +216,7 @@ func TestCheckerCatchesBrokenHistories(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			c := h.Clone()
+			c.VisualizationDir = t.TempDir() // self-tests break histories on purpose
 			tc.breakIt(t, c)
 			r := Check(c)
 			if !r.Has(tc.want) {
