@@ -112,6 +112,7 @@ func TestStatusForError(t *testing.T) {
 		{"already_exists", &storage.Error{Err: storage.ErrAlreadyExists}, ErrorContext{Name: "a"}, 409, "AlreadyExists", `environments.platform.example.com "a" already exists`, ""},
 		{"conflict", &storage.Error{Err: storage.ErrConflict}, ErrorContext{Name: "a"}, 409, "Conflict", `Operation cannot be fulfilled on environments.platform.example.com "a": ` + meta.OptimisticLockErrorMsg, ""},
 		{"too_large", &storage.Error{Err: storage.ErrTooLargeResourceVersion, ResourceVersion: 7}, ErrorContext{ResourceVersion: "9"}, 504, "Timeout", "Timeout: Too large resource version: 9, current: 7", ""},
+		{"too_large_continue", &storage.Error{Err: storage.ErrTooLargeResourceVersion, ResourceVersion: 7, Requested: 99}, ErrorContext{Verb: "list", Continue: "t"}, 504, "Timeout", "Timeout: Too large resource version: 99, current: 7", ""},
 		{"expired_watch", &storage.Error{Err: storage.ErrExpired}, ErrorContext{Verb: "watch"}, 410, "Expired", msgExpiredWatch, ""},
 		{"expired_list", &storage.Error{Err: storage.ErrExpired}, ErrorContext{Verb: "list"}, 410, "Expired", msgExpiredList, ""},
 		{"expired_continue", &storage.Error{Err: storage.ErrExpired}, ErrorContext{Verb: "list", Continue: "t"}, 410, "Expired", msgExpiredContinue, ""},

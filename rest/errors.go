@@ -110,6 +110,9 @@ func StatusForError(err error, ec ErrorContext) *meta.Status {
 		var current uint64
 		if se != nil {
 			current = se.ResourceVersion
+			if se.Requested != 0 { // a continue token's revision, say
+				requested = se.Requested
+			}
 		}
 		return meta.NewTooLargeResourceVersion(requested, current, 1)
 	case errors.Is(err, storage.ErrExpired):

@@ -58,6 +58,9 @@ type Error struct {
 	// ResourceVersion is the revision concerned: the store's current revision
 	// for ErrTooLargeResourceVersion, the compacted revision for ErrExpired.
 	ResourceVersion uint64
+	// Requested is, for ErrTooLargeResourceVersion, the revision asked for
+	// (a resourceVersion, or a continue token's), when known.
+	Requested uint64
 	// Continue is, for an expired continue token, a fresh token that continues
 	// the list from the same key at the latest revision.
 	Continue string

@@ -4,10 +4,12 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"testing"
 
 	"github.com/annexapi/annex/storage"
+	"github.com/annexapi/annex/storage/backend"
 )
 
 // TestPagedListRemainingItemCount pages through the whole collection and
@@ -118,6 +120,33 @@ func TestPagedListForgedRemaining(t *testing.T) {
 		}
 		if r := res.RemainingItemCount; r == nil || *r < 1 || *r > 30 {
 			t.Fatalf("rem %d: remainingItemCount %v, want within 1..30", forged, r)
+		}
+	}
+}
+
+// TestFutureContinueToken: a continue token from the future is refused
+// naming the revision it asked for, from the cache as from the store.
+func TestFutureContinueToken(t *testing.T) {
+	t.Parallel()
+	store := openBolt(t, true)
+	ctx := context.Background()
+	if _, err := store.Create(ctx, key("ns", "a"), object("ns", "a", "1")); err != nil {
+		t.Fatal(err)
+	}
+	c := startCacher(t, store, Config{})
+	pr, err := backend.PrefixRange(prefix(""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok, err := backend.EncodeContinue(key("ns", "a")+"\x00", pr, 999999)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, s := range map[string]storage.Interface{"cacher": c, "store": store} {
+		_, err := s.List(ctx, prefix(""), storage.ListOptions{Limit: 1, Continue: tok})
+		var se *storage.Error
+		if !errors.As(err, &se) || !errors.Is(err, storage.ErrTooLargeResourceVersion) || se.Requested != 999999 || se.ResourceVersion == 0 {
+			t.Errorf("%s: %#v, want ErrTooLargeResourceVersion for 999999 with the current revision", name, err)
 		}
 	}
 }

@@ -137,7 +137,7 @@ func (r ListRequest) ExpiredContinue(e *storage.Error) error {
 // TooLargeError is the storage.ErrTooLargeResourceVersion of a request for
 // revision requested when the store is at current.
 func TooLargeError(requested, current uint64) *storage.Error {
-	return &storage.Error{Err: storage.ErrTooLargeResourceVersion, ResourceVersion: current,
+	return &storage.Error{Err: storage.ErrTooLargeResourceVersion, ResourceVersion: current, Requested: requested,
 		Msg: fmt.Sprintf("Too large resource version: %d, current: %d", requested, current)}
 }
 
