@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
 	"time"
 
 	"github.com/annexapi/annex/admission"
@@ -211,4 +213,33 @@ func TestRunStartsPerResourceStore(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
+}
+
+// TestFailedAssembleUnregistersMetrics: Build's second phase can fail (a port
+// in use); the metrics it registered on the caller's Registerer are
+// unregistered, so that the caller can fix the cause and Build again with the
+// same registry.
+func TestFailedAssembleUnregistersMetrics(t *testing.T) {
+	t.Parallel()
+	busy := mustListen(t)
+	defer busy.Close()
+	reg := prometheus.NewRegistry()
+	b := Builder{DataDir: t.TempDir(), BindAddress: "127.0.0.1", SecurePort: busy.Addr().(*net.TCPAddr).Port,
+		Resources: []rest.Resource{widgets()}, Registerer: reg}
+	if _, err := build(t, &b); err == nil || !strings.Contains(err.Error(), "listen") {
+		t.Fatalf("Build on a busy port: %v, want a listen error", err)
+	}
+	if mfs, err := reg.Gather(); err != nil || len(mfs) != 0 {
+		names := make([]string, 0, len(mfs))
+		for _, mf := range mfs {
+			names = append(names, mf.GetName())
+		}
+		t.Errorf("a failed Build left %d metric families registered (%v): %v", len(mfs), err, names)
+	}
+	b.SecurePort, b.Listener = 0, mustListen(t)
+	srv, err := build(t, &b)
+	if err != nil {
+		t.Fatalf("Build again with the same registry: %v", err)
+	}
+	srv.closeAll()
 }

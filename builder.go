@@ -240,10 +240,18 @@ func (b *Builder) Build() (*Server, error) {
 // assemble is Build's second phase, on a declaration validate accepted.
 func (c *Builder) assemble(p *plan) (*Server, error) {
 	s := &Server{name: c.Name, log: c.Logger, requestTimeout: c.RequestTimeout, shutdownDelay: c.ShutdownDelay}
+	var reg *trackingRegisterer
+	if c.Registerer != nil {
+		reg = &trackingRegisterer{Registerer: c.Registerer}
+		c.Registerer = reg
+	}
 	ok := false
 	defer func() {
 		if !ok {
 			s.closeAll()
+			if reg != nil {
+				reg.unregisterAll()
+			}
 		}
 	}()
 

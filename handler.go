@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"github.com/go-chi/chi/v5"
-	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"go.uber.org/zap"
 
@@ -201,7 +200,7 @@ func (s *Server) buildMux(c *Builder, resources []rest.Resource, api http.Handle
 		w.Header().Set("Content-Type", "application/json")
 		_ = json.NewEncoder(w).Encode(version)
 	})
-	if g, ok := c.Registerer.(prometheus.Gatherer); ok {
+	if g, ok := gathererOf(c.Registerer); ok {
 		r.Handle("/metrics", promhttp.HandlerFor(g, promhttp.HandlerOpts{}))
 	}
 	if s.flowControl != nil {
