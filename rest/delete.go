@@ -6,12 +6,14 @@
 package rest
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
 	"strconv"
+	"time"
 
 	"github.com/annexapi/annex/attrs"
 	"github.com/annexapi/annex/filters"
@@ -20,10 +22,13 @@ import (
 )
 
 // deleteOptions are the parsed DeleteOptions of a delete.
-// deleteOptions are the parsed DeleteOptions of a delete.
 type deleteOptions struct {
 	uid, resourceVersion *string
 	dryRun               bool
+	// propagation is propagationPolicy (Orphan, Foreground, Background) and
+	// orphanDependents its deprecated form; nil when not given.
+	propagation      *string
+	orphanDependents *bool
 }
 
 // parseDeleteOptions reads DeleteOptions from the body, or, without one,
@@ -89,7 +94,124 @@ func (rh *resourceHandler) parseDeleteOptions(r *http.Request) (deleteOptions, *
 		return opts, meta.NewInvalid(meta.GroupKind{Group: "meta.k8s.io", Kind: "DeleteOptions"}, "", causes)
 	}
 	opts.dryRun = len(raw.DryRun) > 0
+	opts.propagation, opts.orphanDependents = raw.PropagationPolicy, raw.OrphanDependents
 	return opts, nil
+}
+
+// The garbage collector's finalizers (metav1.FinalizerOrphanDependents and
+// FinalizerDeleteDependents).
+const (
+	finalizerOrphan     = "orphan"
+	finalizerForeground = "foregroundDeletion"
+)
+
+// orphans and foreground say whether a deletion with opts orphans the
+// object's dependents or deletes them first, as kube-apiserver's generic
+// store decides for a resource whose default policy is background deletion
+// (a custom resource's): the options first, then the finalizers the object
+// already has.
+func (opts deleteOptions) orphans(finalizers []string) bool {
+	if opts.orphanDependents != nil {
+		return *opts.orphanDependents
+	}
+	if opts.propagation != nil {
+		return *opts.propagation == "Orphan"
+	}
+	for _, f := range finalizers {
+		switch f {
+		case finalizerOrphan:
+			return true
+		case finalizerForeground:
+			return false
+		}
+	}
+	return false
+}
+
+func (opts deleteOptions) foreground(finalizers []string) bool {
+	if opts.orphanDependents != nil {
+		return false
+	}
+	if opts.propagation != nil {
+		return *opts.propagation == "Foreground"
+	}
+	for _, f := range finalizers {
+		switch f {
+		case finalizerOrphan:
+			return false
+		case finalizerForeground:
+			return true
+		}
+	}
+	return false
+}
+
+// deletionFinalizers is the finalizer list a deletion with opts leaves: the
+// object's own, with orphan or foregroundDeletion as the policy wants.
+func (opts deleteOptions) deletionFinalizers(finalizers []string) []string {
+	out := make([]string, 0, len(finalizers)+1)
+	for _, f := range finalizers {
+		if f != finalizerOrphan && f != finalizerForeground {
+			out = append(out, f)
+		}
+	}
+	if opts.orphans(finalizers) {
+		out = append(out, finalizerOrphan)
+	}
+	if opts.foreground(finalizers) {
+		out = append(out, finalizerForeground)
+	}
+	return out
+}
+
+// addsFinalizer says whether the deletion itself asks for a garbage
+// collector finalizer, whatever the object has.
+func (opts deleteOptions) addsFinalizer() bool {
+	return (opts.orphanDependents != nil && *opts.orphanDependents) ||
+		(opts.orphanDependents == nil && opts.propagation != nil && (*opts.propagation == "Orphan" || *opts.propagation == "Foreground"))
+}
+
+// markDeleting is a deletion's change to the stored object cur, as
+// kube-apiserver's generic store makes it: the finalizers the propagation
+// policy asks for, and, while any finalizer remains, deletionTimestamp (now,
+// unless already set), deletionGracePeriodSeconds 0 and, the first time,
+// generation + 1. It returns the object to store, or remains false when
+// nothing holds the object back: it is deleted now.
+func (rh *resourceHandler) markDeleting(cur storage.Object, opts deleteOptions, now time.Time) (data []byte, remains bool, err error) {
+	if !opts.addsFinalizer() && !bytes.Contains(cur.Data, []byte(`"finalizers"`)) {
+		return nil, false, nil // the common case, without decoding the object
+	}
+	obj, st := rh.decodeObject(cur.Data)
+	if st != nil {
+		return nil, false, meta.NewInternalError(errors.New(st.Message))
+	}
+	md := metadata(obj)
+	var finalizers []string
+	if l, ok := md["finalizers"].([]any); ok {
+		for _, f := range l {
+			if s, ok := f.(string); ok {
+				finalizers = append(finalizers, s)
+			}
+		}
+	}
+	finalizers = opts.deletionFinalizers(finalizers)
+	if len(finalizers) == 0 {
+		return nil, false, nil
+	}
+	l := make([]any, len(finalizers))
+	for i, f := range finalizers {
+		l[i] = f
+	}
+	md["finalizers"] = l
+	if _, deleting := md["deletionTimestamp"]; !deleting {
+		if g := generation(md); g > 0 {
+			md["generation"] = g + 1
+		}
+		md["deletionTimestamp"] = now.UTC().Format(time.RFC3339)
+	}
+	md["deletionGracePeriodSeconds"] = 0
+	data, err = rh.encode(obj)
+	return data, true, err
 }
 
 // preconditions returns the check BeforeDelete makes, with its messages;
@@ -116,7 +238,9 @@ func (rh *resourceHandler) preconditions(opts deleteOptions) storage.ValidateFun
 }
 
 // delete removes the object and answers 200 with its last state, as for a
-// CRD (ReturnDeletedObject).
+// CRD (ReturnDeletedObject); an object a finalizer holds back stays, marked
+// as being deleted, and is the answer (202 when orphanDependents=false asked
+// for its dependents to go first, as kube-apiserver's delete handler).
 func (rh *resourceHandler) delete(w http.ResponseWriter, r *http.Request, o output, namespace, name string) {
 	opts, st := rh.parseDeleteOptions(r)
 	if st != nil {
@@ -124,20 +248,26 @@ func (rh *resourceHandler) delete(w http.ResponseWriter, r *http.Request, o outp
 		return
 	}
 	step := startStorage(r.Context())
-	obj, err := rh.storeDelete(r.Context(), rh.key(namespace, name), opts)
+	obj, deleted, err := rh.storeDelete(r.Context(), rh.key(namespace, name), opts)
 	step.storageDone(r.Context(), err)
 	if err != nil {
 		rh.fail(w, err, ErrorContext{Name: name, Verb: "delete"})
 		return
 	}
-	rh.writeOne(w, o, http.StatusOK, obj.Data)
+	code := http.StatusOK
+	if !deleted && opts.orphanDependents != nil && !*opts.orphanDependents {
+		code = http.StatusAccepted
+	}
+	rh.writeOne(w, o, code, obj.Data)
 }
 
-// storeDelete is the store step of a delete: storage deletes the object
-// after the preconditions and validating admission (admitDelete) accept its
-// stored state. A dry run reads the object, runs the same checks, and
-// deletes nothing.
-func (rh *resourceHandler) storeDelete(ctx context.Context, key string, opts deleteOptions) (storage.Object, error) {
+// storeDelete is the store step of a delete: once the preconditions and
+// validating admission (admitDelete) accept the stored state, one
+// conditional write either deletes the object or, when finalizers hold it
+// back (its own, or the one its propagation policy adds), marks it as being
+// deleted (markDeleting). deleted says which. A dry run reads the object,
+// runs the same checks, and writes nothing.
+func (rh *resourceHandler) storeDelete(ctx context.Context, key string, opts deleteOptions) (obj storage.Object, deleted bool, err error) {
 	validate := rh.preconditions(opts)
 	if rh.h.admission != nil {
 		pre := validate
@@ -150,19 +280,42 @@ func (rh *resourceHandler) storeDelete(ctx context.Context, key string, opts del
 			return rh.admitDelete(ctx, cur, opts)
 		}
 	}
+	now := time.Now()
 	if opts.dryRun {
 		cur, err := rh.Storage.Get(ctx, key, storage.GetOptions{})
 		if err != nil {
-			return cur, err
+			return cur, false, err
 		}
 		if validate != nil {
 			if err := validate(cur); err != nil {
-				return cur, err
+				return cur, false, err
 			}
 		}
-		return cur, nil
+		data, remains, err := rh.markDeleting(cur, opts, now)
+		if err != nil || !remains {
+			return cur, err == nil, err
+		}
+		cur.Data = data
+		return cur, false, nil
 	}
-	return rh.Storage.Delete(ctx, key, storage.DeleteOptions{Validate: validate})
+	obj, err = rh.Storage.Update(ctx, key, storage.UpdateOptions{}, func(cur storage.Object) ([]byte, error) {
+		deleted = false
+		if validate != nil {
+			if err := validate(cur); err != nil {
+				return nil, err
+			}
+		}
+		data, remains, err := rh.markDeleting(cur, opts, now)
+		if err != nil {
+			return nil, err
+		}
+		if !remains {
+			deleted = true
+			return nil, storage.ErrDeleteInstead
+		}
+		return data, nil
+	})
+	return obj, deleted, err
 }
 
 // admitDelete runs validating admission on the deletion of cur, decoded as
@@ -202,7 +355,7 @@ func (rh *resourceHandler) deleteCollection(w http.ResponseWriter, r *http.Reque
 	}
 	deleted := make([]storage.Object, 0, len(res.Items))
 	for _, item := range res.Items {
-		obj, err := rh.storeDelete(ctx, item.Key, opts)
+		obj, _, err := rh.storeDelete(ctx, item.Key, opts)
 		if errors.Is(err, storage.ErrNotFound) {
 			continue
 		}

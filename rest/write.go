@@ -357,7 +357,26 @@ func (rh *resourceHandler) tryUpdate(ctx context.Context, wr *writeRequest, cur 
 	if err != nil {
 		return nil, err
 	}
+	if old != nil && finalized(obj) {
+		// Being deleted, and the update took away the last finalizer: the
+		// object goes now, in this write (a dry run answers the stored
+		// object, as kube-apiserver's dry-run deletion does).
+		if wr.params.dryRun {
+			return cur.Data, nil
+		}
+		return nil, storage.ErrDeleteInstead
+	}
 	return rh.encode(obj)
+}
+
+// finalized says whether obj is being deleted and no finalizer holds it.
+func finalized(obj Object) bool {
+	md := metadata(obj)
+	if ts, ok := md["deletionTimestamp"]; !ok || ts == nil {
+		return false
+	}
+	l, _ := md["finalizers"].([]any)
+	return len(l) == 0
 }
 
 // carryOver is what an update takes from the stored object old (at
@@ -372,11 +391,21 @@ func (rh *resourceHandler) carryOver(wr *writeRequest, obj, old Object, rev uint
 	}
 	oldMD := metadata(old)
 	md["resourceVersion"] = curRV
-	for _, k := range []string{"uid", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds", "generation"} {
+	for _, k := range []string{"uid", "creationTimestamp", "generation"} {
 		if v, ok := oldMD[k]; ok {
 			md[k] = v
 		} else {
 			delete(md, k)
+		}
+	}
+	// An update that leaves out the deletion fields keeps them (kube's
+	// rest.BeforeUpdate); one that sets them otherwise is refused by the
+	// validation: "field is immutable".
+	for _, k := range []string{"deletionTimestamp", "deletionGracePeriodSeconds"} {
+		if v, ok := oldMD[k]; ok {
+			if nv, has := md[k]; !has || nv == nil {
+				md[k] = v
+			}
 		}
 	}
 	delete(md, "selfLink")
@@ -393,7 +422,9 @@ func (rh *resourceHandler) checkResourceVersion(wr *writeRequest, newRV, curRV s
 	}
 	switch {
 	case newRV == "" && !rh.Strategy.AllowUnconditionalUpdate:
-		return meta.NewInvalid(rh.gk, wr.name, []meta.StatusCause{
+		// kube-apiserver's store names the qualified resource here, in the
+		// place of the kind (environments.platform.example.com).
+		return meta.NewInvalid(meta.GroupKind{Group: rh.Group, Kind: rh.Plural}, wr.name, []meta.StatusCause{
 			fieldInvalid("metadata.resourceVersion", uint64(0), "must be specified for an update")})
 	case newRV != "" && newRV != curRV:
 		return meta.NewConflict(rh.gr, wr.name, meta.OptimisticLockErrorMsg)

@@ -199,7 +199,7 @@ func TestUpdate(t *testing.T) {
 		{
 			name: "missing_resource_version", body: func(string) string { return body("a", "", "1", "x") },
 			code:    http.StatusUnprocessableEntity,
-			message: `Environment.platform.example.com "a" is invalid: metadata.resourceVersion: Invalid value: 0x0: must be specified for an update`,
+			message: `environments.platform.example.com "a" is invalid: metadata.resourceVersion: Invalid value: 0x0: must be specified for an update`,
 		},
 		{
 			name:   "unconditional_allowed",

@@ -9,6 +9,13 @@ import "errors"
 var (
 	// ErrNotFound is returned when the key does not exist.
 	ErrNotFound = errors.New("not found")
+	// ErrDeleteInstead is not a failure: an UpdateFunc returns it to delete
+	// the object instead of writing a new state, under the same condition
+	// (the key still at the revision the function saw), in one write: the
+	// removal of an object being deleted whose last finalizer an update
+	// took away. Update then returns the deleted object's last state with
+	// the deletion's revision, and no error.
+	ErrDeleteInstead = errors.New("delete instead of update")
 	// ErrAlreadyExists is returned by Create when the key exists.
 	ErrAlreadyExists = errors.New("already exists")
 	// ErrConflict is returned when a precondition fails against the current

@@ -47,7 +47,9 @@ type Interface interface {
 // called several times (once per conflict retry) and must not have side
 // effects beyond its result. current.ResourceVersion is the state's revision;
 // when UpdateOptions.IgnoreNotFound is set and the key is missing, current is
-// the zero Object. Returning an error aborts the update with that error.
+// the zero Object. Returning an error aborts the update with that error,
+// except ErrDeleteInstead, which deletes the object in the update's place
+// (when the last call of the function returned it, the object is gone).
 type UpdateFunc func(current Object) ([]byte, error)
 
 // ValidateFunc vets an object just before it is deleted (for example,

@@ -196,6 +196,27 @@ func GuaranteedUpdate(ctx context.Context, b UpdateCommitter, key string, opts s
 			continue
 		}
 		newData, err := tryUpdate(state)
+		if errors.Is(err, storage.ErrDeleteInstead) && !t.Exists {
+			return storage.Object{}, &storage.Error{Err: storage.ErrNotFound, Key: key}
+		}
+		if errors.Is(err, storage.ErrDeleteInstead) {
+			// Deleted in the update's place, if the key is still at the
+			// revision tryUpdate saw (a stale cached state conflicts and is
+			// retried from the current one).
+			d, ok := b.(DeleteCommitter)
+			if !ok {
+				return storage.Object{}, fmt.Errorf("storage backend %T cannot delete in an update", b)
+			}
+			c, err := d.CommitDelete(ctx, key, t.Object)
+			if err != nil {
+				return storage.Object{}, err
+			}
+			if !c.Conflict {
+				return c.Object, nil
+			}
+			t = tracked{State: c.Current}
+			continue
+		}
 		if err != nil {
 			if err := t.recheck(ctx, b, key, err); err != nil {
 				return storage.Object{}, err

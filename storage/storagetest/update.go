@@ -44,6 +44,52 @@ func updateCases() []testCase {
 		return o
 	}
 	return []testCase{
+		{name: "delete_instead", run: func(e *env) {
+			e.create(key("ns", "a"), obj("ns", "a", "1"))
+			u := e.update(key("ns", "a"), "2")
+			var calls int
+			d, err := e.s.Update(e.ctx, key("ns", "a"), storage.UpdateOptions{}, func(cur storage.Object) ([]byte, error) {
+				calls++
+				return nil, storage.ErrDeleteInstead
+			})
+			if err != nil {
+				e.t.Fatalf("Update returning ErrDeleteInstead: %v", err)
+			}
+			if calls != 1 || value(e.t, d) != "2" || d.Meta.UID != u.Meta.UID || d.ResourceVersion <= u.ResourceVersion {
+				e.t.Errorf("deleted object %s value %q after %d calls, want the last state (value 2, uid %s) at a revision after %d",
+					describe(d), value(e.t, d), calls, u.Meta.UID, u.ResourceVersion)
+			}
+			_, err = e.s.Get(e.ctx, key("ns", "a"), storage.GetOptions{})
+			storageError(e.t, err, storage.ErrNotFound)
+			if n := e.create(key("ns", "b"), obj("ns", "b", "1")); n.ResourceVersion <= d.ResourceVersion {
+				e.t.Errorf("the deletion returned revision %d, but a later write committed at %d", d.ResourceVersion, n.ResourceVersion)
+			}
+		}},
+		{name: "delete_instead_after_concurrent_write", run: func(e *env) {
+			e.create(key("ns", "a"), obj("ns", "a", "1"))
+			var seen []string
+			d, err := e.s.Update(e.ctx, key("ns", "a"), storage.UpdateOptions{}, func(cur storage.Object) ([]byte, error) {
+				seen = append(seen, value(e.t, cur))
+				if len(seen) == 1 { // someone else writes first: the delete must not win over it blindly
+					e.update(key("ns", "a"), "2")
+				}
+				return nil, storage.ErrDeleteInstead
+			})
+			if err != nil {
+				e.t.Fatalf("Update: %v", err)
+			}
+			if len(seen) != 2 || seen[1] != "2" || value(e.t, d) != "2" {
+				e.t.Errorf("UpdateFunc saw %v, deleted value %q: want a retry on the concurrent write's state (1, 2) and 2 deleted", seen, value(e.t, d))
+			}
+			_, err = e.s.Get(e.ctx, key("ns", "a"), storage.GetOptions{})
+			storageError(e.t, err, storage.ErrNotFound)
+		}},
+		{name: "delete_instead_missing_key", run: func(e *env) {
+			_, err := e.s.Update(e.ctx, key("ns", "a"), storage.UpdateOptions{IgnoreNotFound: true}, func(storage.Object) ([]byte, error) {
+				return nil, storage.ErrDeleteInstead
+			})
+			storageError(e.t, err, storage.ErrNotFound)
+		}},
 		{name: "missing_key", run: func(e *env) {
 			e.create(key("ns", "b"), obj("ns", "b", "1"))
 			var r recorder
