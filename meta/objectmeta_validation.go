@@ -249,7 +249,7 @@ func ownerRefValue(r OwnerReference) badValue {
 func ownerRefsValue(refs []OwnerReference) badValue {
 	parts := make([]string, len(refs))
 	for i, r := range refs {
-		parts[i] = strings.TrimPrefix(string(ownerRefValue(r)), "v1.OwnerReference")
+		parts[i] = string(ownerRefValue(r)) // %#v names each element's type
 	}
 	return badValue("[]v1.OwnerReference{" + strings.Join(parts, ", ") + "}")
 }

@@ -173,7 +173,7 @@ func TestValidateObjectMeta(t *testing.T) {
 		{name: "two_controllers", meta: ObjectMeta{Name: "a", OwnerReferences: []OwnerReference{
 			{APIVersion: "g/v", Kind: "K", Name: "x", UID: "1", Controller: &tru},
 			{APIVersion: "g/v", Kind: "K", Name: "y", UID: "2", Controller: &tru}}}, want: []StatusCause{
-			{CauseTypeFieldValueInvalid, `Invalid value: []v1.OwnerReference{{APIVersion:"g/v", Kind:"K", Name:"x", UID:"1", Controller:(*bool)(true), BlockOwnerDeletion:(*bool)(nil)}, {APIVersion:"g/v", Kind:"K", Name:"y", UID:"2", Controller:(*bool)(true), BlockOwnerDeletion:(*bool)(nil)}}: Only one reference can have Controller set to true. Found "true" in references for K/x and K/y`, "metadata.ownerReferences"}}},
+			{CauseTypeFieldValueInvalid, `Invalid value: []v1.OwnerReference{v1.OwnerReference{APIVersion:"g/v", Kind:"K", Name:"x", UID:"1", Controller:(*bool)(true), BlockOwnerDeletion:(*bool)(nil)}, v1.OwnerReference{APIVersion:"g/v", Kind:"K", Name:"y", UID:"2", Controller:(*bool)(true), BlockOwnerDeletion:(*bool)(nil)}}: Only one reference can have Controller set to true. Found "true" in references for K/x and K/y`, "metadata.ownerReferences"}}},
 		{name: "finalizers", meta: ObjectMeta{Name: "a", Finalizers: []string{"orphan", "foregroundDeletion", "bad name"}}, want: []StatusCause{
 			{CauseTypeFieldValueInvalid, `Invalid value: "bad name": ` + msgQName, "metadata.finalizers"},
 			{CauseTypeFieldValueInvalid, `Invalid value: []string{"orphan", "foregroundDeletion", "bad name"}: finalizer orphan and foregroundDeletion cannot be both set`, "metadata.finalizers"}}},

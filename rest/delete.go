@@ -334,8 +334,10 @@ func (rh *resourceHandler) admitDelete(ctx context.Context, cur storage.Object, 
 }
 
 // deleteCollection lists the selected objects and deletes them one by one
-// (not atomic, as in k8s); objects already gone are skipped, the first other
-// error stops it. It answers the list of deleted objects.
+// (not atomic, as in k8s), each as a delete would (finalizers keep an
+// object, marked as being deleted); objects already gone are skipped, the
+// first other error stops it. It answers the list as it was listed, as
+// kube-apiserver does.
 func (rh *resourceHandler) deleteCollection(w http.ResponseWriter, r *http.Request, o output, namespace string) {
 	ctx := r.Context()
 	p, st := rh.parseListParams(r.URL.Query(), false)
@@ -353,9 +355,8 @@ func (rh *resourceHandler) deleteCollection(w http.ResponseWriter, r *http.Reque
 		rh.fail(w, err, ErrorContext{Verb: "list", ResourceVersion: p.resourceVersion, Continue: p.continueToken})
 		return
 	}
-	deleted := make([]storage.Object, 0, len(res.Items))
 	for _, item := range res.Items {
-		obj, _, err := rh.storeDelete(ctx, item.Key, opts)
+		_, _, err := rh.storeDelete(ctx, item.Key, opts)
 		if errors.Is(err, storage.ErrNotFound) {
 			continue
 		}
@@ -363,7 +364,6 @@ func (rh *resourceHandler) deleteCollection(w http.ResponseWriter, r *http.Reque
 			rh.fail(w, err, ErrorContext{Name: item.Meta.Name, Verb: "delete"})
 			return
 		}
-		deleted = append(deleted, obj)
 	}
-	rh.writeList(w, o, deleted, res.ResourceVersion, "", nil)
+	rh.writeList(w, o, res.Items, res.ResourceVersion, "", nil)
 }

@@ -114,10 +114,10 @@ func TestPartialObjectMetadata(t *testing.T) {
 	r := e.do(t, "GET", envBase+"/environments", "", "Accept", accept)
 	m := r.object(t)
 	items, _ := m["items"].([]any)
-	if m["kind"] != "PartialObjectMetadataList" || len(items) != 1 || field(items[0].(map[string]any), "kind") != "PartialObjectMetadata" {
+	if m["kind"] != "PartialObjectMetadataList" || len(items) != 1 || fieldAt(items[0].(map[string]any), "kind") != "PartialObjectMetadata" {
 		t.Fatalf("list = %s", r.body)
 	}
-	if field(items[0].(map[string]any), "spec") != nil {
+	if fieldAt(items[0].(map[string]any), "spec") != nil {
 		t.Errorf("item carries spec: %s", r.body)
 	}
 	r = e.do(t, "GET", envBase+"/environments", "", "Accept", "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1")
@@ -125,7 +125,7 @@ func TestPartialObjectMetadata(t *testing.T) {
 		t.Errorf("PartialObjectMetadata on a list: %d %s", r.code, r.body)
 	}
 	r = e.do(t, "GET", envBase+"/namespaces/ns1/environments/a", "", "Accept", "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1")
-	if m := r.object(t); m["kind"] != "PartialObjectMetadata" || field(m, "metadata", "name") != "a" {
+	if m := r.object(t); m["kind"] != "PartialObjectMetadata" || fieldAt(m, "metadata", "name") != "a" {
 		t.Errorf("get = %s", r.body)
 	}
 }
@@ -172,13 +172,13 @@ func TestPatch(t *testing.T) {
 	}{
 		{name: "merge", ct: "application/merge-patch+json", body: `{"spec":{"replicas":3}}`, code: 200,
 			check: func(t *testing.T, m map[string]any) {
-				if field(m, "spec", "replicas") != float64(3) || field(m, "metadata", "generation") != float64(2) {
+				if fieldAt(m, "spec", "replicas") != float64(3) || fieldAt(m, "metadata", "generation") != float64(2) {
 					t.Errorf("merged = %v", m)
 				}
 			}},
 		{name: "json", ct: "application/json-patch+json", body: `[{"op":"replace","path":"/spec/owner","value":"bob"}]`, code: 200,
 			check: func(t *testing.T, m map[string]any) {
-				if field(m, "spec", "owner") != "bob" {
+				if fieldAt(m, "spec", "owner") != "bob" {
 					t.Errorf("patched = %v", m)
 				}
 			}},
@@ -186,10 +186,10 @@ func TestPatch(t *testing.T) {
 		{name: "bad_json_patch", ct: "application/json-patch+json", body: `{"op":"x"}`, code: 400},
 		{name: "strategic_is_415", ct: "application/strategic-merge-patch+json", body: `{}`, code: 415},
 		{name: "apply_is_415", ct: "application/apply-patch+yaml", body: `{}`, code: 415},
-		{name: "stale_rv_conflicts", ct: "application/merge-patch+json", body: `{"metadata":{"resourceVersion":"` + field(a, "metadata", "resourceVersion").(string) + `"}}`, code: 409},
+		{name: "stale_rv_conflicts", ct: "application/merge-patch+json", body: `{"metadata":{"resourceVersion":"` + fieldAt(a, "metadata", "resourceVersion").(string) + `"}}`, code: 409},
 		{name: "status_ignored", ct: "application/merge-patch+json", body: `{"status":{"phase":"X"}}`, code: 200,
 			check: func(t *testing.T, m map[string]any) {
-				if field(m, "status") != nil {
+				if fieldAt(m, "status") != nil {
 					t.Errorf("main patch set status: %v", m)
 				}
 			}},
@@ -215,7 +215,7 @@ func TestPatch(t *testing.T) {
 		t.Errorf("patch of a missing object: %d", r.code)
 	}
 	r = e.do(t, "PATCH", path+"/status", `{"status":{"phase":"Ready"},"spec":{"owner":"eve"}}`, "Content-Type", "application/merge-patch+json")
-	if m := r.object(t); field(m, "status", "phase") != "Ready" || field(m, "spec", "owner") != "bob" {
+	if m := r.object(t); fieldAt(m, "status", "phase") != "Ready" || fieldAt(m, "spec", "owner") != "bob" {
 		t.Errorf("status patch = %s", r.body)
 	}
 }
@@ -242,7 +242,7 @@ func TestFieldValidation(t *testing.T) {
 		t.Errorf("Warning = %q", got)
 	}
 	m := r.object(t)
-	if field(m, "spec", "colour") != nil || field(m, "spec", "tier") != "dev" {
+	if fieldAt(m, "spec", "colour") != nil || fieldAt(m, "spec", "tier") != "dev" {
 		t.Errorf("not pruned and defaulted: %s", r.body)
 	}
 	r = e.do(t, "POST", base+"?fieldValidation=Ignore", strings.Replace(body, `"a"`, `"b"`, 1))
@@ -284,7 +284,7 @@ func TestAdmission(t *testing.T) {
 	}
 	e := newFeatureEnv(t, func(c *Config) { c.Admission = adm })
 	m := e.create(t, "ns1", "a", nil, "alice")
-	if field(m, "metadata", "labels", "mutated") != "true" {
+	if fieldAt(m, "metadata", "labels", "mutated") != "true" {
 		t.Errorf("mutation not stored: %v", m)
 	}
 	if strings.Join(calls, ",") != "mutate CREATE,validate CREATE" {

@@ -59,7 +59,7 @@ func FuzzPatch(f *testing.F) {
 			return
 		}
 		if rec.Code != 200 || m["kind"] != "Environment" || m["apiVersion"] != "platform.example.com/v1alpha1" ||
-			field(m, "metadata", "name") != "a" || field(m, "metadata", "namespace") != "ns1" {
+			fieldAt(m, "metadata", "name") != "a" || fieldAt(m, "metadata", "namespace") != "ns1" {
 			t.Fatalf("%s %q: %d with another object: %s", ct, body, rec.Code, rec.Body)
 		}
 	})

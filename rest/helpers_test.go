@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/annexapi/annex/filters"
+	"github.com/annexapi/annex/field"
 	"github.com/annexapi/annex/meta"
 	"github.com/annexapi/annex/storage"
 	"github.com/annexapi/annex/storage/bbolt"
@@ -35,17 +36,17 @@ func environmentResource(s storage.Interface) Resource {
 		Storage: s,
 		Strategy: Strategy{SelectableFields: []string{"spec.owner"},
 			ValidateCreate: validateEnvironment,
-			ValidateUpdate: func(ctx context.Context, obj, _ Object) []meta.StatusCause { return validateEnvironment(ctx, obj) },
+			ValidateUpdate: func(ctx context.Context, obj, _ Object) field.ErrorList { return validateEnvironment(ctx, obj) },
 		},
 	}
 }
 
 // validateEnvironment rejects a negative spec.replicas.
-func validateEnvironment(_ context.Context, obj Object) []meta.StatusCause {
+func validateEnvironment(_ context.Context, obj Object) field.ErrorList {
 	spec, _ := obj["spec"].(map[string]any)
 	if n, ok := spec["replicas"].(json.Number); ok {
 		if v, err := n.Int64(); err == nil && v < 0 {
-			return []meta.StatusCause{fieldInvalid("spec.replicas", v, "must be greater than or equal to 0")}
+			return field.ErrorList{field.Invalid(field.NewPath("spec", "replicas"), v, "must be greater than or equal to 0")}
 		}
 	}
 	return nil
@@ -148,8 +149,8 @@ func (e *testEnv) create(t testing.TB, ns, name string, labels map[string]string
 	return r.object(t)
 }
 
-// field walks a dotted path in generic JSON.
-func field(m map[string]any, path ...string) any {
+// fieldAt walks a dotted path in generic JSON.
+func fieldAt(m map[string]any, path ...string) any {
 	var cur any = m
 	for _, p := range path {
 		mm, ok := cur.(map[string]any)

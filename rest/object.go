@@ -202,9 +202,13 @@ func deepCopyJSON(v any) any {
 // json.Number, bools, nil). Numbers are equal when spelled the same, as
 // their encodings would be. A value of any other type (put there by a hook)
 // is compared by encoding both sides, counted as two JSON passes.
-func (rh *resourceHandler) jsonEqual(a, b any) bool {
+func (rh *resourceHandler) jsonEqual(a, b any) bool { return jsonEqualCounted(a, b, rh.h.jsonPass) }
+
+// jsonEqualCounted is jsonEqual, calling pass with the JSON passes an
+// encoding comparison costs.
+func jsonEqualCounted(a, b any, pass func(n int64)) bool {
 	if !plainJSON(a) || !plainJSON(b) {
-		rh.h.jsonPass(2)
+		pass(2)
 		ea, errA := json.Marshal(a)
 		eb, errB := json.Marshal(b)
 		return errA == nil && errB == nil && bytes.Equal(ea, eb)
@@ -217,7 +221,7 @@ func (rh *resourceHandler) jsonEqual(a, b any) bool {
 		}
 		for k, v := range x {
 			w, ok := y[k]
-			if !ok || !rh.jsonEqual(v, w) {
+			if !ok || !jsonEqualCounted(v, w, pass) {
 				return false
 			}
 		}
@@ -228,7 +232,7 @@ func (rh *resourceHandler) jsonEqual(a, b any) bool {
 			return false
 		}
 		for i := range x {
-			if !rh.jsonEqual(x[i], y[i]) {
+			if !jsonEqualCounted(x[i], y[i], pass) {
 				return false
 			}
 		}
@@ -450,4 +454,26 @@ func jsonBoolPtr(v any) (*bool, bool) {
 	}
 	b, ok := v.(bool)
 	return &b, ok
+}
+
+// MetadataOnly reports whether an update changed nothing of the object but
+// its metadata (labels, annotations, finalizers, owner references, ...):
+// what a ValidateUpdate hook checks to let such an edit through on an object
+// that no longer passes rules meant for its spec.
+func MetadataOnly(obj, old Object) bool {
+	skip := func(k string) bool { return k == "metadata" || k == "apiVersion" || k == "kind" }
+	for k, v := range obj {
+		if skip(k) {
+			continue
+		}
+		if ov, ok := old[k]; !ok || !jsonEqualCounted(v, ov, func(int64) {}) {
+			return false
+		}
+	}
+	for k := range old {
+		if _, ok := obj[k]; !ok && !skip(k) {
+			return false
+		}
+	}
+	return true
 }

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/annexapi/annex/field"
 	"github.com/annexapi/annex/meta"
 	"github.com/annexapi/annex/schema"
 	"github.com/annexapi/annex/storage"
@@ -78,10 +79,17 @@ type Strategy struct {
 	// PrepareForUpdate normalises an updated object before validation, given
 	// the stored one (e.g. keeps the old status).
 	PrepareForUpdate func(ctx context.Context, obj, old Object)
-	// ValidateCreate and ValidateUpdate return field errors; any makes the
-	// request fail with 422 Invalid listing them as causes.
-	ValidateCreate func(ctx context.Context, obj Object) []meta.StatusCause
-	ValidateUpdate func(ctx context.Context, obj, old Object) []meta.StatusCause
+	// ValidateCreate and ValidateUpdate return field errors (package
+	// field); any makes the request fail with kube's 422 Invalid, one cause
+	// per error. ValidateUpdate runs on every write to the main resource, a
+	// metadata-only one included (as kube's strategies; MetadataOnly tells
+	// it apart), and not on <plural>/status.
+	ValidateCreate func(ctx context.Context, obj Object) field.ErrorList
+	ValidateUpdate func(ctx context.Context, obj, old Object) field.ErrorList
+	// ValidateStatusUpdate is the status strategy's check, for writes to
+	// <plural>/status (StatusSubresource): only .status changed there. Nil
+	// means none beyond the schema.
+	ValidateStatusUpdate func(ctx context.Context, obj, old Object) field.ErrorList
 	// SelectableFields are the JSON paths, beyond metadata.name and
 	// metadata.namespace, that field selectors may use, e.g. "spec.owner" (as a
 	// CRD's selectableFields). A value is the field's string, number or bool

@@ -45,7 +45,7 @@ func TestPrepareCreateSharedByPostAndPut(t *testing.T) {
 					if a.Operation != attrs.Create {
 						t.Errorf("operation = %s, want CREATE", a.Operation)
 					}
-					validatedUID = field(a.Object, "metadata", "uid")
+					validatedUID = fieldAt(a.Object, "metadata", "uid")
 					return nil
 				}}
 			})
@@ -67,7 +67,7 @@ func TestPrepareCreateSharedByPostAndPut(t *testing.T) {
 					t.Errorf("metadata.%s = %v, want none", k, v)
 				}
 			}
-			if md["generation"] != float64(1) || field(obj, "metadata", "labels", "hook") != "ran" {
+			if md["generation"] != float64(1) || fieldAt(obj, "metadata", "labels", "hook") != "ran" {
 				t.Errorf("generation = %v, labels = %v", md["generation"], md["labels"])
 			}
 			if _, ok := obj["status"]; ok {

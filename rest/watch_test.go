@@ -94,7 +94,7 @@ func (ws *watchStream) ended(t *testing.T) {
 
 func expectEvent(t *testing.T, ev watchEvent, typ, name string) {
 	t.Helper()
-	if ev.Type != typ || field(ev.Object, "metadata", "name") != name || ev.Object["kind"] != "Environment" {
+	if ev.Type != typ || fieldAt(ev.Object, "metadata", "name") != name || ev.Object["kind"] != "Environment" {
 		t.Fatalf("event = %s %v, want %s %s", ev.Type, ev.Object, typ, name)
 	}
 }
@@ -111,14 +111,14 @@ func TestWatchStream(t *testing.T) {
 	e.create(t, "ns1", "b", nil, "bob")
 	e.create(t, "ns2", "other", nil, "bob") // another namespace: not seen
 	expectEvent(t, ws.next(t), "ADDED", "b")
-	rv := field(first, "metadata", "resourceVersion").(string)
+	rv := fieldAt(first, "metadata", "resourceVersion").(string)
 	if r := e.do(t, "PUT", envBase+"/namespaces/ns1/environments/a",
 		`{"metadata":{"name":"a","resourceVersion":"`+rv+`"},"spec":{"owner":"carol"}}`); r.code != 200 {
 		t.Fatalf("update: %d %s", r.code, r.body)
 	}
 	ev := ws.next(t)
 	expectEvent(t, ev, "MODIFIED", "a")
-	if field(ev.Object, "spec", "owner") != "carol" {
+	if fieldAt(ev.Object, "spec", "owner") != "carol" {
 		t.Errorf("modified object = %v", ev.Object)
 	}
 	r := e.do(t, "DELETE", envBase+"/namespaces/ns1/environments/b", "")
@@ -127,7 +127,7 @@ func TestWatchStream(t *testing.T) {
 	}
 	ev = ws.next(t)
 	expectEvent(t, ev, "DELETED", "b")
-	if got, want := field(ev.Object, "metadata", "resourceVersion"), field(r.object(t), "metadata", "resourceVersion"); got != want {
+	if got, want := fieldAt(ev.Object, "metadata", "resourceVersion"), fieldAt(r.object(t), "metadata", "resourceVersion"); got != want {
 		t.Errorf("DELETED resourceVersion = %v, want the deletion's %v", got, want)
 	}
 }
@@ -232,7 +232,7 @@ func TestWatchEnds(t *testing.T) {
 			t.Fatal(err)
 		}
 		ev := ws.next(t)
-		if ev.Type != "BOOKMARK" || ev.Object["kind"] != "Environment" || field(ev.Object, "metadata", "resourceVersion") != "2" {
+		if ev.Type != "BOOKMARK" || ev.Object["kind"] != "Environment" || fieldAt(ev.Object, "metadata", "resourceVersion") != "2" {
 			t.Errorf("bookmark = %+v", ev)
 		}
 	})

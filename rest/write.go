@@ -133,6 +133,10 @@ type writeRequest struct {
 	warnings  []string
 	generated bool
 	created   bool
+	// deletedAs is, when the last try removed the last finalizer of an
+	// object being deleted (and so deleted it), the updated object: the
+	// answer.
+	deletedAs []byte
 }
 
 // errorContext is what StatusForError needs to word this write's errors.
@@ -328,7 +332,7 @@ func (rh *resourceHandler) ensureNamespace(md Object, namespace string) *meta.St
 // when the object is missing, create's steps, else carryOver and update's
 // steps; it returns the bytes to store.
 func (rh *resourceHandler) tryUpdate(ctx context.Context, wr *writeRequest, cur storage.Object) ([]byte, error) {
-	wr.created, wr.warnings = false, nil
+	wr.created, wr.warnings, wr.deletedAs = false, nil, nil
 	if cur.Data == nil && (wr.verb == "patch" || wr.sub != "") {
 		return nil, meta.NewNotFound(rh.gr, wr.name)
 	}
@@ -357,16 +361,21 @@ func (rh *resourceHandler) tryUpdate(ctx context.Context, wr *writeRequest, cur 
 	if err != nil {
 		return nil, err
 	}
+	data, err := rh.encode(obj)
+	if err != nil {
+		return nil, err
+	}
 	if old != nil && finalized(obj) {
 		// Being deleted, and the update took away the last finalizer: the
-		// object goes now, in this write (a dry run answers the stored
-		// object, as kube-apiserver's dry-run deletion does).
+		// object goes now, in this write, and the answer is the updated
+		// object, as kube-apiserver's (a dry run only answers it).
+		wr.deletedAs = data
 		if wr.params.dryRun {
-			return cur.Data, nil
+			return data, nil
 		}
 		return nil, storage.ErrDeleteInstead
 	}
-	return rh.encode(obj)
+	return data, nil
 }
 
 // finalized says whether obj is being deleted and no finalizer holds it.
@@ -398,14 +407,16 @@ func (rh *resourceHandler) carryOver(wr *writeRequest, obj, old Object, rev uint
 			delete(md, k)
 		}
 	}
-	// An update that leaves out the deletion fields keeps them (kube's
-	// rest.BeforeUpdate); one that sets them otherwise is refused by the
-	// validation: "field is immutable".
-	for _, k := range []string{"deletionTimestamp", "deletionGracePeriodSeconds"} {
-		if v, ok := oldMD[k]; ok {
-			if nv, has := md[k]; !has || nv == nil {
-				md[k] = v
-			}
+	// As kube's rest.BeforeUpdate: an object being deleted keeps its
+	// deletionTimestamp whatever the update says, and its grace period when
+	// the update leaves it out; on an object not being deleted, setting them
+	// is refused by the validation ("field is immutable").
+	if v, ok := oldMD["deletionTimestamp"]; ok && v != nil {
+		md["deletionTimestamp"] = v
+	}
+	if v, ok := oldMD["deletionGracePeriodSeconds"]; ok && v != nil {
+		if nv, has := md["deletionGracePeriodSeconds"]; !has || nv == nil {
+			md["deletionGracePeriodSeconds"] = v
 		}
 	}
 	delete(md, "selfLink")
@@ -583,7 +594,7 @@ func (rh *resourceHandler) validate(ctx context.Context, wr *writeRequest, obj, 
 		if old == nil {
 			causes = meta.ValidateObjectMeta(om, rh.Namespaced, nil)
 			if f := rh.Strategy.ValidateCreate; f != nil {
-				causes = append(causes, f(ctx, obj)...)
+				causes = append(causes, f(ctx, obj).Causes()...)
 			}
 		} else {
 			oldOM, st := rh.objectMeta(metadata(old))
@@ -591,8 +602,12 @@ func (rh *resourceHandler) validate(ctx context.Context, wr *writeRequest, obj, 
 				return st
 			}
 			causes = meta.ValidateObjectMetaUpdate(om, oldOM)
-			if f := rh.Strategy.ValidateUpdate; f != nil {
-				causes = append(causes, f(ctx, obj, old)...)
+			f := rh.Strategy.ValidateUpdate
+			if wr.sub == "status" {
+				f = rh.Strategy.ValidateStatusUpdate
+			}
+			if f != nil {
+				causes = append(causes, f(ctx, obj, old).Causes()...)
 			}
 		}
 	}
@@ -697,6 +712,9 @@ func (rh *resourceHandler) storeUpdate(ctx context.Context, wr *writeRequest) ([
 	res, err := rh.Storage.Update(ctx, key, storage.UpdateOptions{IgnoreNotFound: allowCreate}, try)
 	if err != nil {
 		return nil, err
+	}
+	if wr.deletedAs != nil { // the last try deleted the object instead
+		return wr.deletedAs, nil
 	}
 	return res.Data, nil
 }

@@ -39,7 +39,7 @@ func TestCreate(t *testing.T) {
 				if _, ok := md["creationTimestamp"].(string); !ok {
 					t.Errorf("creationTimestamp missing: %v", md)
 				}
-				if field(obj, "spec", "replicas") != float64(3) {
+				if fieldAt(obj, "spec", "replicas") != float64(3) {
 					t.Errorf("spec = %v", obj["spec"])
 				}
 			},
@@ -47,7 +47,7 @@ func TestCreate(t *testing.T) {
 		{
 			name: "generate_name", path: coll, body: `{"metadata":{"generateName":"gen-"}}`, code: http.StatusCreated,
 			check: func(t *testing.T, obj map[string]any) {
-				n, _ := field(obj, "metadata", "name").(string)
+				n, _ := fieldAt(obj, "metadata", "name").(string)
 				if !strings.HasPrefix(n, "gen-") || len(n) != len("gen-")+5 {
 					t.Errorf("generated name = %q", n)
 				}
@@ -110,7 +110,7 @@ func TestCreate(t *testing.T) {
 		{
 			name: "dry_run", path: coll + "?dryRun=All", body: `{"metadata":{"name":"dry"}}`, code: http.StatusCreated,
 			check: func(t *testing.T, obj map[string]any) {
-				if field(obj, "metadata", "uid") == nil || field(obj, "metadata", "resourceVersion") != nil {
+				if fieldAt(obj, "metadata", "uid") == nil || fieldAt(obj, "metadata", "resourceVersion") != nil {
 					t.Errorf("dry-run metadata = %v", obj["metadata"])
 				}
 				if r := e.do(t, "GET", coll+"/dry", ""); r.code != http.StatusNotFound {
@@ -170,14 +170,14 @@ func TestUpdate(t *testing.T) {
 			name: "spec_change_bumps_generation", body: func(rv string) string { return body("a", rv, "5", "x") },
 			code: http.StatusOK,
 			check: func(t *testing.T, old, obj map[string]any) {
-				if field(obj, "metadata", "generation") != float64(2) {
-					t.Errorf("generation = %v, want 2", field(obj, "metadata", "generation"))
+				if fieldAt(obj, "metadata", "generation") != float64(2) {
+					t.Errorf("generation = %v, want 2", fieldAt(obj, "metadata", "generation"))
 				}
-				if field(obj, "metadata", "uid") != field(old, "metadata", "uid") ||
-					field(obj, "metadata", "creationTimestamp") != field(old, "metadata", "creationTimestamp") {
+				if fieldAt(obj, "metadata", "uid") != fieldAt(old, "metadata", "uid") ||
+					fieldAt(obj, "metadata", "creationTimestamp") != fieldAt(old, "metadata", "creationTimestamp") {
 					t.Errorf("uid/creationTimestamp not preserved: %v vs %v", obj["metadata"], old["metadata"])
 				}
-				if field(obj, "metadata", "resourceVersion") == field(old, "metadata", "resourceVersion") {
+				if fieldAt(obj, "metadata", "resourceVersion") == fieldAt(old, "metadata", "resourceVersion") {
 					t.Errorf("resourceVersion unchanged")
 				}
 			},
@@ -186,7 +186,7 @@ func TestUpdate(t *testing.T) {
 			name: "metadata_change_keeps_generation", body: func(rv string) string { return body("a", rv, "1", "y") },
 			code: http.StatusOK,
 			check: func(t *testing.T, _, obj map[string]any) {
-				if field(obj, "metadata", "generation") != float64(1) || field(obj, "metadata", "labels", "l") != "y" {
+				if fieldAt(obj, "metadata", "generation") != float64(1) || fieldAt(obj, "metadata", "labels", "l") != "y" {
 					t.Errorf("metadata = %v", obj["metadata"])
 				}
 			},
@@ -222,7 +222,7 @@ func TestUpdate(t *testing.T) {
 			body:   func(string) string { return body("zz", "", "1", "x") },
 			code:   http.StatusCreated,
 			check: func(t *testing.T, _, obj map[string]any) {
-				if field(obj, "metadata", "uid") == nil || field(obj, "metadata", "creationTimestamp") == nil {
+				if fieldAt(obj, "metadata", "uid") == nil || fieldAt(obj, "metadata", "creationTimestamp") == nil {
 					t.Errorf("metadata = %v", obj["metadata"])
 				}
 			},
@@ -238,7 +238,7 @@ func TestUpdate(t *testing.T) {
 			t.Parallel()
 			e := newEnv(t, tc.mutate)
 			old := e.create(t, "ns1", "a", map[string]string{"l": "x"}, "alice")
-			rv, _ := field(old, "metadata", "resourceVersion").(string)
+			rv, _ := fieldAt(old, "metadata", "resourceVersion").(string)
 			path := tc.path
 			if path == "" {
 				path = item
@@ -293,8 +293,8 @@ func TestDelete(t *testing.T) {
 			t.Parallel()
 			e := newEnv(t, nil)
 			obj := e.create(t, "ns1", "a", nil, "alice")
-			uid, _ := field(obj, "metadata", "uid").(string)
-			rv, _ := field(obj, "metadata", "resourceVersion").(string)
+			uid, _ := fieldAt(obj, "metadata", "uid").(string)
+			rv, _ := fieldAt(obj, "metadata", "resourceVersion").(string)
 			path := tc.path
 			if path == "" {
 				path = item
@@ -315,7 +315,7 @@ func TestDelete(t *testing.T) {
 			}
 			if r.code == http.StatusOK {
 				got := r.object(t)
-				if field(got, "metadata", "uid") != uid || got["kind"] != "Environment" {
+				if fieldAt(got, "metadata", "uid") != uid || got["kind"] != "Environment" {
 					t.Errorf("deleted object = %s", r.body)
 				}
 			}
