@@ -10,8 +10,8 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/annexapi/annex/filters"
 	"github.com/annexapi/annex/field"
+	"github.com/annexapi/annex/filters"
 	"github.com/annexapi/annex/meta"
 	"github.com/annexapi/annex/storage"
 	"github.com/annexapi/annex/storage/bbolt"
