@@ -29,9 +29,12 @@ func (s *Server) buildAdmission(c *Builder, p *plan, resources []rest.Resource, 
 	var opts admission.PolicyOptions
 	var hookOpts admission.WebhookOptions
 	if cluster != nil {
-		namespaces := &admission.KubeNamespaces{Client: cluster}
+		// Namespaces as the cluster has them, followed by a watch: a
+		// namespace that starts terminating refuses new content at once.
+		namespaces := &admission.WatchedNamespaces{Client: cluster}
+		s.runners = append(s.runners, namespaces.Run)
 		opts.Namespaces, hookOpts.Namespaces = namespaces, namespaces
-		nl, err := admission.NewNamespaceLifecycle(admission.NamespaceLifecycleConfig{Namespaces: namespaces})
+		nl, err := admission.NewNamespaceLifecycle(admission.NamespaceLifecycleConfig{Namespaces: namespaces, TTL: -1})
 		if err != nil {
 			return nil, err
 		}

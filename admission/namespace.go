@@ -7,6 +7,7 @@ package admission
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"sync"
@@ -22,8 +23,10 @@ type NamespaceLifecycleConfig struct {
 	// KubeNamespaces).
 	Namespaces NamespaceGetter
 	// TTL is how long a namespace that exists and is active is cached;
-	// zero means 10 seconds. Missing and terminating namespaces are never
-	// cached, so a create right after the namespace appears works.
+	// zero means 10 seconds, negative no cache (for a getter that follows
+	// the cluster, such as WatchedNamespaces). Missing and terminating
+	// namespaces are never cached, so a create right after the namespace
+	// appears works.
 	TTL time.Duration
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
@@ -95,9 +98,11 @@ func (l *NamespaceLifecycle) Validate(ctx context.Context, a *Attributes) error 
 			Message: fmt.Sprintf("namespace %s is being terminated", a.Namespace), Field: "metadata.namespace"})
 		return st
 	}
-	l.cacheMu.Lock()
-	l.cache[a.Namespace] = l.now().Add(l.ttl)
-	l.cacheMu.Unlock()
+	if l.ttl > 0 {
+		l.cacheMu.Lock()
+		l.cache[a.Namespace] = l.now().Add(l.ttl)
+		l.cacheMu.Unlock()
+	}
 	return nil
 }
 
@@ -115,4 +120,79 @@ func (k *KubeNamespaces) GetNamespace(ctx context.Context, name string) (map[str
 		return nil, err
 	}
 	return out, nil
+}
+
+// WatchedNamespaces is a NamespaceGetter that follows the cluster's
+// namespaces (list and watch, kubeclient.Inform), as kube-apiserver's
+// admission follows its namespace informer: a namespace that starts
+// terminating refuses new content at once, and namespaceSelector reads
+// labels from memory. A name it does not know (yet) is asked of the cluster,
+// as kube's lifecycle plugin does for a namespace its informer has not seen.
+// Run follows the cluster until ctx is done.
+type WatchedNamespaces struct {
+	Client *kubeclient.Client
+
+	mu     sync.RWMutex
+	byName map[string]map[string]any
+}
+
+// Run follows the cluster's namespaces until ctx is done.
+func (w *WatchedNamespaces) Run(ctx context.Context) error {
+	kubeclient.Inform(ctx, w.Client, "/api/v1/namespaces", 0, kubeclient.InformHandler{
+		Replace: func(items []json.RawMessage) error {
+			m := make(map[string]map[string]any, len(items))
+			for _, raw := range items {
+				ns, name, err := decodeNamespace(raw)
+				if err != nil {
+					return err
+				}
+				m[name] = ns
+			}
+			w.mu.Lock()
+			w.byName = m
+			w.mu.Unlock()
+			return nil
+		},
+		Event: func(typ string, raw json.RawMessage) error {
+			ns, name, err := decodeNamespace(raw)
+			if err != nil {
+				return err
+			}
+			w.mu.Lock()
+			defer w.mu.Unlock()
+			if w.byName == nil {
+				w.byName = map[string]map[string]any{}
+			}
+			if typ == meta.WatchDeleted {
+				delete(w.byName, name)
+			} else {
+				w.byName[name] = ns
+			}
+			return nil
+		},
+	})
+	return nil
+}
+
+func decodeNamespace(raw json.RawMessage) (map[string]any, string, error) {
+	var ns map[string]any
+	if err := json.Unmarshal(raw, &ns); err != nil {
+		return nil, "", fmt.Errorf("namespace: %w", err)
+	}
+	md, _ := ns["metadata"].(map[string]any)
+	name, _ := md["name"].(string)
+	return ns, name, nil
+}
+
+// GetNamespace returns the namespace as last seen, or asks the cluster when
+// it has not seen it; a namespace that does not exist is (nil, nil). The
+// returned object is shared: read it, do not change it.
+func (w *WatchedNamespaces) GetNamespace(ctx context.Context, name string) (map[string]any, error) {
+	w.mu.RLock()
+	ns, ok := w.byName[name]
+	w.mu.RUnlock()
+	if ok {
+		return ns, nil
+	}
+	return (&KubeNamespaces{Client: w.Client}).GetNamespace(ctx, name)
 }

@@ -10,9 +10,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 	"os"
 	"sync"
 	"time"
@@ -184,92 +182,14 @@ func decodePL(b []byte) (PriorityLevelConfiguration, error) {
 	return pl, nil
 }
 
-// errGone means the watch's resourceVersion is too old: re-list.
-var errGone = errors.New("resource version too old")
-
-// informer lists path, then watches it from the list's resourceVersion,
-// calling replace with the listed items, event with each change and
-// changed after each; it re-lists after 410 Gone or a broken watch, backing
-// off while the cluster fails, until ctx is done.
+// informer lists and watches path from the cluster (kubeclient.Inform),
+// logging why it keeps the last good configuration while the cluster fails.
 func informer(ctx context.Context, c *Controller, path string, replace func([]json.RawMessage) error,
 	event func(typ string, obj json.RawMessage) error, changed func()) {
-	cl := c.cfg.Cluster
-	backoff := cmp.Or(c.cfg.ClusterRetry, time.Second)
-	wait := backoff
-	for ctx.Err() == nil {
-		err := func() error {
-			var list meta.List
-			if err := cl.Get(ctx, path, &list); err != nil {
-				return err
-			}
-			if err := replace(list.Items); err != nil {
-				return err
-			}
-			changed()
-			wait = backoff
-			rv := list.Metadata.ResourceVersion
-			for ctx.Err() == nil {
-				w, err := cl.Watch(ctx, path+"?watch=true&allowWatchBookmarks=true&resourceVersion="+rv)
-				if err != nil {
-					return err
-				}
-				rv, err = follow(w, rv, event, changed)
-				w.Close()
-				if err != nil {
-					return err
-				}
-			}
-			return nil
-		}()
-		if err == nil || ctx.Err() != nil {
-			continue
-		}
-		if !errors.Is(err, errGone) {
+	kubeclient.Inform(ctx, c.cfg.Cluster, path, c.cfg.ClusterRetry, kubeclient.InformHandler{
+		Replace: replace, Event: event, Changed: changed,
+		OnError: func(err error) {
 			c.log.Warn("flowcontrol: cluster configuration unavailable; keeping the last good configuration",
 				zap.String("path", path), zap.Error(err))
-			t := time.NewTimer(wait)
-			select {
-			case <-ctx.Done():
-				t.Stop()
-				return
-			case <-t.C:
-			}
-			wait = min(2*wait, 30*time.Second)
-		}
-	}
-}
-
-// follow reads watch events until the stream ends (nil, to re-watch from
-// the returned resourceVersion) or fails (errGone on a 410 ERROR event).
-func follow(w *kubeclient.Watcher, rv string, event func(string, json.RawMessage) error, changed func()) (string, error) {
-	for {
-		ev, err := w.Next()
-		if errors.Is(err, io.EOF) {
-			return rv, nil
-		}
-		if err != nil {
-			return rv, err
-		}
-		var m struct {
-			Metadata meta.ObjectMeta `json:"metadata"`
-			Code     int             `json:"code"`
-		}
-		_ = json.Unmarshal(ev.Object, &m)
-		switch ev.Type {
-		case meta.WatchError:
-			if m.Code == 410 {
-				return rv, errGone
-			}
-			return rv, fmt.Errorf("watch error: %s", ev.Object)
-		case meta.WatchBookmark:
-		case meta.WatchAdded, meta.WatchModified, meta.WatchDeleted:
-			if err := event(ev.Type, ev.Object); err != nil {
-				return rv, err
-			}
-			changed()
-		}
-		if m.Metadata.ResourceVersion != "" {
-			rv = m.Metadata.ResourceVersion
-		}
-	}
+		}})
 }

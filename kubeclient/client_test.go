@@ -1,6 +1,7 @@
 package kubeclient_test
 
 import (
+	"context"
 	"encoding/base64"
 	"encoding/json"
 	"encoding/pem"
@@ -11,6 +12,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -332,5 +334,62 @@ contexts:
 				t.Fatalf("err = %v, config %+v", err, c)
 			}
 		})
+	}
+}
+
+// TestInform: a list, the watch's changes, then a 410 from the watch makes
+// Inform list again and go on from the new list.
+func TestInform(t *testing.T) {
+	t.Parallel()
+	var lists, watches atomic.Int32
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Query().Get("watch") != "true" {
+			n := lists.Add(1)
+			fmt.Fprintf(w, `{"kind":"NamespaceList","metadata":{"resourceVersion":"%d"},"items":[{"metadata":{"name":"list-%d"}}]}`, n*10, n)
+			return
+		}
+		switch watches.Add(1) {
+		case 1:
+			if rv := r.URL.Query().Get("resourceVersion"); rv != "10" {
+				t.Errorf("first watch from %q, want the list's 10", rv)
+			}
+			fmt.Fprintln(w, `{"type":"ADDED","object":{"metadata":{"name":"b","resourceVersion":"11"}}}`)
+			fmt.Fprintln(w, `{"type":"ERROR","object":{"kind":"Status","code":410,"reason":"Expired"}}`)
+		default:
+			<-r.Context().Done() // the second list's watch stays open
+		}
+	}))
+	defer srv.Close()
+	ctx, cancel := context.WithCancel(t.Context())
+	var mu sync.Mutex
+	var seen []string
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		kubeclient.Inform(ctx, newClient(t, srv, nil), "/api/v1/namespaces", time.Millisecond, kubeclient.InformHandler{
+			Replace: func(items []json.RawMessage) error {
+				mu.Lock()
+				defer mu.Unlock()
+				seen = append(seen, fmt.Sprintf("replace %d", len(items)))
+				if len(seen) == 3 { // the second list: that is all the test needs
+					cancel()
+				}
+				return nil
+			},
+			Event: func(typ string, _ json.RawMessage) error {
+				mu.Lock()
+				defer mu.Unlock()
+				seen = append(seen, typ)
+				return nil
+			},
+		})
+	}()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("Inform did not re-list after 410")
+	}
+	if got := fmt.Sprint(seen); got != "[replace 1 ADDED replace 1]" {
+		t.Errorf("handler saw %s", got)
 	}
 }
