@@ -361,11 +361,15 @@ func (rh *resourceHandler) tryUpdate(ctx context.Context, wr *writeRequest, cur 
 	if err != nil {
 		return nil, err
 	}
+	finalizedNow := old != nil && finalized(obj)
+	if finalizedNow {
+		delete(metadata(obj), "finalizers") // [] or null: the answer has none, as kube's
+	}
 	data, err := rh.encode(obj)
 	if err != nil {
 		return nil, err
 	}
-	if old != nil && finalized(obj) {
+	if finalizedNow {
 		// Being deleted, and the update took away the last finalizer: the
 		// object goes now, in this write, and the answer is the updated
 		// object, as kube-apiserver's (a dry run only answers it).
