@@ -1,0 +1,360 @@
+package e2e
+
+// Deletion in a real cluster (issue 21): an annex server registered behind
+// kube-aggregator, with a real kube-controller-manager (built from the Go
+// module proxy at the kube-apiserver's version) running only the namespace
+// controller and the garbage collector. The namespace controller deletes
+// every namespaced resource it discovers, annex's included; the garbage
+// collector follows ownerReferences across APIs in both directions: an annex
+// object owned by a ConfigMap, and a ConfigMap owned by an annex object,
+// deleted in the background, in the foreground and orphaned.
+//
+// The same cluster serves a CRD with the annex resource's schema, and a
+// second annex server (reached directly, with the same client certificate)
+// serves the same group, version and schema: the deletion-related Status
+// messages of both must be the same for the same requests.
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/annexapi/annex"
+	"github.com/annexapi/annex/certs"
+	"github.com/annexapi/annex/e2e/internal/binaries"
+	"github.com/annexapi/annex/internal/kubectltest"
+	"github.com/annexapi/annex/rest"
+	"github.com/annexapi/annex/schema"
+)
+
+// gcGroup is the group the annex server behind the aggregator serves.
+const gcGroup = "gc.annex.e2e"
+
+// gcSetup lets the annex server's identity (the example user's certificate)
+// delegate authentication and authorization and read the flowcontrol
+// objects and the namespaces (its NamespaceLifecycle admission), and names
+// its Service.
+const gcSetup = `apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata: {name: "annex-gc:system:auth-delegator"}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: "system:auth-delegator"}
+subjects: [{apiGroup: rbac.authorization.k8s.io, kind: User, name: annex-metrics-server}]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata: {name: annex-gc-auth-reader, namespace: kube-system}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: Role, name: extension-apiserver-authentication-reader}
+subjects: [{apiGroup: rbac.authorization.k8s.io, kind: User, name: annex-metrics-server}]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata: {name: "annex-gc:flowcontrol-reader"}
+rules:
+- {apiGroups: [flowcontrol.apiserver.k8s.io], resources: [flowschemas, prioritylevelconfigurations], verbs: [get, list, watch]}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata: {name: "annex-gc:flowcontrol-reader"}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: "annex-gc:flowcontrol-reader"}
+subjects: [{apiGroup: rbac.authorization.k8s.io, kind: User, name: annex-metrics-server}]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata: {name: "annex-gc:namespace-reader"}
+rules:
+- {apiGroups: [""], resources: [namespaces], verbs: [get, list, watch]}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata: {name: "annex-gc:namespace-reader"}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: "annex-gc:namespace-reader"}
+subjects: [{apiGroup: rbac.authorization.k8s.io, kind: User, name: annex-metrics-server}]
+---
+apiVersion: v1
+kind: Service
+metadata: {name: annex-gc, namespace: kube-system}
+spec: {type: ExternalName, externalName: localhost}
+`
+
+// environmentResource is the environments example's resource (its schema,
+// no strategy) in group and version.
+func environmentResource(t *testing.T, group, version string) rest.Resource {
+	t.Helper()
+	props, err := schema.ParseYAML(environmentSchemaYAML(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rest.Resource{Group: group, Version: version, Plural: "environments", Singular: "environment",
+		Kind: "Environment", ListKind: "EnvironmentList", Namespaced: true, Schema: props, StatusSubresource: true}
+}
+
+func environmentSchemaYAML(t *testing.T) []byte {
+	t.Helper()
+	b, err := os.ReadFile("../examples/environments/schema.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// runAnnex builds b and runs it until the test ends.
+func runAnnex(t *testing.T, b annex.Builder) *annex.Server {
+	t.Helper()
+	srv, err := b.Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- srv.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("annex %s: Run: %v", b.Name, err)
+		}
+	})
+	return srv
+}
+
+// startGCServer runs the annex server the aggregator proxies gcGroup to, in
+// delegated mode, with a serving certificate for annex-gc.kube-system.svc.
+func startGCServer(t *testing.T, p *pki, kasURL string) (port int) {
+	t.Helper()
+	serving, err := p.clusterCA.Issue(certs.Request{CommonName: "annex-gc", DNSNames: []string{"annex-gc.kube-system.svc", "localhost"},
+		IPAddresses: []net.IP{net.ParseIP("127.0.0.1")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	kubeconfig := p.kubeconfig(t, "annex-gc", kasURL, p.exampleUser)
+	runAnnex(t, annex.Builder{Name: "annex-gc", Resources: []rest.Resource{environmentResource(t, gcGroup, "v1")},
+		DataDir: t.TempDir(), Listener: ln, Logger: zap.NewNop(),
+		CertFile: writeFile(t, filepath.Join(p.dir, "annex-gc.crt"), serving.CertPEM),
+		KeyFile:  writeFile(t, filepath.Join(p.dir, "annex-gc.key"), serving.KeyPEM),
+		Delegation: &annex.Delegation{AuthenticationKubeconfig: kubeconfig, AuthorizationKubeconfig: kubeconfig,
+			AuthorizedTTL: time.Minute},
+	})
+	return ln.Addr().(*net.TCPAddr).Port
+}
+
+// startKubeControllerManager runs kube-controller-manager with only the
+// namespace controller and the garbage collector, as the cluster admin, and
+// waits until the garbage collector has synced its monitors (every
+// resource it discovered, annex's included, listed once).
+func startKubeControllerManager(t *testing.T, p *pki, kasURL string) *lockedBuffer {
+	t.Helper()
+	bin := binaries.KubeControllerManager(t)
+	logs := &lockedBuffer{}
+	process(t, "kube-controller-manager", logs, bin,
+		"--kubeconfig="+p.kubeconfig(t, "kube-controller-manager", kasURL, p.admin),
+		"--controllers=namespace-controller,garbage-collector-controller",
+		"--use-service-account-credentials=false",
+		"--leader-elect=false",
+		"--secure-port=0",
+		"--namespace-sync-period=10s",
+		"--v=2",
+	)
+	waitUntil(t, 2*time.Minute, "the garbage collector's monitors synced", logs, func() bool {
+		return strings.Contains(logs.String(), "all resource monitors have synced")
+	})
+	return logs
+}
+
+// apiObject is a decoded JSON response.
+type apiObject map[string]any
+
+// str reads a string at a dotted path ("metadata.uid").
+func (o apiObject) str(path string) string {
+	v, _ := o.at(path).(string)
+	return v
+}
+
+func (o apiObject) at(path string) any {
+	var cur any = map[string]any(o)
+	for _, k := range strings.Split(path, ".") {
+		m, ok := cur.(map[string]any)
+		if !ok {
+			return nil
+		}
+		cur = m[k]
+	}
+	return cur
+}
+
+// strings reads a list of strings at a dotted path.
+func (o apiObject) strings(path string) []string {
+	l, _ := o.at(path).([]any)
+	out := make([]string, 0, len(l))
+	for _, v := range l {
+		s, _ := v.(string)
+		out = append(out, s)
+	}
+	return out
+}
+
+// call sends a JSON request and decodes the JSON answer (nil when the body
+// is not a JSON object).
+func call(t *testing.T, c *http.Client, method, url, body string) (int, apiObject) {
+	t.Helper()
+	ct := ""
+	switch {
+	case method == http.MethodPatch:
+		ct = "application/merge-patch+json"
+	case body != "":
+		ct = "application/json"
+	}
+	code, raw := send(t, c, method, url, body, ct, nil)
+	var obj apiObject
+	_ = json.Unmarshal([]byte(raw), &obj)
+	return code, obj
+}
+
+// mustCall is call that fails the test unless the status is want.
+func mustCall(t *testing.T, c *http.Client, want int, method, url, body string) apiObject {
+	t.Helper()
+	code, obj := call(t, c, method, url, body)
+	if code != want {
+		b, _ := json.Marshal(obj)
+		t.Fatalf("%s %s: %d, want %d: %s", method, url, code, want, b)
+	}
+	return obj
+}
+
+// gcEnv is an Environment of gcGroup with optional metadata fields.
+func gcEnv(name string, metadata map[string]any) string {
+	md := map[string]any{"name": name}
+	for k, v := range metadata {
+		md[k] = v
+	}
+	b, _ := json.Marshal(map[string]any{"apiVersion": gcGroup + "/v1", "kind": "Environment", "metadata": md,
+		"spec": map[string]any{"owner": "platform", "tier": "dev"}})
+	return string(b)
+}
+
+// configMap is a ConfigMap with optional metadata fields.
+func configMap(name string, metadata map[string]any) string {
+	md := map[string]any{"name": name}
+	for k, v := range metadata {
+		md[k] = v
+	}
+	b, _ := json.Marshal(map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": md, "data": map[string]string{"k": "v"}})
+	return string(b)
+}
+
+// ownerRef is an ownerReferences list naming one owner.
+func ownerRef(apiVersion, kind string, owner apiObject, block bool) []any {
+	ref := map[string]any{"apiVersion": apiVersion, "kind": kind, "name": owner.str("metadata.name"), "uid": owner.str("metadata.uid")}
+	if block {
+		ref["blockOwnerDeletion"] = true
+	}
+	return []any{ref}
+}
+
+// gone polls url until it answers 404.
+func gone(t *testing.T, c *http.Client, d time.Duration, what, url string, logs fmt.Stringer) {
+	t.Helper()
+	waitUntil(t, d, what, logs, func() bool {
+		code, _ := call(t, c, http.MethodGet, url, "")
+		return code == http.StatusNotFound
+	})
+}
+
+func TestDeletionInACluster(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs kube-apiserver and kube-controller-manager; not in -short")
+	}
+	// Build kube-controller-manager (cached) before starting anything that
+	// would wait for it.
+	binaries.KubeControllerManager(t)
+	p := newPKI(t)
+	kasURL, kasLogs := startKubeAPIServer(t, p, binaries.Etcd(t))
+	k := kubectltest.New(t, p.kubeconfig(t, "admin", kasURL, p.admin))
+	k.MustRun("apply", "-f", k.WriteFile("gc-setup.yaml", gcSetup))
+
+	port := startGCServer(t, p, kasURL)
+	k.MustRun("apply", "-f", k.WriteFile("apiservice.yaml", fmt.Sprintf(`apiVersion: apiregistration.k8s.io/v1
+kind: APIService
+metadata: {name: v1.%[1]s}
+spec:
+  group: %[1]s
+  version: v1
+  groupPriorityMinimum: 1000
+  versionPriority: 15
+  service: {name: annex-gc, namespace: kube-system, port: %[2]d}
+  caBundle: %[3]s
+`, gcGroup, port, base64.StdEncoding.EncodeToString(p.clusterCA.CertPEM))))
+	waitUntil(t, 2*time.Minute, "APIService Available=True", kasLogs, func() bool {
+		out, _ := k.Run("get", "apiservice", "v1."+gcGroup, "-o", `jsonpath={.status.conditions[?(@.type=="Available")].status}`)
+		return out == "True"
+	})
+	// The controllers start once the annex API is discoverable, so that
+	// their first discovery finds it.
+	kcmLogs := startKubeControllerManager(t, p, kasURL)
+	logs := multiLog{kasLogs, kcmLogs}
+
+	admin := p.client(t)
+	envs := func(ns string) string { return kasURL + "/apis/" + gcGroup + "/v1/namespaces/" + ns + "/environments" }
+	cms := func(ns string) string { return kasURL + "/api/v1/namespaces/" + ns + "/configmaps" }
+	mustCall(t, admin, http.StatusCreated, http.MethodPost, kasURL+"/api/v1/namespaces", `{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"gc"}}`)
+
+	t.Run("namespace_deletion_deletes_annex_objects", func(t *testing.T) {
+		const ns = "doomed"
+		mustCall(t, admin, http.StatusCreated, http.MethodPost, kasURL+"/api/v1/namespaces", `{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"doomed"}}`)
+		for _, name := range []string{"plain-1", "plain-2"} {
+			mustCall(t, admin, http.StatusCreated, http.MethodPost, envs(ns), gcEnv(name, nil))
+		}
+		mustCall(t, admin, http.StatusOK, http.MethodDelete, kasURL+"/api/v1/namespaces/"+ns, "")
+		for _, name := range []string{"plain-1", "plain-2"} {
+			gone(t, admin, time.Minute, "the namespace controller to delete "+name, envs(ns)+"/"+name, logs)
+		}
+		gone(t, admin, time.Minute, "namespace doomed to go", kasURL+"/api/v1/namespaces/"+ns, logs)
+	})
+
+	t.Run("annex_object_owned_by_configmap_is_collected", func(t *testing.T) {
+		owner := mustCall(t, admin, http.StatusCreated, http.MethodPost, cms("gc"), configMap("owner-cm", nil))
+		mustCall(t, admin, http.StatusCreated, http.MethodPost, envs("gc"),
+			gcEnv("owned-by-cm", map[string]any{"ownerReferences": ownerRef("v1", "ConfigMap", owner, false)}))
+		mustCall(t, admin, http.StatusOK, http.MethodDelete, cms("gc")+"/owner-cm", "")
+		gone(t, admin, time.Minute, "the garbage collector to delete the annex dependent", envs("gc")+"/owned-by-cm", logs)
+	})
+
+	t.Run("configmap_owned_by_annex_object_deleted_in_background", func(t *testing.T) {
+		owner := mustCall(t, admin, http.StatusCreated, http.MethodPost, envs("gc"), gcEnv("owner-bg", nil))
+		mustCall(t, admin, http.StatusCreated, http.MethodPost, cms("gc"),
+			configMap("dep-bg", map[string]any{"ownerReferences": ownerRef(gcGroup+"/v1", "Environment", owner, false)}))
+		mustCall(t, admin, http.StatusOK, http.MethodDelete, envs("gc")+"/owner-bg", `{"propagationPolicy":"Background"}`)
+		if code, _ := call(t, admin, http.MethodGet, envs("gc")+"/owner-bg", ""); code != http.StatusNotFound {
+			t.Errorf("the owner after a background delete: %d, want 404 at once", code)
+		}
+		gone(t, admin, time.Minute, "the garbage collector to delete the ConfigMap", cms("gc")+"/dep-bg", logs)
+	})
+
+	if t.Failed() {
+		t.Logf("kube-controller-manager log tail:\n%s", tail(kcmLogs.String(), 6000))
+	}
+}
+
+// multiLog joins the tails of several logs for failure messages.
+type multiLog []fmt.Stringer
+
+func (m multiLog) String() string {
+	var b strings.Builder
+	for _, l := range m {
+		b.WriteString(tail(l.String(), 3000))
+		b.WriteString("\n----\n")
+	}
+	return b.String()
+}
