@@ -23,11 +23,13 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
 
 	"go.uber.org/zap"
+	"sigs.k8s.io/yaml"
 
 	"github.com/annexapi/annex"
 	"github.com/annexapi/annex/certs"
@@ -342,9 +344,264 @@ spec:
 		gone(t, admin, time.Minute, "the garbage collector to delete the ConfigMap", cms("gc")+"/dep-bg", logs)
 	})
 
+	t.Run("status_messages_match_a_crd", func(t *testing.T) {
+		kasEnvs, annexEnvs := startMessageServers(t, p, kasURL, kasLogs)
+		for _, c := range deletionMessageCases() {
+			t.Run(c.name, func(t *testing.T) {
+				kube := runMessageCase(t, admin, kasEnvs, c)
+				ours := runMessageCase(t, admin, annexEnvs, c)
+				if testing.Verbose() {
+					t.Logf("kube-apiserver: %s", strings.Join(kube, "\n  "))
+				}
+				for i := range c.steps {
+					s := c.steps[i]
+					if kube[i] != ours[i] {
+						t.Errorf("step %d (%s %s):\nkube-apiserver: %s\nannex:          %s", i, s.method, s.path, kube[i], ours[i])
+					}
+				}
+			})
+		}
+	})
+
 	if t.Failed() {
 		t.Logf("kube-controller-manager log tail:\n%s", tail(kcmLogs.String(), 6000))
 	}
+}
+
+// startMessageServers creates a CRD with the annex resource's schema in the
+// cluster and runs a second annex server (standalone, the cluster's client
+// CA) serving the same group, version and schema; it returns the two
+// collection URLs in namespace default.
+func startMessageServers(t *testing.T, p *pki, kasURL string, kasLogs fmt.Stringer) (kasEnvs, annexEnvs string) {
+	t.Helper()
+	admin := p.client(t)
+	var openAPI map[string]any
+	if err := yaml.Unmarshal(environmentSchemaYAML(t), &openAPI); err != nil {
+		t.Fatal(err)
+	}
+	mustCreate(t, admin, kasURL+"/apis/apiextensions.k8s.io/v1/customresourcedefinitions", map[string]any{
+		"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+		"metadata": map[string]any{"name": "environments.platform.example.com"},
+		"spec": map[string]any{
+			"group": "platform.example.com", "scope": "Namespaced",
+			"names": map[string]any{"plural": "environments", "singular": "environment", "kind": "Environment", "listKind": "EnvironmentList"},
+			"versions": []any{map[string]any{"name": "v1alpha1", "served": true, "storage": true,
+				"schema": map[string]any{"openAPIV3Schema": openAPI}, "subresources": map[string]any{"status": map[string]any{}}}},
+		},
+	})
+	kasEnvs = kasURL + "/apis/platform.example.com/v1alpha1/namespaces/default/environments"
+	waitUntil(t, 2*time.Minute, "the CRD served", kasLogs, func() bool {
+		code, _ := call(t, admin, http.MethodGet, kasEnvs, "")
+		return code == http.StatusOK
+	})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := runAnnex(t, annex.Builder{Name: "environments", Resources: []rest.Resource{environmentResource(t, "platform.example.com", "v1alpha1")},
+		DataDir: t.TempDir(), Listener: ln, Logger: zap.NewNop(),
+		CertFile: p.file("serving.crt"), KeyFile: p.file("serving.key"), ClientCAFile: p.file("cluster-ca.crt")})
+	waitUntil(t, time.Minute, "annex /readyz", &lockedBuffer{}, func() bool {
+		code, _ := call(t, admin, http.MethodGet, srv.URL()+"/readyz", "")
+		return code == http.StatusOK
+	})
+	return kasEnvs, srv.URL() + "/apis/platform.example.com/v1alpha1/namespaces/default/environments"
+}
+
+// messageStep is one request of a message case, relative to the collection
+// URL. When edit is set the body is the previous step's answer, edited.
+type messageStep struct {
+	method, path, body string
+	edit               func(prev apiObject)
+}
+
+type messageCase struct {
+	name  string
+	steps []messageStep
+}
+
+// A UID no object has.
+const strangerUID = "6b1f0c5e-0000-4000-8000-000000000000"
+
+// withMeta is an Environment of platform.example.com with extra metadata.
+func withMeta(name string, metadata map[string]any) string {
+	md := map[string]any{"name": name}
+	for k, v := range metadata {
+		md[k] = v
+	}
+	b, _ := json.Marshal(map[string]any{"apiVersion": "platform.example.com/v1alpha1", "kind": "Environment", "metadata": md,
+		"spec": map[string]any{"owner": "platform", "tier": "dev", "replicas": 1}})
+	return string(b)
+}
+
+func keep(name string) string {
+	return withMeta(name, map[string]any{"finalizers": []string{"e2e.annex.dev/keep"}})
+}
+
+// dropFinalizers is the merge patch a controller sends when it is done.
+const dropFinalizers = `{"metadata":{"finalizers":null}}`
+
+// deletionMessageCases are the requests whose answers (status code, Status
+// or the deletion-related part of the object) must be the same on
+// kube-apiserver serving a CRD and on annex.
+func deletionMessageCases() []messageCase {
+	return []messageCase{
+		{name: "delete_uid_precondition_conflict", steps: []messageStep{
+			{method: "POST", body: withMeta("m-uid", nil)},
+			{method: "DELETE", path: "/m-uid", body: `{"preconditions":{"uid":"` + strangerUID + `"}}`},
+		}},
+		{name: "owner_reference_without_uid", steps: []messageStep{
+			{method: "POST", body: withMeta("m-own-1", map[string]any{"ownerReferences": []any{
+				map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "name": "cm"}}})},
+		}},
+		{name: "owner_reference_without_api_version_kind_name", steps: []messageStep{
+			{method: "POST", body: withMeta("m-own-2", map[string]any{"ownerReferences": []any{
+				map[string]any{"uid": strangerUID}}})},
+		}},
+		{name: "delete_unknown_propagation_policy", steps: []messageStep{
+			{method: "POST", body: withMeta("m-pp", nil)},
+			{method: "DELETE", path: "/m-pp", body: `{"propagationPolicy":"Sideways"}`},
+			{method: "DELETE", path: "/m-pp", body: `{"propagationPolicy":"Orphan","orphanDependents":true}`},
+		}},
+		{name: "orphan_and_foreground_finalizers", steps: []messageStep{
+			{method: "POST", body: withMeta("m-both", map[string]any{"finalizers": []string{"orphan", "foregroundDeletion"}})},
+		}},
+	}
+}
+
+// pendingMessageCases are the cases annex answers differently today; the
+// library side of issue 21 (branch dellib) makes them pass, and then they
+// join deletionMessageCases:
+//   - finalizers, propagation policies and deletionGracePeriodSeconds: the
+//     object stays with deletionTimestamp set (generation bumped), no new
+//     finalizers after that, 202 for orphanDependents=false;
+//   - deletionTimestamp set by an update is "field is immutable";
+//   - two controllers: kube prints the slice with %#v, each element named
+//     v1.OwnerReference{...};
+//   - an update without resourceVersion: kube's Invalid names the qualified
+//     resource (environments.platform.example.com), not the kind.
+func pendingMessageCases() []messageCase {
+	setMeta := func(k string, v any) func(apiObject) {
+		return func(o apiObject) { o["metadata"].(map[string]any)[k] = v }
+	}
+	return []messageCase{
+		{name: "finalizer_added_after_deletion", steps: []messageStep{
+			{method: "POST", body: keep("m-fin")},
+			{method: "DELETE", path: "/m-fin"},
+			{method: "PATCH", path: "/m-fin", body: `{"metadata":{"finalizers":["e2e.annex.dev/keep","e2e.annex.dev/late"]}}`},
+			{method: "DELETE", path: "/m-fin"}, // a second delete
+			{method: "PATCH", path: "/m-fin", body: dropFinalizers},
+			{method: "GET", path: "/m-fin"},
+		}},
+		{name: "owner_references_with_two_controllers", steps: []messageStep{
+			{method: "POST", body: withMeta("m-own-3", map[string]any{"ownerReferences": []any{
+				map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "name": "a", "uid": strangerUID, "controller": true},
+				map[string]any{"apiVersion": "v1", "kind": "Secret", "name": "b", "uid": "6b1f0c5e-0000-4000-8000-000000000001", "controller": true}}})},
+		}},
+		{name: "put_without_resource_version", steps: []messageStep{
+			{method: "POST", body: withMeta("m-put", nil)},
+			{method: "GET", path: "/m-put"},
+			{method: "PUT", path: "/m-put", edit: func(o apiObject) { delete(o["metadata"].(map[string]any), "resourceVersion") }},
+		}},
+		{name: "deletion_timestamp_set_by_update", steps: []messageStep{
+			{method: "POST", body: withMeta("m-dt-live", nil)},
+			{method: "GET", path: "/m-dt-live"},
+			{method: "PUT", path: "/m-dt-live", edit: setMeta("deletionTimestamp", "2001-02-03T04:05:06Z")},
+		}},
+		{name: "deletion_timestamp_changed_by_update", steps: []messageStep{
+			{method: "POST", body: keep("m-dt")},
+			{method: "DELETE", path: "/m-dt"},
+			{method: "PUT", path: "/m-dt", edit: setMeta("deletionTimestamp", "2001-02-03T04:05:06Z")},
+			{method: "GET", path: "/m-dt"},
+			{method: "PATCH", path: "/m-dt", body: dropFinalizers},
+		}},
+		{name: "delete_orphan", steps: []messageStep{
+			{method: "POST", body: keep("m-orphan")},
+			{method: "DELETE", path: "/m-orphan", body: `{"propagationPolicy":"Orphan"}`},
+		}},
+		{name: "delete_foreground", steps: []messageStep{
+			{method: "POST", body: keep("m-fg")},
+			{method: "DELETE", path: "/m-fg", body: `{"propagationPolicy":"Foreground"}`},
+		}},
+		{name: "delete_orphan_dependents_false", steps: []messageStep{
+			{method: "POST", body: keep("m-od")},
+			{method: "DELETE", path: "/m-od", body: `{"orphanDependents":false}`},
+		}},
+		{name: "delete_grace_period", steps: []messageStep{
+			{method: "POST", body: keep("m-grace")},
+			{method: "DELETE", path: "/m-grace", body: `{"gracePeriodSeconds":30}`},
+			{method: "PATCH", path: "/m-grace", body: dropFinalizers},
+		}},
+	}
+}
+
+// runMessageCase runs c's steps against the collection at base and returns
+// each answer as "<code> <normalized body>": a Status whole, an object as
+// the fields deletion touches (see deletionView), with the UIDs of the
+// objects the case created replaced by <uid>.
+func runMessageCase(t *testing.T, c *http.Client, base string, mc messageCase) []string {
+	t.Helper()
+	var out []string
+	var prev apiObject
+	var uids []string
+	for _, s := range mc.steps {
+		body := s.body
+		if s.edit != nil {
+			s.edit(prev)
+			b, _ := json.Marshal(prev)
+			body = string(b)
+		}
+		code, raw := send(t, c, s.method, base+s.path, body, contentType(s.method, body), nil)
+		var obj apiObject
+		if err := json.Unmarshal([]byte(raw), &obj); err != nil {
+			t.Fatalf("%s %s%s: %d, not a JSON object: %q", s.method, base, s.path, code, raw)
+		}
+		if uid := obj.str("metadata.uid"); uid != "" && obj["kind"] != "Status" {
+			uids = append(uids, uid)
+		}
+		prev = obj
+		view := deletionView(obj)
+		for _, uid := range uids {
+			view = strings.ReplaceAll(view, uid, "<uid>")
+		}
+		out = append(out, fmt.Sprintf("%d %s", code, view))
+	}
+	return out
+}
+
+func contentType(method, body string) string {
+	switch {
+	case body == "":
+		return ""
+	case method == http.MethodPatch:
+		return "application/merge-patch+json"
+	default:
+		return "application/json"
+	}
+}
+
+// deletionView is the JSON of what the comparison looks at: a Status whole,
+// an object's kind and the metadata deletion reads or writes (finalizers,
+// ownerReferences, whether deletionTimestamp is set, the grace period,
+// generation).
+func deletionView(o apiObject) string {
+	if o["kind"] == "Status" {
+		dedupeCauses(o)
+		b, _ := json.Marshal(o)
+		return boolPointer.ReplaceAllString(string(b), "(*bool)(<ptr>)")
+	}
+	md, _ := o["metadata"].(map[string]any)
+	v := map[string]any{"kind": o["kind"]}
+	for _, k := range []string{"name", "finalizers", "ownerReferences", "deletionGracePeriodSeconds", "generation"} {
+		if x, ok := md[k]; ok {
+			v[k] = x
+		}
+	}
+	if _, ok := md["deletionTimestamp"]; ok {
+		v["deletionTimestamp"] = "<set>"
+	}
+	b, _ := json.Marshal(v)
+	return string(b)
 }
 
 // multiLog joins the tails of several logs for failure messages.
@@ -357,4 +614,32 @@ func (m multiLog) String() string {
 		b.WriteString("\n----\n")
 	}
 	return b.String()
+}
+
+// boolPointer matches a *bool printed with %#v inside an Invalid value:
+// kube-apiserver prints the pointer's address, which no other process can
+// reproduce; annex may print the value instead. nil is printed as such by
+// both and compared.
+var boolPointer = regexp.MustCompile(`\(\*bool\)\((0x[0-9a-f]+|true|false)\)`)
+
+// dedupeCauses drops repeated causes from a Status: kube-apiserver validates
+// ObjectMeta twice on update (the generic BeforeUpdate and the custom
+// resource strategy) and lists a failure of that check twice; the message
+// names it once.
+func dedupeCauses(o apiObject) {
+	details, _ := o["details"].(map[string]any)
+	causes, _ := details["causes"].([]any)
+	if len(causes) < 2 {
+		return
+	}
+	seen := map[string]bool{}
+	var out []any
+	for _, c := range causes {
+		b, _ := json.Marshal(c)
+		if !seen[string(b)] {
+			seen[string(b)] = true
+			out = append(out, c)
+		}
+	}
+	details["causes"] = out
 }
