@@ -24,6 +24,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -350,9 +351,6 @@ spec:
 			t.Run(c.name, func(t *testing.T) {
 				kube := runMessageCase(t, admin, kasEnvs, c)
 				ours := runMessageCase(t, admin, annexEnvs, c)
-				if testing.Verbose() {
-					t.Logf("kube-apiserver: %s", strings.Join(kube, "\n  "))
-				}
 				for i := range c.steps {
 					s := c.steps[i]
 					if kube[i] != ours[i] {
@@ -366,6 +364,100 @@ spec:
 	if t.Failed() {
 		t.Logf("kube-controller-manager log tail:\n%s", tail(kcmLogs.String(), 6000))
 	}
+}
+
+// finalizerSubtests are the cluster cases that need annex to keep an object
+// with finalizers until they are gone: the namespace controller waiting for
+// an annex object's finalizer, and the garbage collector's foreground and
+// orphan deletion of an annex owner. TestDeletionInACluster runs them once
+// the library side of issue 21 (branch dellib) is merged; until then annex
+// deletes at once and each fails.
+func finalizerSubtests(t *testing.T, admin *http.Client, kasURL string, k *kubectltest.Kubectl, logs fmt.Stringer) {
+	envs := func(ns string) string { return kasURL + "/apis/" + gcGroup + "/v1/namespaces/" + ns + "/environments" }
+	cms := func(ns string) string { return kasURL + "/api/v1/namespaces/" + ns + "/configmaps" }
+
+	t.Run("namespace_deletion_waits_for_an_annex_finalizer", func(t *testing.T) {
+		const ns = "doomed-fin"
+		nsURL := kasURL + "/api/v1/namespaces/" + ns
+		mustCall(t, admin, http.StatusCreated, http.MethodPost, kasURL+"/api/v1/namespaces", `{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"doomed-fin"}}`)
+		mustCall(t, admin, http.StatusCreated, http.MethodPost, envs(ns), gcEnv("plain", nil))
+		mustCall(t, admin, http.StatusCreated, http.MethodPost, envs(ns),
+			gcEnv("finalized", map[string]any{"finalizers": []string{"e2e.annex.dev/cleanup"}}))
+		mustCall(t, admin, http.StatusOK, http.MethodDelete, nsURL, "")
+		gone(t, admin, time.Minute, "the namespace controller to delete plain", envs(ns)+"/plain", logs)
+
+		// The controller deleted the finalized object too: it stays, being
+		// deleted, and the namespace says what it waits for.
+		var cond string
+		waitUntil(t, time.Minute, "the namespace to report the annex finalizer", logs, func() bool {
+			_, nsObj := call(t, admin, http.MethodGet, nsURL, "")
+			conds, _ := nsObj.at("status.conditions").([]any)
+			for _, c := range conds {
+				c, _ := c.(map[string]any)
+				if c["type"] == "NamespaceFinalizersRemaining" && c["status"] == "True" {
+					cond, _ = c["message"].(string)
+				}
+			}
+			return cond != ""
+		})
+		if want := "Some content in the namespace has finalizers remaining: e2e.annex.dev/cleanup in 1 resource instances"; cond != want {
+			t.Errorf("NamespaceFinalizersRemaining: %q, want %q", cond, want)
+		}
+		obj := mustCall(t, admin, http.StatusOK, http.MethodGet, envs(ns)+"/finalized", "")
+		if obj.str("metadata.deletionTimestamp") == "" {
+			t.Fatalf("the finalized object has no deletionTimestamp after the namespace controller's delete: %v", obj["metadata"])
+		}
+		// annex's namespace lifecycle admission refuses new content.
+		if code, st := call(t, admin, http.MethodPost, envs(ns), gcEnv("late", nil)); code != http.StatusForbidden ||
+			!strings.Contains(st.str("message"), "because it is being terminated") {
+			t.Errorf("create in the terminating namespace: %d %v", code, st["message"])
+		}
+
+		// The test's controller finishes its cleanup.
+		mustCall(t, admin, http.StatusOK, http.MethodPatch, envs(ns)+"/finalized", dropFinalizers)
+		if code, _ := call(t, admin, http.MethodGet, envs(ns)+"/finalized", ""); code != http.StatusNotFound {
+			t.Errorf("the object after its last finalizer went: %d, want 404", code)
+		}
+		gone(t, admin, time.Minute, "namespace doomed-fin to go", nsURL, logs)
+	})
+
+	t.Run("configmap_owned_by_annex_object_deleted_in_foreground", func(t *testing.T) {
+		owner := mustCall(t, admin, http.StatusCreated, http.MethodPost, envs("gc"), gcEnv("owner-fg", nil))
+		mustCall(t, admin, http.StatusCreated, http.MethodPost, cms("gc"),
+			configMap("dep-fg", map[string]any{"ownerReferences": ownerRef(gcGroup+"/v1", "Environment", owner, true)}))
+		obj := mustCall(t, admin, http.StatusOK, http.MethodDelete, envs("gc")+"/owner-fg", `{"propagationPolicy":"Foreground"}`)
+		if obj.str("metadata.deletionTimestamp") == "" || !slices.Contains(obj.strings("metadata.finalizers"), "foregroundDeletion") {
+			t.Fatalf("foreground delete answered %v, want deletionTimestamp and the foregroundDeletion finalizer", obj["metadata"])
+		}
+		// The owner goes only after its blocking dependent: once it is
+		// gone, the ConfigMap must already be.
+		waitUntil(t, time.Minute, "the garbage collector to finish the foreground deletion", logs, func() bool {
+			code, o := call(t, admin, http.MethodGet, envs("gc")+"/owner-fg", "")
+			if code == http.StatusOK && !slices.Contains(o.strings("metadata.finalizers"), "foregroundDeletion") {
+				t.Fatalf("the owner lost its foregroundDeletion finalizer but is still there: %v", o["metadata"])
+			}
+			return code == http.StatusNotFound
+		})
+		if code, _ := call(t, admin, http.MethodGet, cms("gc")+"/dep-fg", ""); code != http.StatusNotFound {
+			t.Errorf("the blocking dependent after its foreground owner went: %d, want 404 (deleted first)", code)
+		}
+	})
+
+	t.Run("kubectl_delete_cascade_orphan_leaves_dependents", func(t *testing.T) {
+		owner := mustCall(t, admin, http.StatusCreated, http.MethodPost, envs("gc"), gcEnv("owner-or", nil))
+		mustCall(t, admin, http.StatusCreated, http.MethodPost, cms("gc"),
+			configMap("dep-or", map[string]any{"ownerReferences": ownerRef(gcGroup+"/v1", "Environment", owner, false)}))
+		// kubectl waits until the object is gone: the garbage collector
+		// orphans the dependent, then removes the orphan finalizer.
+		k.MustRun("delete", "environments."+gcGroup, "owner-or", "-n", "gc", "--cascade=orphan", "--timeout=60s")
+		if code, _ := call(t, admin, http.MethodGet, envs("gc")+"/owner-or", ""); code != http.StatusNotFound {
+			t.Errorf("the owner after kubectl delete --cascade=orphan returned: %d, want 404", code)
+		}
+		dep := mustCall(t, admin, http.StatusOK, http.MethodGet, cms("gc")+"/dep-or", "")
+		if refs := dep.at("metadata.ownerReferences"); refs != nil {
+			t.Errorf("the orphaned ConfigMap still has ownerReferences %v", refs)
+		}
+	})
 }
 
 // startMessageServers creates a CRD with the annex resource's schema in the
