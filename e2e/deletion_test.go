@@ -303,8 +303,14 @@ spec:
 		out, _ := k.Run("get", "apiservice", "v1."+gcGroup, "-o", `jsonpath={.status.conditions[?(@.type=="Available")].status}`)
 		return out == "True"
 	})
-	// The controllers start once the annex API is discoverable, so that
-	// their first discovery finds it.
+	// The controllers start once the annex API is in the cluster's
+	// aggregated discovery (what their discovery clients read), so that
+	// their first discovery finds it rather than one 30s later.
+	discovery := http.Header{"Accept": {"application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"}}
+	waitUntil(t, time.Minute, "the annex group in aggregated discovery", kasLogs, func() bool {
+		code, body := send(t, p.client(t), http.MethodGet, kasURL+"/apis", "", "", discovery)
+		return code == http.StatusOK && strings.Contains(body, `"name":"`+gcGroup+`"`) && strings.Contains(body, `"resource":"environments"`)
+	})
 	kcmLogs := startKubeControllerManager(t, p, kasURL)
 	logs := multiLog{kasLogs, kcmLogs}
 
