@@ -572,7 +572,8 @@ func deletionMessageCases() []messageCase {
 // join deletionMessageCases:
 //   - finalizers, propagation policies and deletionGracePeriodSeconds: the
 //     object stays with deletionTimestamp set (generation bumped), no new
-//     finalizers after that, 202 for orphanDependents=false;
+//     finalizers after that, 202 for orphanDependents=false, deletecollection
+//     leaves objects with finalizers being deleted;
 //   - deletionTimestamp set by an update is "field is immutable";
 //   - two controllers: kube prints the slice with %#v, each element named
 //     v1.OwnerReference{...};
@@ -587,6 +588,7 @@ func pendingMessageCases() []messageCase {
 			{method: "POST", body: keep("m-fin")},
 			{method: "DELETE", path: "/m-fin"},
 			{method: "PATCH", path: "/m-fin", body: `{"metadata":{"finalizers":["e2e.annex.dev/keep","e2e.annex.dev/late"]}}`},
+			{method: "PATCH", path: "/m-fin", body: `{"metadata":{"labels":{"still":"editable"}}}`},
 			{method: "DELETE", path: "/m-fin"}, // a second delete
 			{method: "PATCH", path: "/m-fin", body: dropFinalizers},
 			{method: "GET", path: "/m-fin"},
@@ -612,6 +614,21 @@ func pendingMessageCases() []messageCase {
 			{method: "PUT", path: "/m-dt", edit: setMeta("deletionTimestamp", "2001-02-03T04:05:06Z")},
 			{method: "GET", path: "/m-dt"},
 			{method: "PATCH", path: "/m-dt", body: dropFinalizers},
+		}},
+		{name: "last_of_two_finalizers", steps: []messageStep{
+			{method: "POST", body: withMeta("m-two", map[string]any{"finalizers": []string{"e2e.annex.dev/a", "e2e.annex.dev/b"}})},
+			{method: "DELETE", path: "/m-two"},
+			{method: "PATCH", path: "/m-two", body: `{"metadata":{"finalizers":["e2e.annex.dev/b"]}}`},
+			{method: "PATCH", path: "/m-two", body: `{"metadata":{"finalizers":[]}}`},
+			{method: "GET", path: "/m-two"},
+		}},
+		{name: "deletecollection_with_a_finalizer", steps: []messageStep{
+			{method: "POST", body: withMeta("m-dc-1", map[string]any{"labels": map[string]string{"dc": "yes"}})},
+			{method: "POST", body: withMeta("m-dc-2", map[string]any{"labels": map[string]string{"dc": "yes"}, "finalizers": []string{"e2e.annex.dev/keep"}})},
+			{method: "DELETE", path: "?labelSelector=dc%3Dyes"},
+			{method: "GET", path: "?labelSelector=dc%3Dyes"},
+			{method: "PATCH", path: "/m-dc-2", body: dropFinalizers},
+			{method: "GET", path: "?labelSelector=dc%3Dyes"},
 		}},
 		{name: "delete_orphan", steps: []messageStep{
 			{method: "POST", body: keep("m-orphan")},
@@ -687,6 +704,14 @@ func deletionView(o apiObject) string {
 		dedupeCauses(o)
 		b, _ := json.Marshal(o)
 		return boolPointer.ReplaceAllString(string(b), "(*bool)(<ptr>)")
+	}
+	if items, ok := o["items"].([]any); ok {
+		views := make([]string, 0, len(items))
+		for _, it := range items {
+			it, _ := it.(map[string]any)
+			views = append(views, deletionView(it))
+		}
+		return fmt.Sprintf("%s [%s]", o["kind"], strings.Join(views, ", "))
 	}
 	md, _ := o["metadata"].(map[string]any)
 	v := map[string]any{"kind": o["kind"]}
