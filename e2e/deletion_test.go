@@ -212,14 +212,7 @@ func (o apiObject) strings(path string) []string {
 // is not a JSON object).
 func call(t *testing.T, c *http.Client, method, url, body string) (int, apiObject) {
 	t.Helper()
-	ct := ""
-	switch {
-	case method == http.MethodPatch:
-		ct = "application/merge-patch+json"
-	case body != "":
-		ct = "application/json"
-	}
-	code, raw := send(t, c, method, url, body, ct, nil)
+	code, raw := send(t, c, method, url, body, contentType(method, body), nil)
 	var obj apiObject
 	_ = json.Unmarshal([]byte(raw), &obj)
 	return code, obj
@@ -684,6 +677,8 @@ func runMessageCase(t *testing.T, c *http.Client, base string, mc messageCase) [
 	return out
 }
 
+// contentType is the Content-Type of a request body: JSON, or a JSON merge
+// patch for PATCH.
 func contentType(method, body string) string {
 	switch {
 	case body == "":
