@@ -1,6 +1,7 @@
 // Package binaries builds and starts the external programs the end-to-end
 // tests run against: etcd (and, from other files of this package,
-// kube-apiserver).
+// kube-apiserver and kube-controller-manager, from one wrapper go.mod so that
+// the second build reuses the first's downloads and build cache).
 //
 // A program is built from a small wrapper module ([Module]): a go.mod that
 // requires the program's module at a pinned version (with optional replace

@@ -31,20 +31,29 @@ func kubeStagingModules() []string {
 	}
 }
 
-// KubeAPIServerModule is the wrapper that builds kube-apiserver: the same
-// main as cmd/kube-apiserver.
-func KubeAPIServerModule() Module {
+// kubeModule is a wrapper requiring k8s.io/kubernetes at KubeVersion with
+// every staging module replaced by its published version. kube-apiserver and
+// kube-controller-manager share it, so the second build reuses the first's
+// module downloads and most of its build cache.
+func kubeModule(name, main string) Module {
 	staging := "v0." + strings.TrimPrefix(KubeVersion, "v1.")
 	var replace []string
 	for _, m := range kubeStagingModules() {
 		replace = append(replace, m+" => "+m+" "+staging)
 	}
 	return Module{
-		Name:    "kube-apiserver",
+		Name:    name,
 		Go:      "1.24.0",
 		Require: []Require{{Path: "k8s.io/kubernetes", Version: KubeVersion}},
 		Replace: replace,
-		Main: `package main
+		Main:    main,
+	}
+}
+
+// KubeAPIServerModule is the wrapper that builds kube-apiserver: the same
+// main as cmd/kube-apiserver.
+func KubeAPIServerModule() Module {
+	return kubeModule("kube-apiserver", `package main
 
 import (
 	"os"
@@ -58,8 +67,7 @@ import (
 )
 
 func main() { os.Exit(cli.Run(app.NewAPIServerCommand())) }
-`,
-	}
+`)
 }
 
 // KubeAPIServer builds kube-apiserver (or finds it in the cache) and returns
@@ -67,4 +75,31 @@ func main() { os.Exit(cli.Run(app.NewAPIServerCommand())) }
 func KubeAPIServer(t testing.TB) string {
 	t.Helper()
 	return BuildT(t, KubeAPIServerModule())
+}
+
+// KubeControllerManagerModule is the wrapper that builds
+// kube-controller-manager: the same main as cmd/kube-controller-manager.
+func KubeControllerManagerModule() Module {
+	return kubeModule("kube-controller-manager", `package main
+
+import (
+	"os"
+	_ "time/tzdata"
+
+	"k8s.io/component-base/cli"
+	_ "k8s.io/component-base/logs/json/register"
+	_ "k8s.io/component-base/metrics/prometheus/clientgo"
+	_ "k8s.io/component-base/metrics/prometheus/version"
+	"k8s.io/kubernetes/cmd/kube-controller-manager/app"
+)
+
+func main() { os.Exit(cli.Run(app.NewControllerManagerCommand())) }
+`)
+}
+
+// KubeControllerManager builds kube-controller-manager (or finds it in the
+// cache) and returns its path. A cold build takes several CPU-minutes.
+func KubeControllerManager(t testing.TB) string {
+	t.Helper()
+	return BuildT(t, KubeControllerManagerModule())
 }

@@ -28,3 +28,22 @@ func TestKubeAPIServerModule(t *testing.T) {
 		}
 	}
 }
+
+func TestKubeControllerManagerModule(t *testing.T) {
+	m := KubeControllerManagerModule()
+	if a := KubeAPIServerModule(); m.GoMod() != strings.Replace(a.GoMod(), "annexe2e/kube-apiserver", "annexe2e/kube-controller-manager", 1) {
+		t.Errorf("kube-controller-manager's go.mod differs from kube-apiserver's beyond the module name:\n%s\n%s", m.GoMod(), a.GoMod())
+	}
+	if testing.Short() {
+		return
+	}
+	out, err := exec.Command(KubeControllerManager(t), "--help").CombinedOutput()
+	if err != nil {
+		t.Fatalf("kube-controller-manager --help: %v\n%s", err, out)
+	}
+	for _, flag := range []string{"--controllers", "--leader-elect", "--use-service-account-credentials"} {
+		if !strings.Contains(string(out), flag) {
+			t.Errorf("kube-controller-manager --help lacks %s", flag)
+		}
+	}
+}
