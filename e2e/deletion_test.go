@@ -346,7 +346,7 @@ spec:
 
 	t.Run("status_messages_match_a_crd", func(t *testing.T) {
 		kasEnvs, annexEnvs := startMessageServers(t, p, kasURL, kasLogs)
-		for _, c := range deletionMessageCases() {
+		for _, c := range append(deletionMessageCases(), finalizerMessageCases()...) {
 			t.Run(c.name, func(t *testing.T) {
 				kube := runMessageCase(t, admin, kasEnvs, c)
 				ours := runMessageCase(t, admin, annexEnvs, c)
@@ -360,6 +360,8 @@ spec:
 		}
 	})
 
+	finalizerSubtests(t, admin, kasURL, k, logs)
+
 	if t.Failed() {
 		t.Logf("kube-controller-manager log tail:\n%s", tail(kcmLogs.String(), 6000))
 	}
@@ -368,9 +370,7 @@ spec:
 // finalizerSubtests are the cluster cases that need annex to keep an object
 // with finalizers until they are gone: the namespace controller waiting for
 // an annex object's finalizer, and the garbage collector's foreground and
-// orphan deletion of an annex owner. TestDeletionInACluster runs them once
-// the library side of issue 21 (branch dellib) is merged; until then annex
-// deletes at once and each fails.
+// orphan deletion of an annex owner.
 func finalizerSubtests(t *testing.T, admin *http.Client, kasURL string, k *kubectltest.Kubectl, logs fmt.Stringer) {
 	envs := func(ns string) string { return kasURL + "/apis/" + gcGroup + "/v1/namespaces/" + ns + "/environments" }
 	cms := func(ns string) string { return kasURL + "/api/v1/namespaces/" + ns + "/configmaps" }
@@ -560,19 +560,15 @@ func deletionMessageCases() []messageCase {
 	}
 }
 
-// pendingMessageCases are the cases annex answers differently today; the
-// library side of issue 21 (branch dellib) makes them pass, and then they
-// join deletionMessageCases:
-//   - finalizers, propagation policies and deletionGracePeriodSeconds: the
-//     object stays with deletionTimestamp set (generation bumped), no new
-//     finalizers after that, 202 for orphanDependents=false, deletecollection
-//     leaves objects with finalizers being deleted;
-//   - deletionTimestamp set by an update is "field is immutable";
-//   - two controllers: kube prints the slice with %#v, each element named
-//     v1.OwnerReference{...};
-//   - an update without resourceVersion: kube's Invalid names the qualified
-//     resource (environments.platform.example.com), not the kind.
-func pendingMessageCases() []messageCase {
+// finalizerMessageCases are the cases of objects being deleted: finalizers,
+// propagation policies and deletionGracePeriodSeconds (the object stays with
+// deletionTimestamp set and generation bumped, no new finalizers after that,
+// 202 for orphanDependents=false, deletecollection leaves objects with
+// finalizers being deleted), deletionTimestamp set by an update ("field is
+// immutable"), two controllers (kube prints the slice with %#v, each element
+// named v1.OwnerReference{...}), and an update without resourceVersion
+// (kube's Invalid names the qualified resource there).
+func finalizerMessageCases() []messageCase {
 	setMeta := func(k string, v any) func(apiObject) {
 		return func(o apiObject) { o["metadata"].(map[string]any)[k] = v }
 	}
