@@ -257,11 +257,28 @@ type VersionInfo struct {
 	Platform     string `json:"platform"`
 }
 
-// complete fills zero fields from the build information of the binary.
+// KubernetesVersion is the Kubernetes release whose API conventions annex
+// serves: its wire behaviour is compared with kube-apiserver of this minor
+// version in the e2e module. /version reports it as the gitVersion's core,
+// so that kubectl's version-skew check, which compares minor versions,
+// passes for every kubectl it supports.
+const KubernetesVersion = "v1.33.0"
+
+// complete fills zero fields from the build information of the binary:
+// gitVersion is KubernetesVersion with the program's own version (the main
+// module's, else annex's, else "devel") as semver build metadata, e.g.
+// v1.33.0+v0.4.2; major and minor follow gitVersion.
 func (v VersionInfo) complete() VersionInfo {
+	own := ""
 	if bi, ok := debug.ReadBuildInfo(); ok {
-		if v.GitVersion == "" && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
-			v.GitVersion = bi.Main.Version
+		own = bi.Main.Version
+		if own == "" || own == "(devel)" {
+			own = ""
+			for _, d := range bi.Deps {
+				if d.Path == "github.com/annexapi/annex" {
+					own = "annex-" + d.Version
+				}
+			}
 		}
 		for _, kv := range bi.Settings {
 			switch {
@@ -275,7 +292,7 @@ func (v VersionInfo) complete() VersionInfo {
 		}
 	}
 	if v.GitVersion == "" {
-		v.GitVersion = "v0.0.0-dev"
+		v.GitVersion = KubernetesVersion + "+" + buildMetadata(own)
 	}
 	if v.Major == "" && v.Minor == "" {
 		if maj, rest, ok := strings.Cut(strings.TrimPrefix(v.GitVersion, "v"), "."); ok {
@@ -287,4 +304,19 @@ func (v VersionInfo) complete() VersionInfo {
 	v.Compiler = runtime.Compiler
 	v.Platform = runtime.GOOS + "/" + runtime.GOARCH
 	return v
+}
+
+// buildMetadata makes a version a semver build-metadata string: only
+// [0-9A-Za-z-.], anything else becomes '-'; empty is "devel".
+func buildMetadata(version string) string {
+	if version == "" {
+		return "devel"
+	}
+	b := []byte(version)
+	for i, c := range b {
+		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c == '-' || c == '.') {
+			b[i] = '-'
+		}
+	}
+	return string(b)
 }
