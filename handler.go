@@ -18,6 +18,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"go.uber.org/zap"
 
+	"github.com/annexapi/annex/authz"
 	"github.com/annexapi/annex/filters"
 	"github.com/annexapi/annex/healthz"
 	"github.com/annexapi/annex/metrics"
@@ -51,7 +52,7 @@ func (s *Server) buildHandler(c *Builder, p *plan, resources []rest.Resource, fd
 	if err != nil {
 		errs = append(errs, err)
 	}
-	mux, err := s.buildMux(c, resources, apiHandler)
+	mux, err := s.buildMux(c, resources, apiHandler, fd.authorizer)
 	if err != nil {
 		errs = append(errs, err)
 	}
@@ -153,7 +154,7 @@ func knownResources(resources []rest.Resource) func(group, version, resource str
 
 // buildMux routes the health, metrics and version paths, and everything else
 // to the API handler (which answers discovery and 404s).
-func (s *Server) buildMux(c *Builder, resources []rest.Resource, api http.Handler) (http.Handler, error) {
+func (s *Server) buildMux(c *Builder, resources []rest.Resource, api http.Handler, authorizer authz.Authorizer) (http.Handler, error) {
 	s.shutdownFlag = healthz.NewFlag("shutdown", "server is shutting down")
 	// One "storage" check per distinct store under the resources (the watch
 	// caches in front of them have their own checks).
@@ -195,6 +196,8 @@ func (s *Server) buildMux(c *Builder, resources []rest.Resource, api http.Handle
 		r.Handle(h.path, h.h)
 		r.Handle(h.path+"/*", h.h)
 	}
+	r.Post(selfSubjectAccessReviewPath, selfSubjectAccessReviewHandler(authorizer))
+	r.Post(selfSubjectReviewPath, selfSubjectReviewHandler)
 	version := c.Version.complete()
 	r.Get("/version", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
