@@ -18,6 +18,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"go.uber.org/zap"
 
+	"github.com/annexapi/annex/authz"
 	"github.com/annexapi/annex/filters"
 	"github.com/annexapi/annex/healthz"
 	"github.com/annexapi/annex/metrics"
@@ -51,7 +52,7 @@ func (s *Server) buildHandler(c *Builder, p *plan, resources []rest.Resource, fd
 	if err != nil {
 		errs = append(errs, err)
 	}
-	mux, err := s.buildMux(c, resources, apiHandler)
+	mux, err := s.buildMux(c, resources, apiHandler, fd.authorizer)
 	if err != nil {
 		errs = append(errs, err)
 	}
@@ -153,7 +154,7 @@ func knownResources(resources []rest.Resource) func(group, version, resource str
 
 // buildMux routes the health, metrics and version paths, and everything else
 // to the API handler (which answers discovery and 404s).
-func (s *Server) buildMux(c *Builder, resources []rest.Resource, api http.Handler) (http.Handler, error) {
+func (s *Server) buildMux(c *Builder, resources []rest.Resource, api http.Handler, authorizer authz.Authorizer) (http.Handler, error) {
 	s.shutdownFlag = healthz.NewFlag("shutdown", "server is shutting down")
 	// One "storage" check per distinct store under the resources (the watch
 	// caches in front of them have their own checks).
@@ -195,6 +196,8 @@ func (s *Server) buildMux(c *Builder, resources []rest.Resource, api http.Handle
 		r.Handle(h.path, h.h)
 		r.Handle(h.path+"/*", h.h)
 	}
+	r.Post(selfSubjectAccessReviewPath, selfSubjectAccessReviewHandler(authorizer))
+	r.Post(selfSubjectReviewPath, selfSubjectReviewHandler)
 	version := c.Version.complete()
 	r.Get("/version", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
@@ -257,11 +260,28 @@ type VersionInfo struct {
 	Platform     string `json:"platform"`
 }
 
-// complete fills zero fields from the build information of the binary.
+// KubernetesVersion is the Kubernetes release whose API conventions annex
+// serves: its wire behaviour is compared with kube-apiserver of this minor
+// version in the e2e module. /version reports it as the gitVersion's core,
+// so that kubectl's version-skew check, which compares minor versions,
+// passes for every kubectl it supports.
+const KubernetesVersion = "v1.33.0"
+
+// complete fills zero fields from the build information of the binary:
+// gitVersion is KubernetesVersion with the program's own version (the main
+// module's, else annex's, else "devel") as semver build metadata, e.g.
+// v1.33.0+v0.4.2; major and minor follow gitVersion.
 func (v VersionInfo) complete() VersionInfo {
+	own := ""
 	if bi, ok := debug.ReadBuildInfo(); ok {
-		if v.GitVersion == "" && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
-			v.GitVersion = bi.Main.Version
+		own = bi.Main.Version
+		if own == "" || own == "(devel)" {
+			own = ""
+			for _, d := range bi.Deps {
+				if d.Path == "github.com/annexapi/annex" {
+					own = "annex-" + d.Version
+				}
+			}
 		}
 		for _, kv := range bi.Settings {
 			switch {
@@ -275,7 +295,7 @@ func (v VersionInfo) complete() VersionInfo {
 		}
 	}
 	if v.GitVersion == "" {
-		v.GitVersion = "v0.0.0-dev"
+		v.GitVersion = KubernetesVersion + "+" + buildMetadata(own)
 	}
 	if v.Major == "" && v.Minor == "" {
 		if maj, rest, ok := strings.Cut(strings.TrimPrefix(v.GitVersion, "v"), "."); ok {
@@ -287,4 +307,19 @@ func (v VersionInfo) complete() VersionInfo {
 	v.Compiler = runtime.Compiler
 	v.Platform = runtime.GOOS + "/" + runtime.GOARCH
 	return v
+}
+
+// buildMetadata makes a version a semver build-metadata string: only
+// [0-9A-Za-z-.], anything else becomes '-'; empty is "devel".
+func buildMetadata(version string) string {
+	if version == "" {
+		return "devel"
+	}
+	b := []byte(version)
+	for i, c := range b {
+		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c == '-' || c == '.') {
+			b[i] = '-'
+		}
+	}
+	return string(b)
 }

@@ -17,6 +17,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/annexapi/annex"
 	"github.com/annexapi/annex/internal/kubectltest"
 )
 
@@ -219,7 +220,27 @@ func TestKubectlAsOrdinaryUser(t *testing.T) {
 
 	kubectltest.WantContains(t, "api-resources as bob", k.MustRun("--as=bob", "api-resources", "--api-group=platform.example.com"),
 		"environments", "platform.example.com/v1alpha1", "Environment")
-	kubectltest.WantContains(t, "version as bob", k.MustRun("--as=bob", "version"), "Server Version:")
+	// The server's version is the Kubernetes release annex follows, with
+	// the program's own version as build metadata: no skew warning.
+	v := k.MustRun("--as=bob", "version")
+	kubectltest.WantContains(t, "version as bob", v, "Server Version: "+annex.KubernetesVersion+"+")
+	if strings.Contains(v, "WARNING") {
+		t.Errorf("kubectl version warns:\n%s", v)
+	}
+	// kubectl auth can-i and whoami: the server answers about its own users.
+	if out, ok := k.Run("--as=bob", "auth", "can-i", "list", "environments.platform.example.com"); ok || strings.TrimSpace(out) != "no" {
+		t.Errorf("bob can-i list environments: %q (ok %v), want no", out, ok)
+	}
+	if out := k.MustRun("auth", "can-i", "delete", "environments.platform.example.com", "-n", "default"); strings.TrimSpace(out) != "yes" {
+		t.Errorf("admin can-i delete environments: %q, want yes", out)
+	}
+	if out := k.MustRun("--as=bob", "auth", "can-i", "get", "/version"); strings.TrimSpace(out) != "yes" {
+		t.Errorf("bob can-i get /version: %q, want yes", out)
+	}
+	kubectltest.WantContains(t, "whoami as bob", k.MustRun("--as=bob", "--as-group=dev", "auth", "whoami"),
+		"Username", "bob", "Groups", "[dev system:authenticated]")
+	kubectltest.WantContains(t, "whoami as admin", k.MustRun("auth", "whoami", "-o", "jsonpath={.status.userInfo.username} {.status.userInfo.groups}"),
+		`admin ["system:masters","system:authenticated"]`)
 	out, ok := k.Run("--as=bob", "get", "environments")
 	if ok {
 		t.Fatalf("bob listed environments:\n%s", out)
