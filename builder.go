@@ -16,7 +16,9 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
 	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
 
 	"github.com/annexapi/annex/admission"
 	"github.com/annexapi/annex/audit"
@@ -136,10 +138,12 @@ type Builder struct {
 	// before Run returns.
 	Audit audit.Config
 
-	// Logger receives the server's logs. Nil means no logging.
+	// Logger receives the server's logs. Nil means Info and above, one
+	// readable line each on stderr; zap.NewNop() silences the server.
 	Logger *zap.Logger
 	// Registerer receives the server's metrics, served on /metrics when it is
-	// also a prometheus.Gatherer. Nil means no metrics.
+	// also a prometheus.Gatherer. Nil means a registry of the server's own,
+	// with the Go and process collectors, served on /metrics.
 	Registerer prometheus.Registerer
 
 	// RequestTimeout bounds non-long-running requests and graceful shutdown.
@@ -213,9 +217,23 @@ func (b *Builder) withDefaults() *Builder {
 		c.RequestTimeout = 60 * time.Second
 	}
 	if c.Logger == nil {
-		c.Logger = zap.NewNop()
+		c.Logger = defaultLogger()
+	}
+	if c.Registerer == nil {
+		reg := prometheus.NewRegistry()
+		reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+		c.Registerer = reg
 	}
 	return &c
+}
+
+// defaultLogger is the Logger of a Builder that has none: Info and above,
+// one readable line per entry on stderr (where the server serves, the
+// kubeconfig it wrote, what failed).
+func defaultLogger() *zap.Logger {
+	enc := zap.NewDevelopmentEncoderConfig()
+	enc.EncodeTime = zapcore.ISO8601TimeEncoder
+	return zap.New(zapcore.NewCore(zapcore.NewConsoleEncoder(enc), zapcore.Lock(os.Stderr), zapcore.InfoLevel))
 }
 
 // Build assembles the server in two phases. First it checks the whole

@@ -297,3 +297,22 @@ func TestBuildRejectsStageThatReadsTooEarly(t *testing.T) {
 		t.Fatal("a failed Build left the listener open")
 	}
 }
+
+// TestZeroBuilderServesMetrics: a Builder without a Registerer still serves
+// /metrics, with the request metrics and the Go and process collectors, as
+// the README promises.
+func TestZeroBuilderServesMetrics(t *testing.T) {
+	t.Parallel()
+	ts := startServer(t, Builder{})
+	u := ts.srv.URL()
+	if code, body := do(t, ts.admin, http.MethodPost, u+"/apis/test.annex.dev/v1/namespaces/default/widgets",
+		`{"apiVersion":"test.annex.dev/v1","kind":"Widget","metadata":{"name":"m"}}`); code != 201 {
+		t.Fatalf("create: %d %s", code, body)
+	}
+	code, body := do(t, ts.admin, http.MethodGet, u+"/metrics", "")
+	for _, want := range []string{`apiserver_request_total{code="201"`, "go_goroutines ", "process_cpu_seconds_total "} {
+		if code != 200 || !strings.Contains(body, want) {
+			t.Errorf("/metrics (%d) lacks %q", code, want)
+		}
+	}
+}
