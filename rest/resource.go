@@ -6,6 +6,7 @@ package rest
 import (
 	"context"
 	"errors"
+	"strconv"
 	"strings"
 	"time"
 
@@ -262,6 +263,11 @@ func validateResources(rs []Resource) error {
 				bad(r, ErrInvalidResource, "printer column "+c.Name+": "+err.Error())
 			}
 		}
+		for _, f := range r.Strategy.SelectableFields {
+			if !isFieldPath(f) {
+				bad(r, ErrInvalidResource, "selectable field "+strconv.Quote(f)+": want a dotted path of field names, as spec.owner")
+			}
+		}
 		switch computed := r.Getter != nil || r.Lister != nil; {
 		case r.Storage == nil && !computed:
 			bad(r, ErrNoStorage, "")
@@ -293,4 +299,24 @@ func validateResources(rs []Resource) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// isFieldPath says whether f is a dotted path of JSON field names
+// ("spec.owner"), the form CRDs' selectableFields take (without the leading
+// dot).
+func isFieldPath(f string) bool {
+	if f == "" {
+		return false
+	}
+	for _, part := range strings.Split(f, ".") {
+		if part == "" {
+			return false
+		}
+		for _, c := range part {
+			if !(c == '_' || c == '-' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9') {
+				return false
+			}
+		}
+	}
+	return true
 }
