@@ -8,7 +8,10 @@
 package rest
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
+	"fmt"
 	"net/http"
 	"strconv"
 
@@ -187,4 +190,68 @@ func (rh *resourceHandler) writeComputedList(w http.ResponseWriter, o output, it
 	}
 	buf = append(buf, "]}"...)
 	writeObject(w, http.StatusOK, buf)
+}
+
+// ObjectJSON is the JSON of one object of the computed resource r, the
+// envelope filled in: kind and apiVersion from r, metadata with name,
+// namespace (for a namespaced resource) and labels (when any), then the
+// top-level fields of fields, any value that encodes as a JSON object (a
+// struct with json tags, or a map) and holds none of kind, apiVersion or
+// metadata:
+//
+//	return r.ObjectJSON("", name, nil, struct {
+//		Timestamp time.Time         `json:"timestamp"`
+//		Usage     map[string]string `json:"usage"`
+//	}{now, usage})
+func (r Resource) ObjectJSON(namespace, name string, labels map[string]string, fields any) ([]byte, error) {
+	md := map[string]any{"name": name}
+	if r.Namespaced {
+		md["namespace"] = namespace
+	}
+	if len(labels) > 0 {
+		md["labels"] = labels
+	}
+	head, err := json.Marshal(struct {
+		Kind       string         `json:"kind"`
+		APIVersion string         `json:"apiVersion"`
+		Metadata   map[string]any `json:"metadata"`
+	}{r.Kind, r.Group + "/" + r.Version, md})
+	if err != nil {
+		return nil, err
+	}
+	if fields == nil {
+		return head, nil
+	}
+	body, err := json.Marshal(fields)
+	if err != nil {
+		return nil, err
+	}
+	body = bytes.TrimSpace(body)
+	if len(body) < 2 || body[0] != '{' {
+		return nil, fmt.Errorf("rest: the fields of %s %q are not a JSON object", r.Kind, name)
+	}
+	var keys map[string]json.RawMessage
+	if err := json.Unmarshal(body, &keys); err != nil {
+		return nil, err
+	}
+	for _, k := range []string{"kind", "apiVersion", "metadata"} {
+		if _, ok := keys[k]; ok {
+			return nil, fmt.Errorf("rest: the fields of %s %q hold %s, which ObjectJSON sets", r.Kind, name, k)
+		}
+	}
+	if len(keys) == 0 {
+		return head, nil
+	}
+	out := append(head[:len(head)-1:len(head)-1], ',')
+	return append(out, body[1:]...), nil
+}
+
+// NotFound is what a Getter returns for an object that does not exist: the
+// request answers 404 NotFound with kube's message
+// (`nodes.metrics.k8s.io "a" not found`).
+func NotFound(namespace, name string) error {
+	if namespace != "" {
+		return fmt.Errorf("%s/%s: %w", namespace, name, storage.ErrNotFound)
+	}
+	return fmt.Errorf("%s: %w", name, storage.ErrNotFound)
 }

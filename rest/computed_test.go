@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -222,5 +223,56 @@ func TestComputedConfigErrors(t *testing.T) {
 				t.Errorf("err %v, want %v", err, c.want)
 			}
 		})
+	}
+}
+
+// TestComputedHelpers: a computed resource written with ObjectJSON and
+// NotFound serves the envelope kube clients expect and kube's 404.
+func TestComputedHelpers(t *testing.T) {
+	t.Parallel()
+	type usage struct {
+		Window string            `json:"window"`
+		Usage  map[string]string `json:"usage"`
+	}
+	var r Resource
+	r = Resource{Group: "metrics.k8s.io", Version: "v1beta1", Plural: "pods", Kind: "PodMetrics", Namespaced: true,
+		Getter: GetterFunc(func(_ context.Context, ns, name string) ([]byte, error) {
+			if name != "web" {
+				return nil, NotFound(ns, name)
+			}
+			return r.ObjectJSON(ns, name, map[string]string{"app": "web"}, usage{Window: "15s", Usage: map[string]string{"cpu": "5m"}})
+		}),
+		Lister: ListerFunc(func(context.Context, string, ListOptions) ([][]byte, error) { return nil, nil }),
+	}
+	h, err := NewHandler(Config{Resources: []Resource{r}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(filters.WithRequestInfoResolver(filters.RequestInfoResolver{})(h))
+	defer srv.Close()
+	get := func(path string) (int, string) {
+		resp, err := srv.Client().Get(srv.URL + metricsBase + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var b strings.Builder
+		_, _ = io.Copy(&b, resp.Body)
+		return resp.StatusCode, b.String()
+	}
+	code, body := get("/namespaces/team-a/pods/web")
+	want := `{"kind":"PodMetrics","apiVersion":"metrics.k8s.io/v1beta1","metadata":{"labels":{"app":"web"},"name":"web","namespace":"team-a"},"window":"15s","usage":{"cpu":"5m"}}`
+	if code != 200 || strings.TrimSpace(body) != want {
+		t.Errorf("GET: %d %s\nwant %s", code, body, want)
+	}
+	code, body = get("/namespaces/team-a/pods/db")
+	if code != 404 || !strings.Contains(body, `"message":"pods.metrics.k8s.io \"db\" not found"`) {
+		t.Errorf("GET missing: %d %s", code, body)
+	}
+	if _, err := r.ObjectJSON("ns", "x", nil, map[string]any{"metadata": 1}); err == nil {
+		t.Error("fields holding metadata accepted")
+	}
+	if _, err := r.ObjectJSON("ns", "x", nil, []int{1}); err == nil {
+		t.Error("fields that are not an object accepted")
 	}
 }

@@ -33,6 +33,25 @@
 // the generation check and the status subresource work on the decoded
 // values, not on JSON. TestWriteJSONPasses holds these counts.
 //
+// # Which validation to use
+//
+// Three mechanisms check a write, run in this order, and refuse it with
+// kube's 422 Invalid; use the first one that can say what you mean:
+//
+//   - The schema (Resource.Schema, an OpenAPI v3 structural schema with
+//     x-kubernetes-validations CEL rules): types, formats, enums, ranges,
+//     required fields, and rules over one object, including transition
+//     rules (oldSelf). It is declarative, shown by kubectl explain, the
+//     same as a CRD's, and checked before anything runs.
+//   - Strategy hooks (ValidateCreate, ValidateUpdate, ValidateStatusUpdate,
+//     returning field.ErrorList): Go code for what a schema cannot say
+//     (a checksum, a parse, a rule over several fields with a loop), for
+//     your own resource only. ValidateUpdate does not run on /status writes
+//     and can let metadata-only edits through (MetadataOnly).
+//   - Admission (Builder.Validators, ValidatingAdmissionPolicy files,
+//     webhooks): policy that spans resources or depends on who asks, or that
+//     an operator adds without rebuilding the server; it also sees deletes.
+//
 // # The write path
 //
 // Create, update, patch and delete go through named steps, in
@@ -75,8 +94,17 @@
 // that cannot watch; writes answer the 405 MethodNotAllowed k8s.io/apiserver
 // gives a method without a route. Discovery lists only the served verbs.
 //
+// # Deletion
+//
+// As for custom resources: an object whose finalizers (its own, or the
+// orphan or foregroundDeletion finalizer its propagationPolicy adds) hold it
+// is marked with deletionTimestamp and stays until an update removes the
+// last one, which deletes it in the same storage write
+// (storage.ErrDeleteInstead); kube-controller-manager's garbage collector
+// and namespace controller work with it behind kube-aggregator.
+//
 // # Not yet
 //
-// Strategic merge patch, server-side apply, finalizers and graceful deletion,
-// and the scale subresource are not implemented.
+// Strategic merge patch, server-side apply and the scale subresource are not
+// implemented.
 package rest
