@@ -36,8 +36,11 @@ func TestBuildNeverPanics(t *testing.T) {
 		"status_on_computed":       func(r *rest.Resource) { r.Getter, r.Lister, r.StatusSubresource = get, list, true },
 		"computed_getter_only":     func(r *rest.Resource) { r.Getter = get },
 		"selectable_field_unknown": func(r *rest.Resource) { r.Strategy.SelectableFields = []string{"spec.nope["} },
-		"schema_without_properties": func(r *rest.Resource) {
-			r.Schema = &schema.Props{Type: "object", Properties: map[string]schema.Props{"spec": {}}}
+		"schema_property_without_type": func(r *rest.Resource) {
+			r.Schema = &schema.Props{Type: "object", Properties: map[string]schema.Props{"spec": {Properties: map[string]schema.Props{"a": {Type: "string"}}}}}
+		},
+		"schema_string_default_on_integer": func(r *rest.Resource) {
+			r.Schema = &schema.Props{Type: "object", Properties: map[string]schema.Props{"replicas": {Type: "integer", Default: []byte(`"three"`)}}}
 		},
 	}
 	for name, breakIt := range breakers {
@@ -46,7 +49,7 @@ func TestBuildNeverPanics(t *testing.T) {
 			breakIt(&r)
 			for _, resources := range [][]rest.Resource{{r}, {r, r}, {widgets(), r}} {
 				err := buildNoPanic(t, resources)
-				if name == "computed_getter_only" || name == "schema_without_properties" {
+				if name == "computed_getter_only" {
 					continue // may be legal; what matters is no panic
 				}
 				if err == nil {

@@ -13,6 +13,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"go.uber.org/zap"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -38,6 +40,9 @@ type testServer struct {
 
 func startServer(t testing.TB, b Builder) *testServer {
 	t.Helper()
+	if b.Logger == nil { // the default logs to stderr: keep test output quiet
+		b.Logger = zap.NewNop()
+	}
 	if b.DataDir == "" {
 		b.DataDir = t.TempDir()
 	}

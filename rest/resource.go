@@ -245,6 +245,11 @@ func validateResources(rs []Resource) error {
 				bad(r, ErrInvalidResource, "category "+c+" is malformed")
 			}
 		}
+		if r.Schema != nil {
+			for _, e := range schema.ValidateStructural(r.Schema) {
+				bad(r, ErrInvalidResource, "schema: "+e.Error())
+			}
+		}
 		for _, f := range r.Strategy.SelectableFields {
 			if f == "" || f == "metadata.name" || f == "metadata.namespace" || strings.HasPrefix(f, ".") || strings.HasSuffix(f, ".") || strings.Contains(f, "..") {
 				bad(r, ErrInvalidResource, "selectable field "+f+" is malformed or built in")
@@ -261,6 +266,11 @@ func validateResources(rs []Resource) error {
 			}
 			if _, err := parseJSONPath(c.JSONPath); err != nil {
 				bad(r, ErrInvalidResource, "printer column "+c.Name+": "+err.Error())
+			}
+		}
+		if r.Schema != nil {
+			for _, e := range schema.ValidateStructural(r.Schema) {
+				bad(r, ErrInvalidResource, "schema: "+e.Error())
 			}
 		}
 		for _, f := range r.Strategy.SelectableFields {
