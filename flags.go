@@ -44,7 +44,9 @@ type flagState struct {
 }
 
 // AddFlags registers the server's flags on fs, named and meaning as
-// kube-apiserver's: --secure-port, --bind-address, --tls-cert-file,
+// kube-apiserver's: --secure-port, --bind-address, --data-dir (annex's own:
+// the embedded store, generated certificates and the admin kubeconfig),
+// --tls-cert-file,
 // --tls-private-key-file, --client-ca-file, --token-auth-file,
 // --authorization-policy-file, --authorization-always-allow-paths, the
 // --oidc-* set, and for delegated mode --delegated-auth,
@@ -58,6 +60,10 @@ type flagState struct {
 // are the defaults. Values take effect at Build; delegation is on when
 // --delegated-auth is set. A flag given that has no effect in the chosen
 // mode is an error of Build that names it (flagrules.go).
+//
+// A program that has flags of its own must not register these names again
+// (the flag package panics on a redefined flag): set the Builder's field
+// instead, or read its value from fs after parsing.
 func (b *Builder) AddFlags(fs *flag.FlagSet) {
 	if b.flags == nil {
 		b.flags = &flagState{}
