@@ -30,30 +30,14 @@ const (
 // maxReviewBody bounds a review's body: it is a few hundred bytes.
 const maxReviewBody = 64 << 10
 
-// resourceAttributes and nonResourceAttributes are a
-// SelfSubjectAccessReview's spec, as authorization.k8s.io/v1 spells it.
-type resourceAttributes struct {
-	Namespace   string `json:"namespace,omitempty"`
-	Verb        string `json:"verb,omitempty"`
-	Group       string `json:"group,omitempty"`
-	Version     string `json:"version,omitempty"`
-	Resource    string `json:"resource,omitempty"`
-	Subresource string `json:"subresource,omitempty"`
-	Name        string `json:"name,omitempty"`
-}
-
-type nonResourceAttributes struct {
-	Path string `json:"path,omitempty"`
-	Verb string `json:"verb,omitempty"`
-}
-
 type selfSubjectAccessReview struct {
 	Kind       string         `json:"kind"`
 	APIVersion string         `json:"apiVersion"`
 	Metadata   map[string]any `json:"metadata"`
 	Spec       struct {
-		ResourceAttributes    *resourceAttributes    `json:"resourceAttributes,omitempty"`
-		NonResourceAttributes *nonResourceAttributes `json:"nonResourceAttributes,omitempty"`
+		// authorization.k8s.io/v1's attributes, as SubjectAccessReview's.
+		ResourceAttributes    *authz.ResourceAttributes    `json:"resourceAttributes,omitempty"`
+		NonResourceAttributes *authz.NonResourceAttributes `json:"nonResourceAttributes,omitempty"`
 	} `json:"spec"`
 	Status *accessReviewStatus `json:"status,omitempty"`
 }
@@ -207,7 +191,7 @@ func decodeAccessReviewProto(body []byte, review *selfSubjectAccessReview) error
 	return protoFields(spec, func(num protowire.Number, v []byte) error {
 		switch num {
 		case 1:
-			ra := &resourceAttributes{}
+			ra := &authz.ResourceAttributes{}
 			review.Spec.ResourceAttributes = ra
 			return protoFields(v, func(n protowire.Number, s []byte) error {
 				dst := map[protowire.Number]*string{1: &ra.Namespace, 2: &ra.Verb, 3: &ra.Group, 4: &ra.Version, 5: &ra.Resource, 6: &ra.Subresource, 7: &ra.Name}[n]
@@ -217,7 +201,7 @@ func decodeAccessReviewProto(body []byte, review *selfSubjectAccessReview) error
 				return nil
 			})
 		case 2:
-			na := &nonResourceAttributes{}
+			na := &authz.NonResourceAttributes{}
 			review.Spec.NonResourceAttributes = na
 			return protoFields(v, func(n protowire.Number, s []byte) error {
 				switch n {

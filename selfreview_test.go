@@ -3,6 +3,8 @@ package annex
 import (
 	"testing"
 
+	"github.com/annexapi/annex/authz"
+
 	"google.golang.org/protobuf/encoding/protowire"
 )
 
@@ -37,7 +39,7 @@ func TestDecodeAccessReviewProto(t *testing.T) {
 	var r selfSubjectAccessReview
 	err := decodeAccessReviewProto(ssarProto(map[protowire.Number]string{1: "default", 2: "list", 3: "platform.example.com", 5: "environments", 7: "x"}), &r)
 	ra := r.Spec.ResourceAttributes
-	if err != nil || ra == nil || *ra != (resourceAttributes{Namespace: "default", Verb: "list", Group: "platform.example.com", Resource: "environments", Name: "x"}) {
+	if err != nil || ra == nil || *ra != (authz.ResourceAttributes{Namespace: "default", Verb: "list", Group: "platform.example.com", Resource: "environments", Name: "x"}) {
 		t.Fatalf("decoded %+v, %v", ra, err)
 	}
 	for name, body := range map[string][]byte{"no_magic": []byte("{}"), "truncated": ssarProto(map[protowire.Number]string{2: "get"})[:9]} {
