@@ -212,7 +212,9 @@ func setupSource(args []string, stderr io.Writer, ln net.Listener, src Source) (
 	a.store = NewStore(src, o.resolution, a.log.Named("store"))
 
 	b := o.builder
-	b.Resources = Resources(a.store)
+	if b.Resources, err = Resources(a.store); err != nil {
+		return nil, err
+	}
 	b.Logger = a.log
 	b.Registerer = prometheus.NewRegistry()
 	b.Listener = ln

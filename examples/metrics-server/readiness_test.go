@@ -188,10 +188,8 @@ func TestStoreReady(t *testing.T) {
 			if err != nil && err.Error() != "no metrics to serve" {
 				t.Errorf("error %q, want metrics-server's %q", err, "no metrics to serve")
 			}
-			_, list := s.Nodes()
-			nodes, _ := list.List(context.Background(), "", rest.ListOptions{})
-			_, plist := s.Pods()
-			pods, _ := plist.List(context.Background(), "", rest.ListOptions{})
+			nodes, _ := s.NodeList(context.Background(), "", rest.ListOptions{})
+			pods, _ := s.PodList(context.Background(), "", rest.ListOptions{})
 			if has := len(nodes)+len(pods) > 0; has != tt.ready {
 				t.Errorf("lists hold %d nodes and %d pods, ready %v", len(nodes), len(pods), tt.ready)
 			}

@@ -7,32 +7,37 @@ package main
 import (
 	"github.com/annexapi/annex/meta"
 	"github.com/annexapi/annex/rest"
+	"github.com/annexapi/annex/typed"
 )
 
-// Resources returns the metrics.k8s.io/v1beta1 resources served from st.
-func Resources(st *Store) []rest.Resource {
-	nodeGet, nodeList := st.Nodes()
-	podGet, podList := st.Pods()
-	return []rest.Resource{
-		{
-			Group: "metrics.k8s.io", Version: "v1beta1", Plural: "nodes", Kind: "NodeMetrics",
-			Getter: nodeGet, Lister: nodeList,
-			PrinterColumns: []rest.PrinterColumn{
-				{Name: "CPU", Type: meta.ColumnTypeString, Format: "quantity", JSONPath: ".usage.cpu", Description: "CPU usage in cores"},
-				{Name: "Memory", Type: meta.ColumnTypeString, Format: "quantity", JSONPath: ".usage.memory", Description: "Working-set memory in bytes"},
-				{Name: "Window", Type: meta.ColumnTypeString, Format: "duration", JSONPath: ".window", Description: "Interval the usage was measured over"},
-			},
+// Resources returns the metrics.k8s.io/v1beta1 resources served from st,
+// declared on the typed layer (package typed).
+func Resources(st *Store) ([]rest.Resource, error) {
+	nodes, err := typed.Computed[NodeMetrics]{
+		Group: "metrics.k8s.io", Version: "v1beta1", Plural: "nodes", Kind: "NodeMetrics",
+		Get: st.Node, List: st.NodeList,
+		PrinterColumns: []rest.PrinterColumn{
+			{Name: "CPU", Type: meta.ColumnTypeString, Format: "quantity", JSONPath: ".usage.cpu", Description: "CPU usage in cores"},
+			{Name: "Memory", Type: meta.ColumnTypeString, Format: "quantity", JSONPath: ".usage.memory", Description: "Working-set memory in bytes"},
+			{Name: "Window", Type: meta.ColumnTypeString, Format: "duration", JSONPath: ".window", Description: "Interval the usage was measured over"},
 		},
-		{
-			Group: "metrics.k8s.io", Version: "v1beta1", Plural: "pods", Kind: "PodMetrics", Namespaced: true,
-			Getter: podGet, Lister: podList,
-			// One value per container, comma-separated (JSONPath cannot sum;
-			// metrics-server's own convertor prints the pod's total).
-			PrinterColumns: []rest.PrinterColumn{
-				{Name: "CPU", Type: meta.ColumnTypeString, Format: "quantity", JSONPath: ".containers[*].usage.cpu", Description: "CPU usage of each container in cores"},
-				{Name: "Memory", Type: meta.ColumnTypeString, Format: "quantity", JSONPath: ".containers[*].usage.memory", Description: "Working-set memory of each container in bytes"},
-				{Name: "Window", Type: meta.ColumnTypeString, Format: "duration", JSONPath: ".window", Description: "Interval the usage was measured over"},
-			},
-		},
+	}.Resource()
+	if err != nil {
+		return nil, err
 	}
+	pods, err := typed.Computed[PodMetrics]{
+		Group: "metrics.k8s.io", Version: "v1beta1", Plural: "pods", Kind: "PodMetrics", Namespaced: true,
+		Get: st.Pod, List: st.PodList,
+		// One value per container, comma-separated (JSONPath cannot sum;
+		// metrics-server's own convertor prints the pod's total).
+		PrinterColumns: []rest.PrinterColumn{
+			{Name: "CPU", Type: meta.ColumnTypeString, Format: "quantity", JSONPath: ".containers[*].usage.cpu", Description: "CPU usage of each container in cores"},
+			{Name: "Memory", Type: meta.ColumnTypeString, Format: "quantity", JSONPath: ".containers[*].usage.memory", Description: "Working-set memory of each container in bytes"},
+			{Name: "Window", Type: meta.ColumnTypeString, Format: "duration", JSONPath: ".window", Description: "Interval the usage was measured over"},
+		},
+	}.Resource()
+	if err != nil {
+		return nil, err
+	}
+	return []rest.Resource{nodes, pods}, nil
 }

@@ -7,9 +7,7 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
-	"fmt"
 	"math"
 	"sort"
 	"sync"
@@ -17,8 +15,8 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/annexapi/annex/meta"
 	"github.com/annexapi/annex/rest"
-	"github.com/annexapi/annex/storage"
 )
 
 const apiVersion = "metrics.k8s.io/v1beta1"
@@ -132,7 +130,7 @@ func (s *Store) Ready(context.Context) error {
 		}
 	}
 	for key := range cur.pods {
-		if s.podJSON(cur, prev, key) != nil {
+		if s.pod(cur, prev, key) != nil {
 			return nil
 		}
 	}
@@ -159,45 +157,40 @@ func rate(cur, prev Usage) (int64, time.Duration, bool) {
 	return int64(math.Round(float64(cur.CPUNanoseconds-prev.CPUNanoseconds) * 1e9 / float64(window.Nanoseconds()))), window, true
 }
 
-// The wire shapes of metrics.k8s.io/v1beta1 (wire.md §8.3).
+// The objects of metrics.k8s.io/v1beta1 (wire.md §8.3), as Go types: the
+// typed layer derives their schema and fills in kind and apiVersion.
 type (
-	objectMeta struct {
-		Name              string            `json:"name"`
-		Namespace         string            `json:"namespace,omitempty"`
-		CreationTimestamp string            `json:"creationTimestamp"`
-		Labels            map[string]string `json:"labels,omitempty"`
+	// NodeMetrics is the usage of one node.
+	NodeMetrics struct {
+		meta.ObjectMeta `json:"metadata"`
+		Timestamp       string       `json:"timestamp" doc:"When the usage was measured (RFC 3339), the end of the window."`
+		Window          string       `json:"window" doc:"Interval the usage was measured over."`
+		Usage           ResourceList `json:"usage" doc:"Resource usage: cpu in cores, memory in bytes, as quantities."`
 	}
-	resourceList map[string]string
-	nodeMetrics  struct {
-		Kind       string       `json:"kind"`
-		APIVersion string       `json:"apiVersion"`
-		Metadata   objectMeta   `json:"metadata"`
-		Timestamp  string       `json:"timestamp"`
-		Window     string       `json:"window"`
-		Usage      resourceList `json:"usage"`
+	// PodMetrics is the usage of one pod's containers.
+	PodMetrics struct {
+		meta.ObjectMeta `json:"metadata"`
+		Timestamp       string             `json:"timestamp" doc:"When the usage was measured (RFC 3339), the end of the window."`
+		Window          string             `json:"window" doc:"Interval the usage was measured over."`
+		Containers      []ContainerMetrics `json:"containers" doc:"Usage of each container."`
 	}
-	containerMetrics struct {
+	// ContainerMetrics is the usage of one container.
+	ContainerMetrics struct {
 		Name  string       `json:"name"`
-		Usage resourceList `json:"usage"`
+		Usage ResourceList `json:"usage"`
 	}
-	podMetrics struct {
-		Kind       string             `json:"kind"`
-		APIVersion string             `json:"apiVersion"`
-		Metadata   objectMeta         `json:"metadata"`
-		Timestamp  string             `json:"timestamp"`
-		Window     string             `json:"window"`
-		Containers []containerMetrics `json:"containers"`
-	}
+	// ResourceList maps a resource name (cpu, memory) to a quantity.
+	ResourceList map[string]string
 )
 
-func usageList(nanocores int64, memory uint64) resourceList {
-	return resourceList{"cpu": formatCPU(nanocores), "memory": formatMemory(int64(memory))}
+func usageList(nanocores int64, memory uint64) ResourceList {
+	return ResourceList{"cpu": formatCPU(nanocores), "memory": formatMemory(int64(memory))}
 }
 
 func rfc3339(t time.Time) string { return t.UTC().Format(time.RFC3339) }
 
-// nodeJSON computes one node's metrics, or nil when it has no pair of samples.
-func (s *Store) nodeJSON(cur, prev *indexedBatch, name string) []byte {
+// node computes one node's metrics, or nil when it has no pair of samples.
+func (s *Store) node(cur, prev *indexedBatch, name string) *NodeMetrics {
 	if cur == nil || prev == nil || cur.nodes[name] == nil || prev.nodes[name] == nil {
 		return nil
 	}
@@ -206,18 +199,16 @@ func (s *Store) nodeJSON(cur, prev *indexedBatch, name string) []byte {
 	if !ok {
 		return nil
 	}
-	b, _ := json.Marshal(nodeMetrics{
-		Kind: "NodeMetrics", APIVersion: apiVersion,
-		Metadata:  objectMeta{Name: name, CreationTimestamp: rfc3339(s.now()), Labels: c.Labels},
-		Timestamp: rfc3339(c.Usage.Time), Window: window.Round(time.Millisecond).String(),
+	return &NodeMetrics{
+		ObjectMeta: meta.ObjectMeta{Name: name, CreationTimestamp: meta.Time{Time: s.now()}, Labels: c.Labels},
+		Timestamp:  rfc3339(c.Usage.Time), Window: window.Round(time.Millisecond).String(),
 		Usage: usageList(cpu, c.Usage.MemoryBytes),
-	})
-	return b
+	}
 }
 
-// podJSON computes one pod's metrics, or nil unless every container has a
+// pod computes one pod's metrics, or nil unless every container has a
 // pair of samples (metrics-server drops partial pods too).
-func (s *Store) podJSON(cur, prev *indexedBatch, key string) []byte {
+func (s *Store) pod(cur, prev *indexedBatch, key string) *PodMetrics {
 	if cur == nil || prev == nil || cur.pods[key] == nil || prev.pods[key] == nil {
 		return nil
 	}
@@ -226,9 +217,8 @@ func (s *Store) podJSON(cur, prev *indexedBatch, key string) []byte {
 	for _, ct := range p.Containers {
 		before[ct.Name] = ct.Usage
 	}
-	pm := podMetrics{Kind: "PodMetrics", APIVersion: apiVersion,
-		Metadata:   objectMeta{Name: c.Name, Namespace: c.Namespace, CreationTimestamp: rfc3339(s.now()), Labels: c.Labels},
-		Containers: []containerMetrics{}}
+	pm := &PodMetrics{ObjectMeta: meta.ObjectMeta{Name: c.Name, Namespace: c.Namespace, CreationTimestamp: meta.Time{Time: s.now()}, Labels: c.Labels},
+		Containers: []ContainerMetrics{}}
 	var newest time.Time
 	var window time.Duration
 	for _, ct := range c.Containers {
@@ -243,76 +233,66 @@ func (s *Store) podJSON(cur, prev *indexedBatch, key string) []byte {
 		if ct.Usage.Time.After(newest) {
 			newest, window = ct.Usage.Time, w
 		}
-		pm.Containers = append(pm.Containers, containerMetrics{Name: ct.Name, Usage: usageList(cpu, ct.Usage.MemoryBytes)})
+		pm.Containers = append(pm.Containers, ContainerMetrics{Name: ct.Name, Usage: usageList(cpu, ct.Usage.MemoryBytes)})
 	}
 	pm.Timestamp, pm.Window = rfc3339(newest), window.Round(time.Millisecond).String()
-	b, _ := json.Marshal(pm)
-	return b
+	return pm
 }
 
-// notFound is the error of a get for an object without metrics.
-func notFound(what string) error { return fmt.Errorf("%s: %w", what, storage.ErrNotFound) }
-
-// Nodes is the Getter and Lister of NodeMetrics.
-func (s *Store) Nodes() (rest.Getter, rest.Lister) {
-	get := rest.GetterFunc(func(_ context.Context, _, name string) ([]byte, error) {
-		cur, prev := s.pair()
-		if b := s.nodeJSON(cur, prev, name); b != nil {
-			return b, nil
-		}
-		return nil, notFound("node " + name)
-	})
-	list := rest.ListerFunc(func(_ context.Context, _ string, opts rest.ListOptions) ([][]byte, error) {
-		cur, prev := s.pair()
-		if cur == nil {
-			return nil, nil
-		}
-		names := make([]string, 0, len(cur.nodes))
-		for n, ns := range cur.nodes {
-			if opts.Labels.Matches(ns.Labels) {
-				names = append(names, n)
-			}
-		}
-		sort.Strings(names)
-		var out [][]byte
-		for _, n := range names {
-			if b := s.nodeJSON(cur, prev, n); b != nil {
-				out = append(out, b)
-			}
-		}
-		return out, nil
-	})
-	return get, list
+// Node is the metrics of the node name; nil when it has none yet (404).
+func (s *Store) Node(_ context.Context, _, name string) (*NodeMetrics, error) {
+	cur, prev := s.pair()
+	return s.node(cur, prev, name), nil
 }
 
-// Pods is the Getter and Lister of PodMetrics.
-func (s *Store) Pods() (rest.Getter, rest.Lister) {
-	get := rest.GetterFunc(func(_ context.Context, namespace, name string) ([]byte, error) {
-		cur, prev := s.pair()
-		if b := s.podJSON(cur, prev, namespace+"/"+name); b != nil {
-			return b, nil
+// NodeList is the metrics of every node the selector matches, by name.
+func (s *Store) NodeList(_ context.Context, _ string, opts rest.ListOptions) ([]NodeMetrics, error) {
+	cur, prev := s.pair()
+	if cur == nil {
+		return nil, nil
+	}
+	names := make([]string, 0, len(cur.nodes))
+	for n, ns := range cur.nodes {
+		if opts.Labels.Matches(ns.Labels) {
+			names = append(names, n)
 		}
-		return nil, notFound("pod " + namespace + "/" + name)
-	})
-	list := rest.ListerFunc(func(_ context.Context, namespace string, opts rest.ListOptions) ([][]byte, error) {
-		cur, prev := s.pair()
-		if cur == nil {
-			return nil, nil
+	}
+	sort.Strings(names)
+	var out []NodeMetrics
+	for _, n := range names {
+		if m := s.node(cur, prev, n); m != nil {
+			out = append(out, *m)
 		}
-		keys := make([]string, 0, len(cur.pods))
-		for k, p := range cur.pods {
-			if (namespace == "" || p.Namespace == namespace) && opts.Labels.Matches(p.Labels) {
-				keys = append(keys, k)
-			}
+	}
+	return out, nil
+}
+
+// Pod is the metrics of the pod namespace/name; nil when it has none yet
+// (404).
+func (s *Store) Pod(_ context.Context, namespace, name string) (*PodMetrics, error) {
+	cur, prev := s.pair()
+	return s.pod(cur, prev, namespace+"/"+name), nil
+}
+
+// PodList is the metrics of the pods of namespace ("" for all) the selector
+// matches, by namespace and name.
+func (s *Store) PodList(_ context.Context, namespace string, opts rest.ListOptions) ([]PodMetrics, error) {
+	cur, prev := s.pair()
+	if cur == nil {
+		return nil, nil
+	}
+	keys := make([]string, 0, len(cur.pods))
+	for k, p := range cur.pods {
+		if (namespace == "" || p.Namespace == namespace) && opts.Labels.Matches(p.Labels) {
+			keys = append(keys, k)
 		}
-		sort.Strings(keys)
-		var out [][]byte
-		for _, k := range keys {
-			if b := s.podJSON(cur, prev, k); b != nil {
-				out = append(out, b)
-			}
+	}
+	sort.Strings(keys)
+	var out []PodMetrics
+	for _, k := range keys {
+		if m := s.pod(cur, prev, k); m != nil {
+			out = append(out, *m)
 		}
-		return out, nil
-	})
-	return get, list
+	}
+	return out, nil
 }
