@@ -29,7 +29,8 @@
 // (number), time.Time (string, date-time), []byte (string, byte), slices
 // (array), maps with string keys (object with additionalProperties), pointers
 // (their element, optional), any and json.RawMessage (any JSON,
-// x-kubernetes-preserve-unknown-fields). A type with an OpenAPISchemaType
+// x-kubernetes-preserve-unknown-fields), Quantity (int-or-string with the
+// quantity pattern, as k8s.io's resource.Quantity). A type with an OpenAPISchemaType
 // method (and, optionally, OpenAPISchemaFormat), as k8s.io's Quantity has,
 // says its own. The metadata field is "object" (the server validates
 // ObjectMeta itself), and kind and apiVersion are strings.

@@ -28,8 +28,9 @@ type Widget struct {
 }
 
 type WidgetSpec struct {
-	Color    string `json:"color" annex:"enum=red|green|blue" doc:"Color of the widget."`
-	Replicas int32  `json:"replicas,omitempty" annex:"minimum=0,maximum=10,default=1" doc:"How many to make."`
+	Color    string         `json:"color" annex:"enum=red|green|blue" doc:"Color of the widget."`
+	Replicas int32          `json:"replicas,omitempty" annex:"minimum=0,maximum=10,default=1" doc:"How many to make."`
+	Memory   typed.Quantity `json:"memory,omitempty" doc:"Memory per widget."`
 }
 
 type WidgetStatus struct {

@@ -54,6 +54,14 @@ func TestTypedServerWithKubectl(t *testing.T) {
 		`spec.color: Unsupported value: "purple": supported values: "red", "green", "blue"`,
 		`spec.replicas: Invalid value: 11: spec.replicas in body should be less than or equal to 10`)
 
+	// A quantity takes a string or a number, and must look like one.
+	k.MustRun("patch", "widget", "w1", "--type=merge", "-p", `{"spec":{"memory":"1Gi"}}`)
+	k.MustRun("patch", "widget", "w1", "--type=merge", "-p", `{"spec":{"memory":512}}`)
+	out, ok = k.Run("patch", "widget", "w1", "--type=merge", "-p", `{"spec":{"memory":"lots"}}`)
+	if ok {
+		t.Fatalf("a malformed quantity was accepted:\n%s", out)
+	}
+	kubectltest.WantContains(t, "quantity", out, `spec.memory: Invalid value: "lots": spec.memory in body should match`)
 	k.MustRun("patch", "widget", "w1", "--subresource=status", "--type=merge", "-p", `{"status":{"made":3}}`)
 	kubectltest.WantContains(t, "status", k.MustRun("get", "widgets"), "w1", "red", "3")
 	out, ok = k.Run("patch", "widget", "w1", "--type=merge", "-p", `{"spec":{"color":"blue"}}`)

@@ -28,8 +28,9 @@ func SchemaOf[T any]() (*schema.Props, error) {
 }
 
 var (
-	timeType = reflect.TypeFor[time.Time]()
-	rawType  = reflect.TypeFor[json.RawMessage]()
+	timeType     = reflect.TypeFor[time.Time]()
+	quantityType = reflect.TypeFor[Quantity]()
+	rawType      = reflect.TypeFor[json.RawMessage]()
 )
 
 // schemaTyper is what k8s.io types such as resource.Quantity implement to
@@ -49,6 +50,8 @@ func propsOf(t reflect.Type, seen map[reflect.Type]bool, root bool) (*schema.Pro
 		return p, nil
 	}
 	switch t {
+	case quantityType:
+		return quantitySchema(), nil
 	case timeType:
 		return &schema.Props{Type: "string", Format: "date-time"}, nil
 	case rawType:

@@ -33,6 +33,7 @@ type sample struct {
 		Memory   quantity          `json:"memory,omitempty"`
 		Free     json.RawMessage   `json:"free,omitempty"`
 		Secret   []byte            `json:"secret,omitempty"`
+		CPU      typed.Quantity    `json:"cpu,omitempty"`
 		Skipped  string            `json:"-"`
 		hidden   string
 	} `json:"spec"`
@@ -47,6 +48,7 @@ func TestSchemaOf(t *testing.T) {
 	got, _ := json.Marshal(p)
 	want := `{"type":"object","required":["spec"],"properties":{"apiVersion":{"type":"string"},"kind":{"type":"string"},"metadata":{"type":"object"},` +
 		`"spec":{"type":"object","required":["owner","color"],"properties":{"color":{"type":"string","enum":["red","green","blue"]},` +
+		`"cpu":{"pattern":"^(\\+|-)?(([0-9]+(\\.[0-9]*)?)|(\\.[0-9]+))(([KMGTPE]i)|[numkMGTPE]|([eE](\\+|-)?(([0-9]+(\\.[0-9]*)?)|(\\.[0-9]+))))?$","anyOf":[{"type":"integer"},{"type":"string"}],"x-kubernetes-int-or-string":true},` +
 		`"free":{"x-kubernetes-preserve-unknown-fields":true},"labels":{"type":"object","additionalProperties":{"type":"string"}},` +
 		`"memory":{"type":"string","format":"quantity"},"owner":{"description":"Who owns it.","type":"string","maxLength":63,"minLength":1},` +
 		`"ratio":{"type":"number"},"replicas":{"type":"integer","format":"int32","default":1,"maximum":10,"minimum":0},` +
@@ -83,5 +85,18 @@ func TestSchemaOfRefusals(t *testing.T) {
 		if err := f(); err == nil {
 			t.Errorf("%s: no error", name)
 		}
+	}
+}
+
+func TestQuantityTakesStringsAndNumbers(t *testing.T) {
+	t.Parallel()
+	var v struct {
+		A, B typed.Quantity
+	}
+	if err := json.Unmarshal([]byte(`{"A":"250m","B":2}`), &v); err != nil || v.A != "250m" || v.B != "2" {
+		t.Errorf("got %+v, %v", v, err)
+	}
+	if err := json.Unmarshal([]byte(`{"A":true}`), &v); err == nil {
+		t.Error("a boolean quantity accepted")
 	}
 }
