@@ -217,7 +217,7 @@ func (b *Builder) withDefaults() *Builder {
 		c.RequestTimeout = 60 * time.Second
 	}
 	if c.Logger == nil {
-		c.Logger = defaultLogger()
+		c.Logger = defaultLogger(os.Stderr)
 	}
 	if c.Registerer == nil {
 		reg := prometheus.NewRegistry()
@@ -230,10 +230,10 @@ func (b *Builder) withDefaults() *Builder {
 // defaultLogger is the Logger of a Builder that has none: Info and above,
 // one readable line per entry on stderr (where the server serves, the
 // kubeconfig it wrote, what failed).
-func defaultLogger() *zap.Logger {
+func defaultLogger(w zapcore.WriteSyncer) *zap.Logger {
 	enc := zap.NewDevelopmentEncoderConfig()
 	enc.EncodeTime = zapcore.ISO8601TimeEncoder
-	return zap.New(zapcore.NewCore(zapcore.NewConsoleEncoder(enc), zapcore.Lock(os.Stderr), zapcore.InfoLevel))
+	return zap.New(zapcore.NewCore(zapcore.NewConsoleEncoder(enc), zapcore.Lock(w), zapcore.InfoLevel))
 }
 
 // Build assembles the server in two phases. First it checks the whole

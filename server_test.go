@@ -2,6 +2,7 @@ package annex
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -15,6 +16,7 @@ import (
 	"testing"
 
 	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -319,5 +321,20 @@ func TestZeroBuilderServesMetrics(t *testing.T) {
 		if code != 200 || !strings.Contains(body, want) {
 			t.Errorf("/metrics (%d) lacks %q", code, want)
 		}
+	}
+}
+
+// TestDefaultLoggerSaysWhereItServes: the logger of a Builder without one
+// writes Info lines a person reads: the URL and the kubeconfig of "serving".
+func TestDefaultLoggerSaysWhereItServes(t *testing.T) {
+	t.Parallel()
+	var buf bytes.Buffer
+	log := defaultLogger(zapcore.AddSync(&buf))
+	log.Debug("hidden")
+	log.Info("serving", zap.String("url", "https://127.0.0.1:8443"), zap.String("kubeconfig", ".annex/kubeconfig"))
+	out := buf.String()
+	if strings.Contains(out, "hidden") || !strings.Contains(out, "INFO\tserving\t") ||
+		!strings.Contains(out, `"url": "https://127.0.0.1:8443"`) || !strings.Contains(out, `"kubeconfig": ".annex/kubeconfig"`) {
+		t.Errorf("default logger wrote %q", out)
 	}
 }
