@@ -71,6 +71,14 @@ func TestTypedServerWithKubectl(t *testing.T) {
 	kubectltest.WantContains(t, "hook", out, `The Widget "w1" is invalid: spec.color: Forbidden: may not change once widgets are made`)
 	k.MustRun("label", "widget", "w1", "team=shop") // metadata-only edits still pass the hook
 
+	if out := k.MustRun("auth", "can-i", "create", "widgets.shop.example.com"); strings.TrimSpace(out) != "yes" {
+		t.Errorf("auth can-i: %q", out)
+	}
+	kubectltest.WantContains(t, "whoami", k.MustRun("auth", "whoami"), "admin", "system:masters")
+	if v := k.MustRun("version"); !strings.Contains(v, "Server Version: v1.33.0+") || strings.Contains(v, "WARNING") {
+		t.Errorf("kubectl version:\n%s", v)
+	}
+
 	kubectltest.WantContains(t, "inventory", k.MustRun("get", "inventory", "main", "-o", "jsonpath={.kind} {.apiVersion} {.widgets}"), "Inventory shop.example.com/v1 42")
 	if out, ok := k.Run("get", "inventory", "other"); ok || !strings.Contains(out, `inventories.shop.example.com "other" not found`) {
 		t.Errorf("missing inventory: %s", out)
