@@ -146,6 +146,14 @@ type Builder struct {
 	// with the Go and process collectors, served on /metrics.
 	Registerer prometheus.Registerer
 
+	// DisableProfiling turns off /debug/pprof/ (Go's profiles, behind
+	// authorization, as kube-apiserver's --profiling, on by default).
+	DisableProfiling bool
+	// ContentionProfiling turns on the block and mutex profiles
+	// (--contention-profiling): a process-wide runtime setting, made at
+	// Build.
+	ContentionProfiling bool
+
 	// RequestTimeout bounds non-long-running requests and graceful shutdown.
 	// Zero means 60s.
 	RequestTimeout time.Duration

@@ -23,6 +23,7 @@ type flagState struct {
 	fs             *flag.FlagSet
 	delegated      bool
 	skipLookup     bool
+	profiling      bool
 	delegation     Delegation
 	oidc           authn.OIDCConfig
 	oidcCAFile     string
@@ -46,7 +47,7 @@ type flagState struct {
 // AddFlags registers the server's flags on fs, named and meaning as
 // kube-apiserver's: --secure-port, --bind-address, --data-dir (annex's own:
 // the embedded store, generated certificates and the admin kubeconfig),
-// --tls-cert-file,
+// --tls-cert-file, --profiling and --contention-profiling,
 // --tls-private-key-file, --client-ca-file, --token-auth-file,
 // --authorization-policy-file, --authorization-always-allow-paths, the
 // --oidc-* set, and for delegated mode --delegated-auth,
@@ -86,6 +87,8 @@ func (b *Builder) AddFlags(fs *flag.FlagSet) {
 	b.addLimitFlags(fs)
 	fs.Var(&f.alwaysAllow, "authorization-always-allow-paths", "A list of HTTP paths to skip during authorization, i.e. these are authorized without contacting the 'core' kubernetes server. Default /healthz,/readyz,/livez.")
 
+	fs.BoolVar(&f.profiling, "profiling", !b.DisableProfiling, "Enable profiling via web interface host:port/debug/pprof/")
+	fs.BoolVar(&b.ContentionProfiling, "contention-profiling", b.ContentionProfiling, "Enable block profiling, if profiling is enabled")
 	fs.BoolVar(&f.delegated, "delegated-auth", false, "Delegate authentication and authorization to the cluster (front proxy, TokenReview, SubjectAccessReview), as behind kube-aggregator.")
 	fs.StringVar(&f.delegation.AuthenticationKubeconfig, "authentication-kubeconfig", "", "kubeconfig file pointing at the 'core' kubernetes server with enough rights to create tokenreviews.authentication.k8s.io. Empty means in-cluster.")
 	fs.BoolVar(&f.skipLookup, "authentication-skip-lookup", false, "If false, the authentication-kubeconfig will be used to lookup missing authentication configuration from the cluster.")
@@ -121,6 +124,7 @@ func (b *Builder) applyFlags() error {
 		return nil
 	}
 	b.applyFlowControlFlags()
+	b.DisableProfiling = !f.profiling
 	if len(f.policyFiles) > 0 {
 		b.AuthorizationPolicyFiles = append(b.AuthorizationPolicyFiles, f.policyFiles...)
 	}

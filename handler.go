@@ -196,6 +196,9 @@ func (s *Server) buildMux(c *Builder, resources []rest.Resource, api http.Handle
 		r.Handle(h.path, h.h)
 		r.Handle(h.path+"/*", h.h)
 	}
+	if !c.DisableProfiling {
+		routeProfiling(r, c.ContentionProfiling)
+	}
 	r.Post(selfSubjectAccessReviewPath, selfSubjectAccessReviewHandler(authorizer))
 	r.Post(selfSubjectReviewPath, selfSubjectReviewHandler)
 	version := c.Version.complete()

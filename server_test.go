@@ -7,6 +7,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/json"
+	"flag"
 	"io"
 	"net"
 	"net/http"
@@ -336,5 +337,40 @@ func TestDefaultLoggerSaysWhereItServes(t *testing.T) {
 	if strings.Contains(out, "hidden") || !strings.Contains(out, "INFO\tserving\t") ||
 		!strings.Contains(out, `"url": "https://127.0.0.1:8443"`) || !strings.Contains(out, `"kubeconfig": ".annex/kubeconfig"`) {
 		t.Errorf("default logger wrote %q", out)
+	}
+}
+
+// TestProfiling: /debug/pprof/ serves Go's profiles to those allowed (the
+// admin), refuses others, and is gone with DisableProfiling (--profiling=false).
+func TestProfiling(t *testing.T) {
+	t.Parallel()
+	ts := startServer(t, Builder{})
+	u := ts.srv.URL()
+	if code, body := do(t, ts.admin, http.MethodGet, u+"/debug/pprof/", ""); code != 200 || !strings.Contains(body, "goroutine") {
+		t.Errorf("pprof index as admin: %d %.200s", code, body)
+	}
+	if code, body := do(t, ts.admin, http.MethodGet, u+"/debug/pprof/goroutine?debug=1", ""); code != 200 || !strings.Contains(body, "goroutine profile:") {
+		t.Errorf("goroutine profile as admin: %d %.200s", code, body)
+	}
+	if code, body := do(t, ts.anon, http.MethodGet, u+"/debug/pprof/heap", ""); code != 401 && code != 403 {
+		t.Errorf("heap profile without credentials: %d %.200s, want 401 or 403", code, body)
+	}
+	off := startServer(t, Builder{DisableProfiling: true})
+	if code, _ := do(t, off.admin, http.MethodGet, off.srv.URL()+"/debug/pprof/", ""); code != 404 {
+		t.Errorf("pprof with profiling off: %d, want 404", code)
+	}
+}
+
+func TestProfilingFlag(t *testing.T) {
+	t.Parallel()
+	var b Builder
+	fs := flag.NewFlagSet("annex", flag.ContinueOnError)
+	b.AddFlags(fs)
+	if err := fs.Parse([]string{"--profiling=false"}); err != nil {
+		t.Fatal(err)
+	}
+	ts := startServer(t, b)
+	if code, _ := do(t, ts.admin, http.MethodGet, ts.srv.URL()+"/debug/pprof/", ""); code != 404 {
+		t.Errorf("--profiling=false: /debug/pprof/ answers %d, want 404", code)
 	}
 }
