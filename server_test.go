@@ -317,8 +317,26 @@ func TestZeroBuilderServesMetrics(t *testing.T) {
 		`{"apiVersion":"test.annex.dev/v1","kind":"Widget","metadata":{"name":"m"}}`); code != 201 {
 		t.Fatalf("create: %d %s", code, body)
 	}
+	if code, _ := do(t, ts.admin, http.MethodGet, u+"/apis/test.annex.dev/v1/namespaces/default/widgets/m", ""); code != 200 {
+		t.Fatalf("get: %d", code)
+	}
+	// A watch in flight is a long-running request.
+	req, _ := http.NewRequest(http.MethodGet, u+"/apis/test.annex.dev/v1/namespaces/default/widgets?watch=1&timeoutSeconds=30", nil)
+	resp, err := ts.admin.Do(req) // returns once the watch's headers are in
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
 	code, body := do(t, ts.admin, http.MethodGet, u+"/metrics", "")
-	for _, want := range []string{`apiserver_request_total{code="201"`, "go_goroutines ", "process_cpu_seconds_total "} {
+	for _, want := range []string{`apiserver_request_total{code="201"`, "go_goroutines ", "process_cpu_seconds_total ",
+		`apiserver_longrunning_requests{component="apiserver",group="test.annex.dev",resource="widgets",scope="namespace",subresource="",verb="WATCH",version="v1"} 1`,
+		// kube's families and label sets
+		"# TYPE apiserver_current_inflight_requests gauge", `apiserver_current_inflight_requests{request_kind="readOnly"} 1`,
+		`apiserver_current_inflight_requests{request_kind="mutating"} 0`,
+		"# TYPE apiserver_longrunning_requests gauge",
+		"# TYPE apiserver_response_sizes histogram",
+		`apiserver_response_sizes_count{component="apiserver",group="test.annex.dev",resource="widgets",scope="resource",subresource="",verb="GET",version="v1"} 1`,
+	} {
 		if code != 200 || !strings.Contains(body, want) {
 			t.Errorf("/metrics (%d) lacks %q", code, want)
 		}

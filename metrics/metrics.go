@@ -26,11 +26,14 @@ type Config struct {
 
 // Metrics are the request metrics of one server.
 type Metrics struct {
-	requests   *prometheus.CounterVec
-	durations  *prometheus.HistogramVec
-	rejections *prometheus.CounterVec
-	known      func(group, version, resource string) bool
-	now        func() time.Time
+	requests    *prometheus.CounterVec
+	durations   *prometheus.HistogramVec
+	rejections  *prometheus.CounterVec
+	inflight    *prometheus.GaugeVec
+	longRunning *prometheus.GaugeVec
+	sizes       *prometheus.HistogramVec
+	known       func(group, version, resource string) bool
+	now         func() time.Time
 }
 
 // durationBuckets are kube-apiserver's buckets for apiserver_request_duration_seconds.
@@ -62,7 +65,21 @@ func New(cfg Config) (*Metrics, error) {
 		Name: "annex_request_rejections_total",
 		Help: "Requests turned away, by the stage that turned them away.",
 	}, []string{"stage"})
-	for _, c := range []prometheus.Collector{m.requests, m.durations, m.rejections} {
+	m.inflight = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "apiserver_current_inflight_requests",
+		Help: "Maximal number of currently used inflight request limit of this apiserver per request kind in last second.",
+	}, []string{"request_kind"})
+	gaugeLabels := []string{"verb", "group", "version", "resource", "subresource", "scope", "component"}
+	m.longRunning = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "apiserver_longrunning_requests",
+		Help: "Gauge of all active long-running apiserver requests broken out by verb, group, version, resource, scope and component. Not all requests are tracked this way.",
+	}, gaugeLabels)
+	m.sizes = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "apiserver_response_sizes",
+		Help:    "Response size distribution in bytes for each group, version, verb, resource, subresource, scope and component.",
+		Buckets: prometheus.ExponentialBuckets(1000, 10, 8),
+	}, gaugeLabels)
+	for _, c := range []prometheus.Collector{m.requests, m.durations, m.rejections, m.inflight, m.longRunning, m.sizes} {
 		if err := cfg.Registerer.Register(c); err != nil {
 			return nil, err
 		}
@@ -84,21 +101,39 @@ func (m *Metrics) Filter() func(http.Handler) http.Handler {
 		if m.requests == nil {
 			return next
 		}
+		readOnly, mutating := m.inflight.WithLabelValues("readOnly"), m.inflight.WithLabelValues("mutating")
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			start := m.now()
 			rw := filters.WrapResponseWriter(w)
-			next.ServeHTTP(rw, r)
 			info, ok := filters.RequestInfoFrom(r.Context())
 			if !ok {
 				info = &filters.RequestInfo{Path: r.URL.Path, Verb: strings.ToLower(r.Method)}
 			}
+			l := m.labels(r, info)
+			// Without the dry_run label: the gauges' and sizes' label set.
+			g := [7]string{l[0], l[2], l[3], l[4], l[5], l[6], l[7]}
+			if filters.IsLongRunning(r, filters.DefaultLongRunning) {
+				lr := m.longRunning.WithLabelValues(g[:]...)
+				lr.Inc()
+				defer lr.Dec()
+			} else {
+				kind := readOnly
+				if r.Method != http.MethodGet && r.Method != http.MethodHead && r.Method != http.MethodOptions {
+					kind = mutating
+				}
+				kind.Inc()
+				defer kind.Dec()
+			}
+			next.ServeHTTP(rw, r)
 			code := rw.Status()
 			if code == 0 {
 				code = http.StatusOK
 			}
-			l := m.labels(r, info)
 			m.durations.WithLabelValues(l[:]...).Observe(m.now().Sub(start).Seconds())
 			m.requests.WithLabelValues(append(l[:], strconv.Itoa(code))...).Inc()
+			if l[0] == "GET" || l[0] == "LIST" { // read responses only, as kube
+				m.sizes.WithLabelValues(g[:]...).Observe(float64(rw.BytesWritten()))
+			}
 		})
 	}
 }
