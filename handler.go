@@ -44,7 +44,8 @@ func (s *Server) buildHandler(c *Builder, p *plan, resources []rest.Resource, fd
 		errs = append(errs, err)
 	}
 	apiHandler, err := rest.NewHandler(rest.Config{Resources: resources, MinRequestTimeout: c.MinRequestTimeout, Shutdown: s.watchCtx,
-		Admission: admit, OpenAPITitle: c.Name})
+		WatchEvents: m.WatchEvents,
+		Admission:   admit, OpenAPITitle: c.Name})
 	if err != nil {
 		errs = append(errs, err)
 	}

@@ -327,6 +327,10 @@ func TestZeroBuilderServesMetrics(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer resp.Body.Close()
+	// The watch's first event (the existing object) is counted once read.
+	if _, err := bufio.NewReader(resp.Body).ReadString('\n'); err != nil {
+		t.Fatal(err)
+	}
 	code, body := do(t, ts.admin, http.MethodGet, u+"/metrics", "")
 	for _, want := range []string{`apiserver_request_total{code="201"`, "go_goroutines ", "process_cpu_seconds_total ",
 		`apiserver_longrunning_requests{component="apiserver",group="test.annex.dev",resource="widgets",scope="namespace",subresource="",verb="WATCH",version="v1"} 1`,
@@ -335,6 +339,9 @@ func TestZeroBuilderServesMetrics(t *testing.T) {
 		`apiserver_current_inflight_requests{request_kind="mutating"} 0`,
 		"# TYPE apiserver_longrunning_requests gauge",
 		"# TYPE apiserver_response_sizes histogram",
+		`apiserver_watch_events_total{group="test.annex.dev",kind="Widget",version="v1"} 1`,
+		`apiserver_watch_events_sizes_count{group="test.annex.dev",kind="Widget",version="v1"} 1`,
+		`apiserver_storage_objects{resource="widgets.test.annex.dev"} 1`,
 		`apiserver_response_sizes_count{component="apiserver",group="test.annex.dev",resource="widgets",scope="resource",subresource="",verb="GET",version="v1"} 1`,
 	} {
 		if code != 200 || !strings.Contains(body, want) {

@@ -32,6 +32,8 @@ type Metrics struct {
 	inflight    *prometheus.GaugeVec
 	longRunning *prometheus.GaugeVec
 	sizes       *prometheus.HistogramVec
+	watchEvents *prometheus.CounterVec
+	watchSizes  *prometheus.HistogramVec
 	known       func(group, version, resource string) bool
 	now         func() time.Time
 }
@@ -79,7 +81,17 @@ func New(cfg Config) (*Metrics, error) {
 		Help:    "Response size distribution in bytes for each group, version, verb, resource, subresource, scope and component.",
 		Buckets: prometheus.ExponentialBuckets(1000, 10, 8),
 	}, gaugeLabels)
-	for _, c := range []prometheus.Collector{m.requests, m.durations, m.rejections, m.inflight, m.longRunning, m.sizes} {
+	gvk := []string{"group", "version", "kind"}
+	m.watchEvents = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "apiserver_watch_events_total",
+		Help: "Number of events sent in watch clients",
+	}, gvk)
+	m.watchSizes = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "apiserver_watch_events_sizes",
+		Help:    "Watch event size distribution in bytes",
+		Buckets: prometheus.ExponentialBuckets(1024, 2, 8),
+	}, gvk)
+	for _, c := range []prometheus.Collector{m.requests, m.durations, m.rejections, m.inflight, m.longRunning, m.sizes, m.watchEvents, m.watchSizes} {
 		if err := cfg.Registerer.Register(c); err != nil {
 			return nil, err
 		}
@@ -190,4 +202,18 @@ func Scope(info *filters.RequestInfo) string {
 		return "cluster"
 	}
 	return ""
+}
+
+// WatchEvents returns what records one event sent to a watcher of the kind
+// group/version/kind (apiserver_watch_events_total and _sizes), with the
+// label lookup done once; nil when nothing is recorded.
+func (m *Metrics) WatchEvents(group, version, kind string) func(size int) {
+	if m == nil || m.watchEvents == nil {
+		return nil
+	}
+	n, sz := m.watchEvents.WithLabelValues(group, version, kind), m.watchSizes.WithLabelValues(group, version, kind)
+	return func(size int) {
+		n.Inc()
+		sz.Observe(float64(size))
+	}
 }

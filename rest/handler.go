@@ -27,6 +27,8 @@ type handler struct {
 	minTimeout time.Duration
 	shutdown   <-chan struct{}
 	admission  Admitter
+	// watchEvents is Config.WatchEvents.
+	watchEvents func(group, version, kind string) func(size int)
 	// listBufs holds the buffers LISTs are written through (*[]byte of
 	// listChunk bytes), so that a LIST allocates nothing in proportion to
 	// its size.
@@ -74,7 +76,7 @@ func NewHandler(cfg Config) (http.Handler, error) {
 	if err := validateResources(cfg.Resources); err != nil {
 		return nil, err
 	}
-	h := &handler{resources: map[resourceKey]*resourceHandler{}, minTimeout: cfg.MinRequestTimeout, admission: cfg.Admission}
+	h := &handler{resources: map[resourceKey]*resourceHandler{}, minTimeout: cfg.MinRequestTimeout, admission: cfg.Admission, watchEvents: cfg.WatchEvents}
 	if h.minTimeout <= 0 {
 		h.minTimeout = defaultMinRequestTimeout
 	}

@@ -109,6 +109,10 @@ func (rh *resourceHandler) watch(w http.ResponseWriter, r *http.Request, o outpu
 		filters.WatchInitialized(ctx)
 	}
 	buf := make([]byte, 0, 4096)
+	var sent func(size int)
+	if rh.h.watchEvents != nil {
+		sent = rh.h.watchEvents(rh.Group, rh.Version, rh.Kind)
+	}
 	first := true // a Table's first event carries the column definitions
 	for {
 		select {
@@ -145,6 +149,9 @@ func (rh *resourceHandler) watch(w http.ResponseWriter, r *http.Request, o outpu
 			}
 			if _, err := w.Write(buf); err != nil {
 				return
+			}
+			if sent != nil {
+				sent(len(buf))
 			}
 			if len(events) == 0 {
 				if err := rc.Flush(); err != nil {

@@ -302,6 +302,7 @@ func (c *Cacher) replace(res storage.ListResult) {
 	c.ready = true
 	c.m.initialized.Inc()
 	c.m.objects.Set(float64(t.Len()))
+	c.m.stored.Set(float64(t.Len()))
 	c.advance(res.ResourceVersion)
 	c.notify()
 }
@@ -385,6 +386,7 @@ func (c *Cacher) applyLocked(ev storage.Event) {
 	e.snap = c.tree.Clone()
 	c.snap = e.snap
 	c.m.objects.Set(float64(c.tree.Len()))
+	c.m.stored.Set(float64(c.tree.Len()))
 	c.push(e)
 	c.dispatch(e)
 	c.advance(e.obj.ResourceVersion)

@@ -18,6 +18,7 @@ type metrics struct {
 	dispatched  prometheus.Counter
 	terminated  prometheus.Counter
 	objects     prometheus.Gauge
+	stored      prometheus.Gauge
 	rv          prometheus.Gauge
 	capacity    prometheus.Gauge
 	readWait    prometheus.Observer
@@ -56,6 +57,7 @@ func newMetrics(reg prometheus.Registerer, resource string) (*metrics, error) {
 		dispatched:  counter("apiserver_watch_cache_events_dispatched_total", "Counter of events dispatched in watch cache broken by resource type."),
 		terminated:  counter("apiserver_terminated_watchers_total", "Counter of watchers closed due to unresponsiveness broken by resource type."),
 		objects:     gauge("apiserver_watch_cache_objects", "Number of objects held by the watch cache."),
+		stored:      gauge("apiserver_storage_objects", "Number of stored objects at the time of last check split by kind. In case of a fetching error, the value will be -1."),
 		rv:          gauge("apiserver_watch_cache_resource_version", "Current resource version of watch cache broken by resource type."),
 		capacity:    gauge("apiserver_watch_cache_capacity", "Total capacity of watch cache broken by resource type."),
 		readWait:    wait.WithLabelValues(resource),
