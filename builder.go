@@ -350,6 +350,10 @@ func (c *Builder) assemble(p *plan) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
+	handshakeErrors, err := newHandshakeErrors(c.Registerer)
+	if err != nil {
+		return nil, err
+	}
 	s.chain = handler
 	s.httpServer = &http.Server{
 		Handler:           grownStack(handler),
@@ -358,7 +362,7 @@ func (c *Builder) assemble(p *plan) (*Server, error) {
 		IdleTimeout:       90 * time.Second,
 		ReadHeaderTimeout: 32 * time.Second,
 		HTTP2:             http2Config(c.HTTP2MaxStreamsPerConnection),
-		ErrorLog:          zap.NewStdLog(c.Logger.Named("http")),
+		ErrorLog:          httpErrorLog(c.Logger.Named("http"), handshakeErrors),
 	}
 	ok = true
 	return s, nil

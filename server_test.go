@@ -399,3 +399,37 @@ func TestProfilingFlag(t *testing.T) {
 		t.Errorf("--profiling=false: /debug/pprof/ answers %d, want 404", code)
 	}
 }
+
+// TestTLSHandshakeErrorsCounted: a client that refuses the server's
+// certificate is counted in apiserver_tls_handshake_errors_total.
+func TestTLSHandshakeErrorsCounted(t *testing.T) {
+	t.Parallel()
+	ts := startServer(t, Builder{})
+	host := strings.TrimPrefix(ts.srv.URL(), "https://")
+	conn, err := tls.Dial("tcp", host, &tls.Config{RootCAs: x509.NewCertPool(), ServerName: "nobody"}) // trusts nothing
+	if err == nil {
+		conn.Close()
+		t.Fatal("handshake succeeded with an empty root pool")
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		_, body := do(t, ts.admin, http.MethodGet, ts.srv.URL()+"/metrics", "")
+		if strings.Contains(body, "apiserver_tls_handshake_errors_total 1") {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no handshake error counted:\n%s", grepLines(body, "tls_handshake"))
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func grepLines(s, sub string) string {
+	var out []string
+	for _, l := range strings.Split(s, "\n") {
+		if strings.Contains(l, sub) {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n")
+}
