@@ -8,7 +8,6 @@ package annex
 
 import (
 	"errors"
-	"flag"
 	"fmt"
 	"slices"
 	"strings"
@@ -128,8 +127,7 @@ func (b *Builder) checkFlagEffects(code fieldsSetInCode) error {
 	if b.flags == nil || b.flags.fs == nil {
 		return nil
 	}
-	given := map[string]bool{}
-	b.flags.fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
+	given := b.flags.givenFlags()
 	var errs []error
 	reported := map[string]bool{}
 	for _, r := range flagRules(given) {

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/spf13/pflag"
+
 	"github.com/annexapi/annex/audit"
 	"github.com/annexapi/annex/authn"
 )
@@ -19,8 +21,9 @@ import (
 // delegation settings (used only when delegation is asked for) and OIDC.
 type flagState struct {
 	// fs is the set AddFlags registered on: its Visit tells which flags
-	// were given.
+	// were given (pfs's, when AddPFlags wrapped it).
 	fs             *flag.FlagSet
+	pfs            *pflag.FlagSet
 	delegated      bool
 	skipLookup     bool
 	profiling      bool
@@ -115,6 +118,27 @@ func (b *Builder) AddFlags(fs *flag.FlagSet) {
 	b.addFlowControlFlags(fs)
 
 	f.audit = audit.AddFlags(fs)
+}
+
+// AddPFlags registers the flags of AddFlags on a pflag.FlagSet (the flag
+// library of kube's components and cobra), so that --help and the command
+// line take them in their --name form, as kube's servers do.
+func (b *Builder) AddPFlags(fs *pflag.FlagSet) {
+	gfs := flag.NewFlagSet(fs.Name(), flag.ContinueOnError)
+	b.AddFlags(gfs)
+	b.flags.pfs = fs
+	fs.AddGoFlagSet(gfs)
+}
+
+// givenFlags are the names of the flags given on the command line.
+func (f *flagState) givenFlags() map[string]bool {
+	given := map[string]bool{}
+	if f.pfs != nil {
+		f.pfs.Visit(func(fl *pflag.Flag) { given[fl.Name] = true })
+	} else if f.fs != nil {
+		f.fs.Visit(func(fl *flag.Flag) { given[fl.Name] = true })
+	}
+	return given
 }
 
 // applyFlags moves what AddFlags collected into the Builder's fields.

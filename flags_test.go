@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/spf13/pflag"
 	"time"
 
 	"github.com/annexapi/annex/rest"
@@ -109,5 +111,33 @@ func TestFlagsSelectDelegation(t *testing.T) {
 	plain.AddFlags(flag.NewFlagSet("plain", flag.ContinueOnError))
 	if err := plain.applyFlags(); err != nil || plain.Delegation != nil {
 		t.Fatalf("no delegation flags gave %+v (%v)", plain.Delegation, err)
+	}
+}
+
+// TestAddPFlags: the same flags on a pflag.FlagSet, in their --name form,
+// with the flag-without-effect check seeing what was given.
+func TestAddPFlags(t *testing.T) {
+	t.Parallel()
+	var b Builder
+	fs := pflag.NewFlagSet("annex", pflag.ContinueOnError)
+	b.AddPFlags(fs)
+	var help strings.Builder
+	fs.SetOutput(&help)
+	fs.PrintDefaults()
+	for _, want := range []string{"--secure-port int", "--audit-policy-file string", "--profiling", "--max-requests-inflight"} {
+		if !strings.Contains(help.String(), want) {
+			t.Errorf("--help lacks %q", want)
+		}
+	}
+	if err := fs.Parse([]string{"--secure-port=9443", "--authentication-kubeconfig=/x"}); err != nil {
+		t.Fatal(err)
+	}
+	if b.SecurePort != 9443 {
+		t.Errorf("SecurePort = %d", b.SecurePort)
+	}
+	b.DataDir = t.TempDir()
+	_, err := b.Build()
+	if err == nil || !strings.Contains(err.Error(), "--authentication-kubeconfig") {
+		t.Errorf("a flag without effect given through pflag: Build error %v, want one naming it", err)
 	}
 }

@@ -251,3 +251,15 @@ func TestKubectlAsOrdinaryUser(t *testing.T) {
 		t.Errorf("discovery failed for bob:\n%s", out)
 	}
 }
+
+// TestHelpListsDashDashFlags: the example's flags are kube-style, --name.
+func TestHelpListsDashDashFlags(t *testing.T) {
+	t.Parallel()
+	_, err := parseFlags([]string{"--secure-port=9443", "-v", "--etcd-servers=https://127.0.0.1:2379"})
+	if err != nil {
+		t.Fatalf("kube-style flags: %v", err)
+	}
+	if _, err := parseFlags([]string{"-secure-port=9443"}); err == nil {
+		t.Error("a single-dash long flag was accepted; pflag takes --name only")
+	}
+}

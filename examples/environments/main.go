@@ -17,6 +17,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -25,6 +26,7 @@ import (
 	"syscall"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/spf13/pflag"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 
@@ -37,6 +39,9 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := run(ctx, os.Args[1:], os.Stdout); err != nil {
+		if errors.Is(err, pflag.ErrHelp) {
+			return // --help printed the flags
+		}
 		fmt.Fprintln(os.Stderr, "environments:", err)
 		os.Exit(1)
 	}
@@ -57,10 +62,12 @@ func parseFlags(args []string) (options, error) {
 		BindAddress: "127.0.0.1",
 		SecurePort:  8443,
 	}}
-	fs := flag.NewFlagSet("environments", flag.ContinueOnError)
-	o.builder.AddFlags(fs)
-	o.etcd.AddFlags(fs)
-	fs.BoolVar(&o.verbose, "v", false, "log every request")
+	fs := pflag.NewFlagSet("environments", pflag.ContinueOnError)
+	o.builder.AddPFlags(fs)
+	gfs := flag.NewFlagSet("environments", flag.ContinueOnError)
+	o.etcd.AddFlags(gfs)
+	fs.AddGoFlagSet(gfs)
+	fs.BoolVarP(&o.verbose, "verbose", "v", false, "log every request")
 	return o, fs.Parse(args)
 }
 
