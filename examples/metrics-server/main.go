@@ -37,7 +37,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"net"
@@ -51,6 +50,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/spf13/pflag"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 
@@ -75,7 +75,7 @@ func main() {
 // example's own.
 type options struct {
 	builder annex.Builder
-	fs      *flag.FlagSet
+	fs      *pflag.FlagSet
 
 	nodes, pods        string
 	simulationFile     string
@@ -96,9 +96,9 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 		BindAddress: "127.0.0.1",
 		SecurePort:  8443,
 	}}
-	fs := flag.NewFlagSet("metrics-server", flag.ContinueOnError)
+	fs := pflag.NewFlagSet("metrics-server", pflag.ContinueOnError)
 	fs.SetOutput(stderr)
-	o.builder.AddFlags(fs)
+	o.builder.AddPFlags(fs)
 	fs.StringVar(&o.nodes, "nodes", "node-1,node-2", "Simulated nodes, comma-separated (ignored with --simulation-file).")
 	fs.StringVar(&o.pods, "pods", "default/web-0,default/web-1,kube-system/coredns-0", "Simulated pods as namespace/name, comma-separated (ignored with --simulation-file).")
 	fs.StringVar(&o.simulationFile, "simulation-file", "", "YAML file declaring simulated nodes and pods with their mean usage (see testdata/cluster.yaml).")
@@ -108,7 +108,7 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.BoolVar(&o.register, "register-apiservice", false, "Create or update the APIService v1beta1.metrics.k8s.io with the caBundle of the serving certificate (needs --service and delegated mode).")
 	fs.IntVar(&o.apiServicePort, "apiservice-port", 443, "The Service port the APIService names.")
 	fs.StringVar(&o.registrationCAFile, "apiservice-ca-file", "", "The CA bundle to put in the APIService's caBundle. Empty means the generated serving CA, or the last certificate of --tls-cert-file.")
-	fs.BoolVar(&o.verbose, "v", false, "Log every request, with the caller's identity.")
+	fs.BoolVarP(&o.verbose, "verbose", "v", false, "Log every request, with the caller's identity.")
 	fs.BoolVar(&o.logJSON, "log-json", false, "Log JSON lines instead of console text.")
 	o.fs = fs
 	if err := fs.Parse(args); err != nil {
@@ -296,7 +296,7 @@ func (a *app) diagnose(ctx context.Context) {
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	a, err := setup(args, stderr, nil)
 	if err != nil {
-		if errors.Is(err, flag.ErrHelp) {
+		if errors.Is(err, pflag.ErrHelp) {
 			return nil
 		}
 		return err
