@@ -307,7 +307,7 @@ func objectMetaOf(md map[string]any) (*meta.ObjectMeta, bool) {
 		case "ownerReferences":
 			om.OwnerReferences, ok = jsonOwnerReferences(v)
 		case "managedFields":
-			ok = v == nil
+			om.ManagedFields, ok = jsonManagedFields(v)
 		default:
 			ok = !foldsToField(k, "name", "generateName", "namespace", "selfLink", "uid", "resourceVersion",
 				"generation", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds", "labels",
@@ -439,6 +439,51 @@ func jsonOwnerReferences(v any) ([]meta.OwnerReference, bool) {
 				r.BlockOwnerDeletion, ok = jsonBoolPtr(f)
 			default:
 				ok = !foldsToField(k, "apiVersion", "kind", "name", "uid", "controller", "blockOwnerDeletion")
+			}
+			if !ok {
+				return nil, false
+			}
+		}
+	}
+	return out, true
+}
+
+// jsonManagedFields converts managedFields entries for validation, which
+// reads every member but fieldsV1 (left out: any JSON object decodes).
+func jsonManagedFields(v any) ([]meta.ManagedFieldsEntry, bool) {
+	if v == nil {
+		return nil, true
+	}
+	l, ok := v.([]any)
+	if !ok {
+		return nil, false
+	}
+	out := make([]meta.ManagedFieldsEntry, len(l))
+	for i, e := range l {
+		m, ok := e.(map[string]any)
+		if !ok {
+			return nil, false
+		}
+		en := &out[i]
+		for k, f := range m {
+			switch k {
+			case "manager":
+				en.Manager, ok = jsonString(f)
+			case "operation":
+				en.Operation, ok = jsonString(f)
+			case "apiVersion":
+				en.APIVersion, ok = jsonString(f)
+			case "fieldsType":
+				en.FieldsType, ok = jsonString(f)
+			case "subresource":
+				en.Subresource, ok = jsonString(f)
+			case "time":
+				en.Time, ok = jsonTime(f)
+			case "fieldsV1":
+				_, ok = f.(map[string]any)
+				ok = ok || f == nil
+			default:
+				ok = !foldsToField(k, "manager", "operation", "apiVersion", "fieldsType", "subresource", "time", "fieldsV1")
 			}
 			if !ok {
 				return nil, false

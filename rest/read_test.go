@@ -45,7 +45,7 @@ func TestGet(t *testing.T) {
 			message: "the server could not find the requested resource"},
 		{name: "namespaced_without_namespace", path: "/environments/a", code: 404, reason: "NotFound"},
 		{name: "patch_without_patch_type", path: "/namespaces/ns1/environments/a", code: 415, reason: "UnsupportedMediaType",
-			message: "the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json"},
+			message: "the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
