@@ -240,4 +240,3 @@ func yamlValue(n *yaml.Node) (any, error) {
 	}
 	return nil, fmt.Errorf("yaml: line %d: unsupported node", n.Line)
 }
-
