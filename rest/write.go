@@ -725,7 +725,9 @@ func (rh *resourceHandler) storeCreate(ctx context.Context, wr *writeRequest, ob
 // response shows.
 func (rh *resourceHandler) storeUpdate(ctx context.Context, wr *writeRequest) ([]byte, error) {
 	key := rh.key(wr.namespace, wr.name)
-	allowCreate := rh.Strategy.AllowCreateOnUpdate && wr.verb == "update" && wr.sub == ""
+	// A server-side apply creates a missing object (kube's patcher forces
+	// it); subresources never create.
+	allowCreate := wr.sub == "" && ((rh.Strategy.AllowCreateOnUpdate && wr.verb == "update") || wr.applied)
 	try := func(cur storage.Object) ([]byte, error) { return rh.tryUpdate(ctx, wr, cur) }
 	if wr.params.dryRun {
 		cur, err := rh.Storage.Get(ctx, key, storage.GetOptions{})

@@ -1,0 +1,172 @@
+package rest
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+)
+
+// TestServerSideApply drives apply the way kubectl and controllers send it
+// (PATCH, application/apply-patch+yaml, fieldManager, force) over HTTP.
+func TestServerSideApply(t *testing.T) {
+	t.Parallel()
+	e := newFeatureEnv(t, nil)
+	path := envBase + "/namespaces/ns1/environments/x"
+	apply := func(query, body string) response {
+		return e.do(t, "PATCH", path+query, body, "Content-Type", "application/apply-patch+yaml")
+	}
+	managers := func(m map[string]any) map[string]string {
+		out := map[string]string{}
+		list, _ := fieldAt(m, "metadata", "managedFields").([]any)
+		for _, x := range list {
+			en := x.(map[string]any)
+			key := en["manager"].(string) + "/" + en["operation"].(string)
+			if s, _ := en["subresource"].(string); s != "" {
+				key += "/" + s
+			}
+			b := mustJSON(t, en["fieldsV1"])
+			out[key] = string(b)
+		}
+		return out
+	}
+
+	r := apply("?fieldManager=alice", "apiVersion: platform.example.com/v1alpha1\nkind: Environment\nmetadata:\n  name: x\nspec:\n  owner: alice\n  replicas: 1\n")
+	if r.code != 201 {
+		t.Fatalf("apply that creates: %d %s", r.code, r.body)
+	}
+	m := r.object(t)
+	if got := managers(m); len(got) != 1 || got["alice/Apply"] != `{"f:spec":{"f:owner":{},"f:replicas":{}}}` {
+		t.Fatalf("managedFields after create = %v", got)
+	}
+	if fieldAt(m, "spec", "tier") != "dev" {
+		t.Errorf("schema default not applied: %v", m["spec"])
+	}
+
+	r = apply("?fieldManager=bob", `{"apiVersion":"platform.example.com/v1alpha1","kind":"Environment","metadata":{"name":"x"},"spec":{"replicas":2}}`)
+	st := r.status(t)
+	if r.code != 409 || st.Reason != "Conflict" || st.Message != `Apply failed with 1 conflict: conflict with "alice": .spec.replicas` ||
+		st.Details == nil || len(st.Details.Causes) != 1 || st.Details.Causes[0].Type != "FieldManagerConflict" ||
+		st.Details.Causes[0].Field != ".spec.replicas" || st.Details.Causes[0].Message != `conflict with "alice"` {
+		t.Fatalf("conflict: %d %s", r.code, r.body)
+	}
+
+	r = apply("?fieldManager=bob&force=true", `{"apiVersion":"platform.example.com/v1alpha1","kind":"Environment","metadata":{"name":"x"},"spec":{"replicas":2}}`)
+	if r.code != 200 {
+		t.Fatalf("forced apply: %d %s", r.code, r.body)
+	}
+	m = r.object(t)
+	if got := managers(m); got["alice/Apply"] != `{"f:spec":{"f:owner":{}}}` || got["bob/Apply"] != `{"f:spec":{"f:replicas":{}}}` {
+		t.Fatalf("managedFields after force = %v", got)
+	}
+	if fieldAt(m, "spec", "replicas") != float64(2) {
+		t.Errorf("replicas = %v", fieldAt(m, "spec", "replicas"))
+	}
+
+	// alice stops applying owner, which she alone managed: it goes.
+	r = apply("?fieldManager=alice", "apiVersion: platform.example.com/v1alpha1\nkind: Environment\nmetadata:\n  name: x\n  labels:\n    team: a\n")
+	if r.code != 200 {
+		t.Fatalf("apply without owner: %d %s", r.code, r.body)
+	}
+	m = r.object(t)
+	if v := fieldAt(m, "spec", "owner"); v != nil {
+		t.Errorf("owner kept after its only manager dropped it: %v", v)
+	}
+	if fieldAt(m, "spec", "replicas") != float64(2) || fieldAt(m, "metadata", "labels", "team") != "a" {
+		t.Errorf("object = %v", m)
+	}
+
+	// A PUT from a client that names no fieldManager is recorded under
+	// its User-Agent's program name.
+	rv := fieldAt(m, "metadata", "resourceVersion").(string)
+	m["spec"].(map[string]any)["owner"] = "carol"
+	r = e.do(t, "PUT", path, string(mustJSON(t, m)), "User-Agent", "kubectl/v1.33.0 (linux/amd64) kubernetes/abc")
+	if r.code != 200 {
+		t.Fatalf("put: %d %s", r.code, r.body)
+	}
+	if got := managers(r.object(t)); got["kubectl/Update"] != `{"f:spec":{"f:owner":{}}}` {
+		t.Fatalf("managedFields after put (rv %s) = %v", rv, got)
+	}
+
+	// The status subresource records its own entry.
+	r = e.do(t, "PATCH", path+"/status?fieldManager=ctrl", `{"apiVersion":"platform.example.com/v1alpha1","kind":"Environment","metadata":{"name":"x"},"status":{"phase":"Ready"}}`,
+		"Content-Type", "application/apply-patch+yaml")
+	if r.code != 200 {
+		t.Fatalf("status apply: %d %s", r.code, r.body)
+	}
+	m = r.object(t)
+	if got := managers(m); got["ctrl/Apply/status"] != `{"f:status":{"f:phase":{}}}` || fieldAt(m, "status", "phase") != "Ready" {
+		t.Fatalf("after status apply: %v %v", got, m["status"])
+	}
+
+	// A dry run answers the merge and stores nothing.
+	r = apply("?fieldManager=bob&dryRun=All", `{"apiVersion":"platform.example.com/v1alpha1","kind":"Environment","metadata":{"name":"x"},"spec":{"replicas":7}}`)
+	if r.code != 200 || fieldAt(r.object(t), "spec", "replicas") != float64(7) {
+		t.Fatalf("dry run: %d %s", r.code, r.body)
+	}
+	if got := fieldAt(e.do(t, "GET", path, "").object(t), "spec", "replicas"); got != float64(2) {
+		t.Fatalf("dry run stored replicas %v", got)
+	}
+}
+
+func TestServerSideApplyRefusals(t *testing.T) {
+	t.Parallel()
+	e := newFeatureEnv(t, nil)
+	path := envBase + "/namespaces/ns1/environments/x"
+	tests := []struct {
+		name, query, body string
+		code              int
+		msg               string
+	}{
+		{"no_field_manager", "", `{}`, 422, `PatchOptions.meta.k8s.io "" is invalid: fieldManager: Required value: is required for apply patch`},
+		{"bad_yaml", "?fieldManager=m", "a: [", 400, "error decoding YAML: "},
+		{"not_an_object", "?fieldManager=m", "- a\n- b\n", 400, "error decoding YAML: "},
+		{"wrong_kind", "?fieldManager=m", `{"apiVersion":"platform.example.com/v1alpha1","kind":"Other","metadata":{"name":"x"}}`, 400,
+			"invalid object type: platform.example.com/v1alpha1, Kind=Other"},
+		{"wrong_version", "?fieldManager=m", `{"apiVersion":"platform.example.com/v1","kind":"Environment","metadata":{"name":"x"}}`, 400,
+			"invalid object type: platform.example.com/v1, Kind=Environment"},
+		{"managed_fields_set", "?fieldManager=m", `{"apiVersion":"platform.example.com/v1alpha1","kind":"Environment","metadata":{"name":"x","managedFields":[{"manager":"m"}]}}`, 400,
+			"metadata.managedFields must be nil"},
+		{"unknown_field", "?fieldManager=m", `{"apiVersion":"platform.example.com/v1alpha1","kind":"Environment","metadata":{"name":"x"},"spec":{"nope":1}}`, 400,
+			"failed to create typed patch object (/x; platform.example.com/v1alpha1, Kind=Environment): .spec.nope: field not declared in schema"},
+		{"uid_of_missing_object", "?fieldManager=m", `{"apiVersion":"platform.example.com/v1alpha1","kind":"Environment","metadata":{"name":"x","uid":"u1"}}`, 409,
+			`Operation cannot be fulfilled on environments.platform.example.com "x": uid mismatch: the provided object specified uid u1, and no existing object was found`},
+		{"unprintable_manager", "?fieldManager=a%01b", `{}`, 422, `PatchOptions.meta.k8s.io "" is invalid: fieldManager: Invalid value: "a\x01b": invalid character U+0001 (at position 1)`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			r := e.do(t, "PATCH", path+tc.query, tc.body, "Content-Type", "application/apply-patch+yaml")
+			st := r.status(t)
+			if r.code != tc.code || !strings.HasPrefix(st.Message, tc.msg) {
+				t.Fatalf("got %d %q, want %d %q", r.code, st.Message, tc.code, tc.msg)
+			}
+		})
+	}
+	if r := e.do(t, "GET", path, ""); r.code != 404 {
+		t.Fatalf("a refused apply created the object: %d", r.code)
+	}
+}
+
+func TestManagedFieldsOff(t *testing.T) {
+	t.Parallel()
+	e := newFeatureEnv(t, func(c *Config) { c.DisableManagedFields = true })
+	r := e.do(t, "POST", envBase+"/namespaces/ns1/environments", `{"metadata":{"name":"a","managedFields":[{"manager":"m","operation":"Update","apiVersion":"v1","fieldsType":"FieldsV1"}]},"spec":{"owner":"x"}}`)
+	if r.code != 201 {
+		t.Fatalf("create: %d %s", r.code, r.body)
+	}
+	if v := fieldAt(r.object(t), "metadata", "managedFields"); v != nil {
+		t.Errorf("managedFields recorded with field management off: %v", v)
+	}
+	r = e.do(t, "PATCH", envBase+"/namespaces/ns1/environments/a?fieldManager=m", `{}`, "Content-Type", "application/apply-patch+yaml")
+	if r.code != 415 || !strings.HasSuffix(r.status(t).Message, "application/json-patch+json, application/merge-patch+json") {
+		t.Fatalf("apply with field management off: %d %s", r.code, r.body)
+	}
+}
+
+func mustJSON(t *testing.T, v any) []byte {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
