@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+
+	"go.yaml.in/yaml/v3"
 )
 
 // TestServerSideApply drives apply the way kubectl and controllers send it
@@ -169,4 +171,45 @@ func mustJSON(t *testing.T, v any) []byte {
 		t.Fatal(err)
 	}
 	return b
+}
+
+// TestYAMLBodiesAndResponses creates and updates with application/yaml
+// bodies and reads with Accept: application/yaml, as kube-apiserver serves
+// them; a YAML Status answers a YAML request that fails.
+func TestYAMLBodiesAndResponses(t *testing.T) {
+	t.Parallel()
+	e := newFeatureEnv(t, nil)
+	coll := envBase + "/namespaces/ns1/environments"
+	r := e.do(t, "POST", coll, "apiVersion: platform.example.com/v1alpha1\nkind: Environment\nmetadata:\n  name: y\n  labels: {a: \"1\"}\nspec:\n  owner: \"007\"\n  replicas: 3\n",
+		"Content-Type", "application/yaml", "Accept", "application/yaml")
+	if r.code != 201 || r.header.Get("Content-Type") != "application/yaml" {
+		t.Fatalf("yaml create: %d %s %s", r.code, r.header.Get("Content-Type"), r.body)
+	}
+	var created map[string]any
+	if err := yaml.Unmarshal(r.body, &created); err != nil {
+		t.Fatalf("answer is not YAML: %v\n%s", err, r.body)
+	}
+	if fieldAt(created, "spec", "owner") != "007" || fieldAt(created, "spec", "replicas") != 3 || fieldAt(created, "metadata", "labels", "a") != "1" {
+		t.Fatalf("yaml answer = %v", created)
+	}
+	rv := fieldAt(created, "metadata", "resourceVersion").(string)
+	r = e.do(t, "PUT", coll+"/y", "apiVersion: platform.example.com/v1alpha1\nkind: Environment\nmetadata:\n  name: y\n  resourceVersion: \""+rv+"\"\nspec:\n  owner: bond\n",
+		"Content-Type", "application/yaml")
+	if r.code != 200 || fieldAt(r.object(t), "spec", "owner") != "bond" {
+		t.Fatalf("yaml update: %d %s", r.code, r.body)
+	}
+	r = e.do(t, "GET", coll, "", "Accept", "application/yaml")
+	var list map[string]any
+	if err := yaml.Unmarshal(r.body, &list); err != nil || r.code != 200 || list["kind"] != "EnvironmentList" {
+		t.Fatalf("yaml list: %d %v %s", r.code, err, r.body)
+	}
+	r = e.do(t, "GET", coll+"/missing", "", "Accept", "application/yaml")
+	var st map[string]any
+	if err := yaml.Unmarshal(r.body, &st); err != nil || r.code != 404 || st["reason"] != "NotFound" {
+		t.Fatalf("yaml status: %d %v %s", r.code, err, r.body)
+	}
+	r = e.do(t, "POST", coll, "a: [", "Content-Type", "application/yaml")
+	if r.code != 400 || !strings.HasPrefix(r.status(t).Message, "error decoding YAML: ") {
+		t.Fatalf("bad yaml body: %d %s", r.code, r.body)
+	}
 }

@@ -197,6 +197,11 @@ func (rh *resourceHandler) serve(w http.ResponseWriter, r *http.Request, info *f
 		filters.WriteStatus(w, st)
 		return
 	}
+	if out.yaml {
+		yw := &yamlWriter{ResponseWriter: w}
+		defer yw.flush()
+		w = yw
+	}
 	if st := rh.checkPathNames(info, urlName); st != nil {
 		filters.WriteStatus(w, st)
 		return

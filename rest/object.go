@@ -21,14 +21,25 @@ import (
 	"github.com/annexapi/annex/meta"
 )
 
-// readBody reads a write request's body after checking its Content-Type.
+// readBody reads a write request's body after checking its Content-Type:
+// JSON as it is, YAML converted to JSON once (numbers and key order kept).
 func readBody(r *http.Request) ([]byte, *meta.Status) {
-	if !readableBody(r.Header.Get("Content-Type")) {
+	mt, ok := bodyType(r.Header.Get("Content-Type"))
+	if !ok {
 		return nil, errUnsupportedBody()
 	}
 	body, err := io.ReadAll(r.Body)
 	if err != nil {
 		return nil, StatusForError(err, ErrorContext{})
+	}
+	if mt == mediaYAML {
+		obj, err := decodeYAMLObject(body)
+		if err != nil {
+			return nil, meta.NewBadRequest(fmt.Sprintf("error decoding YAML: %v", err))
+		}
+		if body, err = json.Marshal(obj); err != nil {
+			return nil, meta.NewBadRequest(fmt.Sprintf("error decoding YAML: %v", err))
+		}
 	}
 	return body, nil
 }
