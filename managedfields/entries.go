@@ -52,21 +52,17 @@ func entriesOf(obj map[string]any) (list []any, present bool) {
 	return list, true
 }
 
-// isReset is kube's isResetManagedFields: an empty list, or one empty
-// entry, asks to clear the object's managed fields.
+// isReset says whether obj asks to clear its managed fields: a list of one
+// empty entry, as kube documents it. An empty list does not (kube's
+// custom resources lose it when their metadata is coerced, so that a client
+// unaware of the field never clears it): the stored entries stay.
 func isReset(obj map[string]any) bool {
-	list, present := entriesOf(obj)
-	if !present {
+	list, _ := entriesOf(obj)
+	if len(list) != 1 {
 		return false
 	}
-	if len(list) == 0 {
-		return true
-	}
-	if len(list) == 1 {
-		m, ok := list[0].(map[string]any)
-		return ok && len(m) == 0
-	}
-	return false
+	m, ok := list[0].(map[string]any)
+	return ok && len(m) == 0
 }
 
 // decode is kube's DecodeManagedFields over a decoded object's entries.

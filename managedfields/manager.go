@@ -120,8 +120,8 @@ func (m *Manager) updater(subresource string) *merge.Updater {
 // being created) through subresource ("" or "status"), and sets obj's
 // metadata.managedFields, as kube's UpdateNoErrors: on an error obj keeps
 // live's entries. obj's own entries are taken as they are when it has some
-// (a client may edit them) and it is not a subresource write; an empty list
-// clears them.
+// (a client may edit them) and it is not a subresource write; a list of one
+// empty entry clears them.
 func (m *Manager) Update(live, obj map[string]any, manager, subresource string) error {
 	creating := live == nil
 	if creating {
