@@ -22,7 +22,12 @@ import (
 // takes over the fields of other managers instead of conflicting. Errors
 // are *meta.Status: 400 for a patch of another kind or version or with
 // managedFields, or one the schema cannot type; 409 for conflicts.
-func (m *Manager) Apply(live, patch map[string]any, manager, subresource string, force bool) (map[string]any, error) {
+func (m *Manager) Apply(live, patch map[string]any, manager, subresource string, force bool) (_ map[string]any, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = meta.NewInternalError(fmt.Errorf("managedfields: %v", p))
+		}
+	}()
 	apiVersion, _ := patch["apiVersion"].(string)
 	kind, _ := patch["kind"].(string)
 	if apiVersion != m.cfg.APIVersion || kind != m.cfg.Kind {
@@ -35,7 +40,7 @@ func (m *Manager) Apply(live, patch map[string]any, manager, subresource string,
 	if live == nil {
 		live = map[string]any{}
 	}
-	mf, err := decode(live)
+	mf, err := m.sets.decode(live)
 	if err != nil {
 		return nil, meta.NewInternalError(fmt.Errorf("failed to decode managed fields: %v", err))
 	}
@@ -51,7 +56,7 @@ func (m *Manager) Apply(live, patch map[string]any, manager, subresource string,
 	if manager == kubectlManager && lastApplied(live) != "" {
 		setLastApplied(obj, patch)
 	}
-	if err := encode(obj, mf); err != nil {
+	if err := m.sets.encode(obj, mf); err != nil {
 		return nil, meta.NewInternalError(fmt.Errorf("failed to encode managed fields: %v", err))
 	}
 	return obj, nil
@@ -94,10 +99,7 @@ func (m *Manager) allowedFromLastApplied(live map[string]any) (*fieldpath.Set, e
 	if la == "" {
 		return nil, errors.New("no last applied annotation")
 	}
-	liveTV, err := m.typedOf(live)
-	if err != nil {
-		return nil, err
-	}
+	liveTV := m.storedTyped(live)
 	dec := json.NewDecoder(strings.NewReader(la))
 	dec.UseNumber()
 	var laObj map[string]any
@@ -131,10 +133,7 @@ func (m *Manager) applySkipping(live, patch map[string]any, mf *managed, manager
 		if err != nil {
 			return nil, err
 		}
-		liveTV, err := m.typedOf(live)
-		if err != nil {
-			return nil, meta.NewInternalError(fmt.Errorf("failed to create manager for existing fields: %v", err))
-		}
+		liveTV := m.storedTyped(live)
 		if err := m.updateManaged(emptyTV, liveTV, mf, beforeFirstApply, subresource); err != nil {
 			return nil, meta.NewInternalError(fmt.Errorf("failed to create manager for existing fields: %v", err))
 		}
@@ -160,10 +159,7 @@ func (m *Manager) applyMerge(live, patch map[string]any, mf *managed, manager, s
 		// the patch is the client's mistake: 400.
 		return nil, meta.NewBadRequest(fmt.Sprintf("failed to create typed patch object (%s): %v", m.describe(patch), err))
 	}
-	liveTV, err := m.typedOf(live)
-	if err != nil {
-		return nil, meta.NewInternalError(fmt.Errorf("failed to create typed live object (%s): %v", m.describe(live), err))
-	}
+	liveTV := m.storedTyped(live)
 	id := m.identifier(manager, meta.ManagedFieldsOperationApply, subresource)
 	newTV, fields, err := m.updater(subresource).Apply(liveTV, patchTV, m.gv, mf.fields, id, force)
 	if err != nil {

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
@@ -40,16 +41,33 @@ func identifier(e meta.ManagedFieldsEntry) string {
 	return string(b)
 }
 
-// entriesOf reads metadata.managedFields of a decoded object; ok is false
-// when there is no such member or it is not a list.
-func entriesOf(obj map[string]any) (list []any, present bool) {
+// entriesOf reads metadata.managedFields of a decoded object: the entries,
+// from decoded JSON or from the bytes the rest package keeps them as
+// (json.RawMessage).
+func entriesOf(obj map[string]any) ([]meta.ManagedFieldsEntry, error) {
 	md, _ := obj["metadata"].(map[string]any)
-	v, present := md["managedFields"]
-	if !present || v == nil {
-		return nil, false
+	switch v := md["managedFields"].(type) {
+	case nil:
+		return nil, nil
+	case json.RawMessage:
+		var out []meta.ManagedFieldsEntry
+		if err := json.Unmarshal(v, &out); err != nil {
+			return nil, err
+		}
+		return out, nil
+	case []any:
+		out := make([]meta.ManagedFieldsEntry, len(v))
+		for i, raw := range v {
+			e, err := entryOf(raw)
+			if err != nil {
+				return nil, fmt.Errorf("managed fields entry %d: %w", i, err)
+			}
+			out[i] = e
+		}
+		return out, nil
+	default:
+		return nil, errors.New("managedFields must be a list")
 	}
-	list, _ = v.([]any)
-	return list, true
 }
 
 // isReset says whether obj asks to clear its managed fields: a list of one
@@ -57,23 +75,30 @@ func entriesOf(obj map[string]any) (list []any, present bool) {
 // custom resources lose it when their metadata is coerced, so that a client
 // unaware of the field never clears it): the stored entries stay.
 func isReset(obj map[string]any) bool {
-	list, _ := entriesOf(obj)
-	if len(list) != 1 {
-		return false
+	md, _ := obj["metadata"].(map[string]any)
+	switch v := md["managedFields"].(type) {
+	case json.RawMessage:
+		var list []map[string]any
+		return json.Unmarshal(v, &list) == nil && len(list) == 1 && len(list[0]) == 0
+	case []any:
+		if len(v) != 1 {
+			return false
+		}
+		m, ok := v[0].(map[string]any)
+		return ok && len(m) == 0
 	}
-	m, ok := list[0].(map[string]any)
-	return ok && len(m) == 0
+	return false
 }
 
-// decode is kube's DecodeManagedFields over a decoded object's entries.
-func decode(obj map[string]any) (managed, error) {
-	list, _ := entriesOf(obj)
+// decode is kube's DecodeManagedFields over a decoded object's entries;
+// sets come from the cache when their bytes were seen before.
+func (c *setCache) decode(obj map[string]any) (managed, error) {
+	list, err := entriesOf(obj)
+	if err != nil {
+		return managed{}, err
+	}
 	out := managed{fields: make(fieldpath.ManagedFields, len(list)), times: make(map[string]*meta.Time, len(list))}
-	for i, raw := range list {
-		e, err := entryOf(raw)
-		if err != nil {
-			return managed{}, fmt.Errorf("managed fields entry %d: %w", i, err)
-		}
+	for i, e := range list {
 		switch e.Operation {
 		case meta.ManagedFieldsOperationApply, meta.ManagedFieldsOperationUpdate:
 		default:
@@ -89,12 +114,12 @@ func decode(obj map[string]any) (managed, error) {
 		default:
 			return managed{}, fmt.Errorf("invalid fieldsType %q in managed fields entry %d", e.FieldsType, i)
 		}
-		set := fieldpath.NewSet()
 		fv := e.FieldsV1
 		if len(fv) == 0 {
 			fv = []byte("{}")
 		}
-		if err := set.FromJSON(bytes.NewReader(fv)); err != nil {
+		set, err := c.parse(fv)
+		if err != nil {
 			return managed{}, fmt.Errorf("error decoding set: %w", err)
 		}
 		id := identifier(e)
@@ -153,8 +178,10 @@ func entryOf(raw any) (meta.ManagedFieldsEntry, error) {
 
 // encode is kube's EncodeObjectManagedFields: the entries, sorted by
 // operation, time (seconds), manager, apiVersion and subresource, set as
-// obj's metadata.managedFields (removed when there are none).
-func encode(obj map[string]any, m managed) error {
+// obj's metadata.managedFields (removed when there are none), as JSON
+// bytes (json.RawMessage) with each entry's members in the order a custom
+// resource's are written (alphabetical).
+func (c *setCache) encode(obj map[string]any, m managed) error {
 	md, _ := obj["metadata"].(map[string]any)
 	if md == nil {
 		md = map[string]any{}
@@ -175,7 +202,7 @@ func encode(obj map[string]any, m managed) error {
 			e.Operation = meta.ManagedFieldsOperationApply
 		}
 		e.FieldsType = meta.FieldsTypeV1
-		fv, err := vs.Set().ToJSON()
+		fv, err := c.doc(vs.Set())
 		if err != nil {
 			return fmt.Errorf("error encoding set: %w", err)
 		}
@@ -184,12 +211,47 @@ func encode(obj map[string]any, m managed) error {
 		entries = append(entries, e)
 	}
 	slices.SortFunc(entries, compareEntries)
-	list := make([]any, len(entries))
-	for i, e := range entries {
-		list[i] = entryObject(e)
-	}
-	md["managedFields"] = list
+	md["managedFields"] = json.RawMessage(appendEntries(nil, entries))
 	return nil
+}
+
+// appendEntries appends the JSON of entries.
+func appendEntries(b []byte, entries []meta.ManagedFieldsEntry) []byte {
+	b = append(b, '[')
+	for i, e := range entries {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, `{"apiVersion":`...)
+		b = appendString(b, e.APIVersion)
+		b = append(b, `,"fieldsType":`...)
+		b = appendString(b, e.FieldsType)
+		b = append(b, `,"fieldsV1":`...)
+		b = append(b, e.FieldsV1...)
+		if e.Manager != "" {
+			b = append(b, `,"manager":`...)
+			b = appendString(b, e.Manager)
+		}
+		b = append(b, `,"operation":`...)
+		b = appendString(b, e.Operation)
+		if e.Subresource != "" {
+			b = append(b, `,"subresource":`...)
+			b = appendString(b, e.Subresource)
+		}
+		if e.Time != nil {
+			b = append(b, `,"time":"`...)
+			b = e.Time.UTC().AppendFormat(b, time.RFC3339)
+			b = append(b, '"')
+		}
+		b = append(b, '}')
+	}
+	return append(b, ']')
+}
+
+// appendString appends s as a JSON string, as encoding/json writes it.
+func appendString(b []byte, s string) []byte {
+	q, _ := json.Marshal(s) // a string always encodes
+	return append(b, q...)
 }
 
 func compareEntries(p, q meta.ManagedFieldsEntry) int {
@@ -218,22 +280,56 @@ func unixSeconds(t *meta.Time) int64 {
 	return t.Unix()
 }
 
-// entryObject is an entry as decoded JSON (fieldsV1 decoded too), the form
-// the rest of a write works on.
-func entryObject(e meta.ManagedFieldsEntry) map[string]any {
-	m := map[string]any{"manager": e.Manager, "operation": e.Operation, "apiVersion": e.APIVersion, "fieldsType": e.FieldsType}
-	if e.Manager == "" {
-		delete(m, "manager")
+// setCache interns field sets by their FieldsV1 bytes, both ways: the sets
+// of a resource's objects repeat (every object one tool created has the
+// same set for it, a controller's status set is the same on every write),
+// and parsing and printing them is most of what tracking costs. Sets are
+// never changed once made (structured-merge-diff's operations return new
+// ones), so one may serve many objects. It holds at most maxCachedSets
+// sets, and starts over when full.
+type setCache struct {
+	mu    sync.Mutex
+	sets  map[string]*fieldpath.Set
+	docs  map[*fieldpath.Set][]byte
+}
+
+const maxCachedSets = 4096
+
+// parse returns the set of a FieldsV1 document.
+func (c *setCache) parse(fv []byte) (*fieldpath.Set, error) {
+	c.mu.Lock()
+	s, ok := c.sets[string(fv)]
+	c.mu.Unlock()
+	if ok {
+		return s, nil
 	}
-	if e.Time != nil {
-		m["time"] = e.Time.UTC().Format(time.RFC3339)
+	s = fieldpath.NewSet()
+	if err := s.FromJSON(bytes.NewReader(fv)); err != nil {
+		return nil, err
 	}
-	if e.Subresource != "" {
-		m["subresource"] = e.Subresource
+	canonical, err := s.ToJSON()
+	if err != nil {
+		return nil, err
 	}
-	var fv any
-	if err := json.Unmarshal(e.FieldsV1, &fv); err == nil {
-		m["fieldsV1"] = fv
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.sets) >= maxCachedSets || c.sets == nil {
+		c.sets, c.docs = map[string]*fieldpath.Set{}, map[*fieldpath.Set][]byte{}
 	}
-	return m
+	// Bytes that are not the set's own printing (a client's order) are not
+	// kept as its printing.
+	c.sets[string(fv)] = s
+	c.docs[s] = canonical
+	return s, nil
+}
+
+// doc returns the FieldsV1 document of s.
+func (c *setCache) doc(s *fieldpath.Set) ([]byte, error) {
+	c.mu.Lock()
+	b, ok := c.docs[s]
+	c.mu.Unlock()
+	if ok {
+		return b, nil
+	}
+	return s.ToJSON()
 }

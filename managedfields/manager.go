@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
 	"sigs.k8s.io/structured-merge-diff/v6/merge"
 	"sigs.k8s.io/structured-merge-diff/v6/typed"
+	"sigs.k8s.io/structured-merge-diff/v6/value"
 
 	"github.com/annexapi/annex/meta"
 	"github.com/annexapi/annex/schema"
@@ -62,6 +63,7 @@ type Manager struct {
 	status  *merge.Updater
 	stripMe *fieldpath.Set
 	now     func() time.Time
+	sets    setCache
 }
 
 // New returns the Manager of the resource cfg describes.
@@ -122,17 +124,19 @@ func (m *Manager) updater(subresource string) *merge.Updater {
 // live's entries. obj's own entries are taken as they are when it has some
 // (a client may edit them) and it is not a subresource write; a list of one
 // empty entry clears them.
-func (m *Manager) Update(live, obj map[string]any, manager, subresource string) error {
+func (m *Manager) Update(live, obj map[string]any, manager, subresource string) (err error) {
+	defer recovered(&err)
 	creating := live == nil
 	if creating {
 		live = map[string]any{}
 	}
-	err := m.update(live, obj, manager, subresource, creating)
+	err = m.update(live, obj, manager, subresource, creating)
 	if err != nil {
 		md, _ := obj["metadata"].(map[string]any)
+		lmd, _ := live["metadata"].(map[string]any)
 		if md != nil {
-			if list, ok := entriesOf(live); ok {
-				md["managedFields"] = list
+			if v, ok := lmd["managedFields"]; ok {
+				md["managedFields"] = v
 			} else {
 				delete(md, "managedFields")
 			}
@@ -146,13 +150,13 @@ func (m *Manager) update(live, obj map[string]any, manager, subresource string, 
 	var err error
 	switch {
 	case subresource != "":
-		mf = orEmpty(decode(live))
+		mf = orEmpty(m.sets.decode(live))
 	case isReset(obj):
 		mf = emptyManaged()
 	default:
-		mf, err = decode(obj)
+		mf, err = m.sets.decode(obj)
 		if err != nil || len(mf.fields) == 0 {
-			mf = orEmpty(decode(live))
+			mf = orEmpty(m.sets.decode(live))
 		}
 	}
 	if md, ok := obj["metadata"].(map[string]any); ok {
@@ -163,10 +167,7 @@ func (m *Manager) update(live, obj map[string]any, manager, subresource string, 
 	if len(mf.fields) == 0 && !creating {
 		return nil
 	}
-	liveTV, err := m.typedOf(withoutManagedFields(live))
-	if err != nil {
-		return fmt.Errorf("failed to convert live object to smd typed: %w", err)
-	}
+	liveTV := m.storedTyped(live)
 	newTV, err := m.typedOf(obj)
 	if err != nil {
 		return fmt.Errorf("failed to convert new object to smd typed: %w", err)
@@ -174,7 +175,16 @@ func (m *Manager) update(live, obj map[string]any, manager, subresource string, 
 	if err := m.updateManaged(liveTV, newTV, &mf, manager, subresource); err != nil {
 		return err
 	}
-	return encode(obj, mf)
+	return m.sets.encode(obj, mf)
+}
+
+// recovered turns a panic of the merge engine into an error: a stored
+// object the schema no longer describes must fail one write, not the
+// server.
+func recovered(err *error) {
+	if p := recover(); p != nil {
+		*err = fmt.Errorf("managedfields: %v", p)
+	}
 }
 
 func orEmpty(mf managed, err error) managed {
@@ -275,9 +285,35 @@ func (m *Manager) capUpdateManagers(mf *managed) error {
 }
 
 // typedOf converts a decoded object for structured-merge-diff (numbers as
-// int64 or float64).
+// int64 or float64, without metadata.managedFields), checking it against
+// the schema.
 func (m *Manager) typedOf(obj map[string]any) (*typed.TypedValue, error) {
-	return m.typ.FromUnstructured(smdValue(obj))
+	return m.typ.FromUnstructured(smdObject(obj))
+}
+
+// storedTyped is typedOf for a stored object, checked when it was written:
+// it is not walked again.
+func (m *Manager) storedTyped(obj map[string]any) *typed.TypedValue {
+	return typed.AsTypedUnvalidated(value.NewValueInterface(smdObject(obj)), m.typ.Schema, m.typ.TypeRef)
+}
+
+// smdObject is smdValue of an object without metadata.managedFields.
+func smdObject(obj map[string]any) map[string]any {
+	out := make(map[string]any, len(obj))
+	for k, v := range obj {
+		if md, ok := v.(map[string]any); ok && k == "metadata" {
+			c := make(map[string]any, len(md))
+			for mk, mv := range md {
+				if mk != "managedFields" {
+					c[mk] = smdValue(mv)
+				}
+			}
+			out[k] = c
+			continue
+		}
+		out[k] = smdValue(v)
+	}
+	return out
 }
 
 func withoutManagedFields(obj map[string]any) map[string]any {

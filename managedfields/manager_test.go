@@ -200,7 +200,10 @@ func TestUpdateCapsManagers(t *testing.T) {
 		}
 		cur = next
 	}
-	list := cur["metadata"].(map[string]any)["managedFields"].([]any)
+	var list []any
+	if err := json.Unmarshal(cur["metadata"].(map[string]any)["managedFields"].(json.RawMessage), &list); err != nil {
+		t.Fatal(err)
+	}
 	if len(list) != 10 {
 		t.Fatalf("want 10 entries, got %d", len(list))
 	}

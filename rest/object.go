@@ -49,6 +49,8 @@ func readBody(r *http.Request) ([]byte, *meta.Status) {
 // 400, worded as k8s's decoder for an unrecognized object.
 func (rh *resourceHandler) decodeObject(body []byte) (Object, *meta.Status) {
 	rh.h.jsonPass(1)
+	full := body
+	body, managed := spliceManagedFields(body)
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.UseNumber()
 	var obj Object
@@ -71,7 +73,10 @@ func (rh *resourceHandler) decodeObject(body []byte) (Object, *meta.Status) {
 	}
 	if err != nil {
 		return nil, meta.NewBadRequest(fmt.Sprintf("the object provided is unrecognized (must be of type %s): %v (%s)",
-			rh.Kind, err, summarizeData(body, 30)))
+			rh.Kind, err, summarizeData(full, 30)))
+	}
+	if managed != nil {
+		metadata(obj)["managedFields"] = managed
 	}
 	return obj, nil
 }
@@ -271,7 +276,8 @@ func plainJSON(v any) bool {
 }
 
 // objectMetaOf converts decoded metadata to meta.ObjectMeta without JSON,
-// giving what encoding and decoding it would give. It reports false when
+// giving what encoding and decoding it would give; managedFields kept as
+// bytes (json.RawMessage, see spliceManagedFields) are left out. It reports false when
 // that is not certain (a member of an unexpected type, a member name that
 // differs from a field's only in case, which encoding/json would match,
 // managedFields), and the caller then takes the JSON round trip.
@@ -318,7 +324,9 @@ func objectMetaOf(md map[string]any) (*meta.ObjectMeta, bool) {
 		case "ownerReferences":
 			om.OwnerReferences, ok = jsonOwnerReferences(v)
 		case "managedFields":
-			om.ManagedFields, ok = jsonManagedFields(v)
+			if _, raw := v.(json.RawMessage); !raw {
+				om.ManagedFields, ok = jsonManagedFields(v)
+			}
 		default:
 			ok = !foldsToField(k, "name", "generateName", "namespace", "selfLink", "uid", "resourceVersion",
 				"generation", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds", "labels",

@@ -648,6 +648,14 @@ func (rh *resourceHandler) validate(ctx context.Context, wr *writeRequest, obj, 
 // decoder gives for a malformed field.
 func (rh *resourceHandler) objectMeta(md Object) (*meta.ObjectMeta, *meta.Status) {
 	if om, ok := objectMetaOf(md); ok {
+		// Entries kept as bytes were written by the field manager (or are
+		// the stored ones) when it is on; without it they are the
+		// client's, and are checked.
+		if raw, isRaw := md["managedFields"].(json.RawMessage); isRaw && rh.fields == nil {
+			if err := json.Unmarshal(raw, &om.ManagedFields); err != nil {
+				return nil, meta.NewBadRequest(fmt.Sprintf("%s in version %q cannot be handled as a %s: %v", rh.Kind, rh.Version, rh.Kind, err))
+			}
+		}
 		return om, nil
 	}
 	rh.h.jsonPass(2)
