@@ -16,6 +16,7 @@ import (
 
 	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
 
+	"github.com/annexapi/annex/internal/jsonscan"
 	"github.com/annexapi/annex/meta"
 )
 
@@ -24,6 +25,9 @@ import (
 type managed struct {
 	fields fieldpath.ManagedFields
 	times  map[string]*meta.Time
+	// decoded are the sets as decoded, by manager: a set the write left
+	// equal to its decoded one is printed as that one (cached).
+	decoded map[string]*fieldpath.Set
 }
 
 func emptyManaged() managed {
@@ -50,11 +54,7 @@ func entriesOf(obj map[string]any) ([]meta.ManagedFieldsEntry, error) {
 	case nil:
 		return nil, nil
 	case json.RawMessage:
-		var out []meta.ManagedFieldsEntry
-		if err := json.Unmarshal(v, &out); err != nil {
-			return nil, err
-		}
-		return out, nil
+		return parseEntries(v)
 	case []any:
 		out := make([]meta.ManagedFieldsEntry, len(v))
 		for i, raw := range v {
@@ -78,8 +78,18 @@ func isReset(obj map[string]any) bool {
 	md, _ := obj["metadata"].(map[string]any)
 	switch v := md["managedFields"].(type) {
 	case json.RawMessage:
-		var list []map[string]any
-		return json.Unmarshal(v, &list) == nil && len(list) == 1 && len(list[0]) == 0
+		// [{}], spaced or not.
+		want := "[{}]"
+		for _, c := range v {
+			switch {
+			case c == ' ' || c == '\t' || c == '\n' || c == '\r':
+			case len(want) > 0 && c == want[0]:
+				want = want[1:]
+			default:
+				return false
+			}
+		}
+		return want == ""
 	case []any:
 		if len(v) != 1 {
 			return false
@@ -125,6 +135,10 @@ func (c *setCache) decode(obj map[string]any) (managed, error) {
 		id := identifier(e)
 		out.fields[id] = fieldpath.NewVersionedSet(set, fieldpath.APIVersion(e.APIVersion), e.Operation == meta.ManagedFieldsOperationApply)
 		out.times[id] = e.Time
+		if out.decoded == nil {
+			out.decoded = make(map[string]*fieldpath.Set, len(list))
+		}
+		out.decoded[id] = set
 	}
 	return out, nil
 }
@@ -193,8 +207,8 @@ func (c *setCache) encode(obj map[string]any, m managed) error {
 	}
 	entries := make([]meta.ManagedFieldsEntry, 0, len(m.fields))
 	for id, vs := range m.fields {
-		var e meta.ManagedFieldsEntry
-		if err := json.Unmarshal([]byte(id), &e); err != nil {
+		e, err := parseEntry([]byte(id))
+		if err != nil {
 			return fmt.Errorf("error unmarshalling manager identifier %v: %w", id, err)
 		}
 		e.APIVersion = string(vs.APIVersion())
@@ -202,7 +216,11 @@ func (c *setCache) encode(obj map[string]any, m managed) error {
 			e.Operation = meta.ManagedFieldsOperationApply
 		}
 		e.FieldsType = meta.FieldsTypeV1
-		fv, err := c.doc(vs.Set())
+		set := vs.Set()
+		if d, ok := m.decoded[id]; ok && d != set && set.Equals(d) {
+			set = d
+		}
+		fv, err := c.doc(set)
 		if err != nil {
 			return fmt.Errorf("error encoding set: %w", err)
 		}
@@ -250,8 +268,15 @@ func appendEntries(b []byte, entries []meta.ManagedFieldsEntry) []byte {
 
 // appendString appends s as a JSON string, as encoding/json writes it.
 func appendString(b []byte, s string) []byte {
-	q, _ := json.Marshal(s) // a string always encodes
-	return append(b, q...)
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+			q, _ := json.Marshal(s) // a string always encodes
+			return append(b, q...)
+		}
+	}
+	b = append(b, '"')
+	b = append(b, s...)
+	return append(b, '"')
 }
 
 func compareEntries(p, q meta.ManagedFieldsEntry) int {
@@ -332,4 +357,126 @@ func (c *setCache) doc(s *fieldpath.Set) ([]byte, error) {
 		return b, nil
 	}
 	return s.ToJSON()
+}
+
+// parseEntries reads entries from their JSON (an array of objects) without
+// reflection: the members kube writes, strings as they are when they hold
+// no escape, fieldsV1 as its bytes. Other members are skipped.
+func parseEntries(b []byte) ([]meta.ManagedFieldsEntry, error) {
+	bad := errors.New("managedFields: malformed JSON")
+	i := jsonscan.SkipSpace(b, 0)
+	if i >= len(b) || b[i] != '[' {
+		return nil, bad
+	}
+	var out []meta.ManagedFieldsEntry
+	i = jsonscan.SkipSpace(b, i+1)
+	if i < len(b) && b[i] == ']' {
+		return out, nil
+	}
+	for {
+		if i >= len(b) || b[i] != '{' {
+			return nil, bad
+		}
+		end := jsonscan.SkipValue(b, i)
+		if end < 0 {
+			return nil, bad
+		}
+		e, err := parseEntry(b[i:end])
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, e)
+		i = jsonscan.SkipSpace(b, end)
+		switch {
+		case i < len(b) && b[i] == ',':
+			i = jsonscan.SkipSpace(b, i+1)
+		case i < len(b) && b[i] == ']':
+			return out, nil
+		default:
+			return nil, bad
+		}
+	}
+}
+
+func parseEntry(b []byte) (meta.ManagedFieldsEntry, error) {
+	var e meta.ManagedFieldsEntry
+	bad := errors.New("managedFields: malformed entry")
+	i := jsonscan.SkipSpace(b, 1)
+	if i < len(b) && b[i] == '}' {
+		return e, nil
+	}
+	for {
+		if i >= len(b) || b[i] != '"' {
+			return e, bad
+		}
+		ke := jsonscan.SkipString(b, i)
+		if ke < 0 {
+			return e, bad
+		}
+		key := b[i+1 : ke-1]
+		c := jsonscan.SkipSpace(b, ke)
+		if c >= len(b) || b[c] != ':' {
+			return e, bad
+		}
+		vs := jsonscan.SkipSpace(b, c+1)
+		ve := jsonscan.SkipValue(b, vs)
+		if ve < 0 {
+			return e, bad
+		}
+		v := b[vs:ve]
+		var err error
+		switch string(key) {
+		case "manager":
+			e.Manager, err = jsonString(v)
+		case "operation":
+			e.Operation, err = jsonString(v)
+		case "apiVersion":
+			e.APIVersion, err = jsonString(v)
+		case "fieldsType":
+			e.FieldsType, err = jsonString(v)
+		case "subresource":
+			e.Subresource, err = jsonString(v)
+		case "fieldsV1":
+			if string(v) != "null" {
+				e.FieldsV1 = json.RawMessage(v)
+			}
+		case "time":
+			var s string
+			if s, err = jsonString(v); err == nil && s != "" {
+				var t time.Time
+				if t, err = time.Parse(time.RFC3339, s); err == nil {
+					mt := meta.NewTime(t)
+					e.Time = &mt
+				}
+			}
+		}
+		if err != nil {
+			return e, fmt.Errorf("managedFields: %s: %w", key, err)
+		}
+		i = jsonscan.SkipSpace(b, ve)
+		switch {
+		case i < len(b) && b[i] == ',':
+			i = jsonscan.SkipSpace(b, i+1)
+		case i < len(b) && b[i] == '}':
+			return e, nil
+		default:
+			return e, bad
+		}
+	}
+}
+
+// jsonString decodes a JSON string (null is "").
+func jsonString(v []byte) (string, error) {
+	if string(v) == "null" {
+		return "", nil
+	}
+	if len(v) < 2 || v[0] != '"' {
+		return "", errors.New("not a string")
+	}
+	if bytes.IndexByte(v, '\\') < 0 {
+		return string(v[1 : len(v)-1]), nil
+	}
+	var s string
+	err := json.Unmarshal(v, &s)
+	return s, err
 }

@@ -208,7 +208,11 @@ func (m *Manager) updateManaged(liveTV, newTV *typed.TypedValue, mf *managed, ma
 	if vs, ok := mf.fields[currentOperation]; ok {
 		delete(mf.fields, currentOperation)
 		if prev, ok := mf.fields[id]; ok {
-			mf.fields[id] = fieldpath.NewVersionedSet(vs.Set().Union(prev.Set()), vs.APIVersion(), vs.Applied())
+			merged := vs.Set().Union(prev.Set())
+			if merged.Equals(prev.Set()) {
+				merged = prev.Set() // the same set: its printing is cached
+			}
+			mf.fields[id] = fieldpath.NewVersionedSet(merged, vs.APIVersion(), vs.Applied())
 		} else {
 			mf.fields[id] = vs
 		}

@@ -211,3 +211,16 @@ func TestUpdateCapsManagers(t *testing.T) {
 		t.Fatal("no ancient-changes entry")
 	}
 }
+
+func mustSchema(t testing.TB) *schema.Props { return schema.MustParseYAML(testSchema) }
+
+func objB(t testing.TB, s string) map[string]any {
+	t.Helper()
+	dec := json.NewDecoder(strings.NewReader(s))
+	dec.UseNumber()
+	var o map[string]any
+	if err := dec.Decode(&o); err != nil {
+		t.Fatal(err)
+	}
+	return o
+}

@@ -213,3 +213,47 @@ func TestYAMLBodiesAndResponses(t *testing.T) {
 		t.Fatalf("bad yaml body: %d %s", r.code, r.body)
 	}
 }
+
+// TestManagedFieldsBytes checks the byte-level handling of managedFields:
+// spliced out before decoding and written back where json.Marshal puts it.
+func TestManagedFieldsBytes(t *testing.T) {
+	t.Parallel()
+	mf := `[{"apiVersion":"g/v","fieldsType":"FieldsV1","fieldsV1":{"f:spec":{}},"manager":"m","operation":"Update"}]`
+	for _, body := range []string{
+		`{"metadata":{"name":"a","managedFields":` + mf + `,"uid":"u"},"spec":{}}`,
+		`{"metadata":{"managedFields":` + mf + `,"name":"a"}}`,
+		`{"metadata":{"name":"a","managedFields":` + mf + `}}`,
+		`{"metadata":{"managedFields":` + mf + `}}`,
+		`{"metadata":{"annotations":{"x":"y"},"name":"a"  ,  "managedFields" : ` + mf + ` },"z":1}`,
+	} {
+		rest, raw := spliceManagedFields([]byte(body))
+		if string(raw) != mf {
+			t.Fatalf("%s: raw = %s", body, raw)
+		}
+		var m map[string]any
+		if err := json.Unmarshal(rest, &m); err != nil {
+			t.Fatalf("%s: rest %s: %v", body, rest, err)
+		}
+		if _, has := m["metadata"].(map[string]any)["managedFields"]; has {
+			t.Fatalf("%s: not removed: %s", body, rest)
+		}
+		// Written back, the bytes are what json.Marshal gives for the
+		// decoded object.
+		var full map[string]any
+		if err := json.Unmarshal([]byte(body), &full); err != nil {
+			t.Fatal(err)
+		}
+		want, _ := json.Marshal(full)
+		m["metadata"].(map[string]any)["managedFields"] = raw
+		got, err := marshalObject(m)
+		if err != nil || string(got) != string(want) {
+			t.Fatalf("%s:\n got %s\nwant %s", body, got, want)
+		}
+	}
+	for _, body := range []string{`{"metadata":{"managedFields":null}}`, `{"metadata":{"managedFields":[1,}}`, `{"metadata":"x","managedFields":[]}`,
+		`{"metadata":{"managedFields":[],"managedFields":[]}}`} {
+		if rest, raw := spliceManagedFields([]byte(body)); raw != nil || string(rest) != body {
+			t.Errorf("%s: spliced into %s and %s", body, rest, raw)
+		}
+	}
+}

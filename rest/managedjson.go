@@ -114,3 +114,57 @@ func spliceManagedFields(body []byte) ([]byte, json.RawMessage) {
 	out = append(out, body[end:]...)
 	return out, json.RawMessage(raw)
 }
+
+// marshalObject is json.Marshal of obj, with managedFields kept as bytes
+// written in place rather than through encoding/json (which would check
+// and compact them again, a pass over most of the metadata on every write).
+func marshalObject(obj Object) ([]byte, error) {
+	md, _ := obj["metadata"].(map[string]any)
+	raw, ok := md["managedFields"].(json.RawMessage)
+	if !ok {
+		return json.Marshal(obj)
+	}
+	delete(md, "managedFields")
+	data, err := json.Marshal(obj)
+	md["managedFields"] = raw
+	if err != nil {
+		return nil, err
+	}
+	return insertManagedFields(data, raw), nil
+}
+
+// insertManagedFields writes "managedFields":raw into the metadata of
+// data, a json.Marshal of an object, where json.Marshal would have (map keys
+// sorted).
+func insertManagedFields(data []byte, raw json.RawMessage) []byte {
+	ms, ok := members(data, jsonscan.SkipSpace(data, 0))
+	if !ok {
+		return data
+	}
+	i, ok := only(data, ms, `"metadata"`)
+	if !ok || data[ms[i].valStart] != '{' {
+		return data
+	}
+	mms, ok := members(data, ms[i].valStart)
+	if !ok {
+		return data
+	}
+	at, comma := ms[i].valEnd-1, len(mms) > 0 // before metadata's '}'
+	for _, m := range mms {
+		if string(data[m.keyStart+1:m.keyEnd-1]) > "managedFields" {
+			at, comma = m.keyStart, false
+			break
+		}
+	}
+	out := make([]byte, 0, len(data)+len(raw)+18)
+	out = append(out, data[:at]...)
+	if comma {
+		out = append(out, ',')
+	}
+	out = append(out, `"managedFields":`...)
+	out = append(out, raw...)
+	if at != ms[i].valEnd-1 {
+		out = append(out, ',')
+	}
+	return append(out, data[at:]...)
+}

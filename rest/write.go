@@ -676,7 +676,7 @@ func (rh *resourceHandler) objectMeta(md Object) (*meta.ObjectMeta, *meta.Status
 // dry run included: it answers what the write would.
 func (rh *resourceHandler) encode(obj Object) ([]byte, error) {
 	rh.h.jsonPass(1)
-	data, err := json.Marshal(obj)
+	data, err := marshalObject(obj)
 	if err != nil {
 		return nil, err
 	}
