@@ -313,9 +313,9 @@ func unixSeconds(t *meta.Time) int64 {
 // ones), so one may serve many objects. It holds at most maxCachedSets
 // sets, and starts over when full.
 type setCache struct {
-	mu    sync.Mutex
-	sets  map[string]*fieldpath.Set
-	docs  map[*fieldpath.Set][]byte
+	mu   sync.Mutex
+	sets map[string]*fieldpath.Set
+	docs map[*fieldpath.Set][]byte
 }
 
 const maxCachedSets = 4096
