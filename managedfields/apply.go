@@ -170,18 +170,7 @@ func (m *Manager) applyMerge(live, patch map[string]any, mf *managed, manager, s
 	if newTV == nil {
 		obj = deepCopy(live).(map[string]any)
 	} else {
-		u, ok := newTV.AsValue().Unstructured().(map[string]any)
-		if !ok {
-			return nil, meta.NewInternalError(errors.New("the merged object is not an object"))
-		}
-		// Back to the rest package's form: JSON numbers.
-		b, err := json.Marshal(u)
-		if err != nil {
-			return nil, meta.NewInternalError(err)
-		}
-		dec := json.NewDecoder(strings.NewReader(string(b)))
-		dec.UseNumber()
-		if err := dec.Decode(&obj); err != nil {
+		if obj, err = jsonNumbers(newTV.AsValue().Unstructured()); err != nil {
 			return nil, meta.NewInternalError(err)
 		}
 		t := meta.NewTime(m.now().UTC())
@@ -265,4 +254,63 @@ func deepCopy(v any) any {
 		return out
 	}
 	return v
+}
+
+// Merge merges an apply configuration into obj by the schema, as a
+// MutatingAdmissionPolicy's ApplyConfiguration merges in kube-apiserver
+// (structured-merge-diff's merge: associative lists by key, atomic lists
+// and maps replaced, granular maps merged), and returns the new object
+// (obj is unchanged, and keeps its managedFields). The configuration must
+// not set kind or apiVersion.
+func (m *Manager) Merge(obj, ac map[string]any) (_ map[string]any, err error) {
+	defer recovered(&err)
+	if _, has := ac["kind"]; has {
+		return nil, errors.New("invalid ApplyConfiguration: kind and apiVersion must not be set")
+	}
+	if _, has := ac["apiVersion"]; has {
+		return nil, errors.New("invalid ApplyConfiguration: kind and apiVersion must not be set")
+	}
+	patchTV, err := m.typedOf(ac)
+	if err != nil {
+		return nil, fmt.Errorf("invalid ApplyConfiguration: %v", err)
+	}
+	liveTV, err := m.typedOf(obj)
+	if err != nil {
+		return nil, err
+	}
+	merged, err := liveTV.Merge(patchTV)
+	if err != nil {
+		return nil, err
+	}
+	out, err := jsonNumbers(merged.AsValue().Unstructured())
+	if err != nil {
+		return nil, err
+	}
+	if md, ok := obj["metadata"].(map[string]any); ok {
+		if v, has := md["managedFields"]; has {
+			omd, _ := out["metadata"].(map[string]any)
+			if omd == nil {
+				omd = map[string]any{}
+				out["metadata"] = omd
+			}
+			omd["managedFields"] = v
+		}
+	}
+	return out, nil
+}
+
+// jsonNumbers re-reads a merged value as decoded JSON with json.Number
+// numbers, the form the rest of a write works on.
+func jsonNumbers(v any) (map[string]any, error) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	dec := json.NewDecoder(strings.NewReader(string(b)))
+	dec.UseNumber()
+	var out map[string]any
+	if err := dec.Decode(&out); err != nil {
+		return nil, err
+	}
+	return out, nil
 }
