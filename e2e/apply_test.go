@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"net/http"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -138,6 +139,17 @@ func applyView(raw string) string {
 	}
 	if o["kind"] == "Status" {
 		dedupeCauses(o)
+		// kube-apiserver lists conflict causes in map order: compare them
+		// sorted.
+		if d, ok := o["details"].(map[string]any); ok {
+			if causes, ok := d["causes"].([]any); ok {
+				slices.SortFunc(causes, func(a, b any) int {
+					ab, _ := json.Marshal(a)
+					bb, _ := json.Marshal(b)
+					return strings.Compare(string(ab), string(bb))
+				})
+			}
+		}
 	}
 	b, _ := json.Marshal(o)
 	return volatile.ReplaceAllString(string(b), `"$1":"-"`)

@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -371,6 +372,15 @@ func smdValue(v any) any {
 // ConflictStatus is the 409 kube-apiserver answers for apply conflicts:
 // one cause per field, and the message naming each manager.
 func conflictStatus(conflicts merge.Conflicts) *meta.Status {
+	// structured-merge-diff lists conflicts in map order (kube's causes
+	// come in any order); ours are by manager, then field.
+	conflicts = slices.Clone(conflicts)
+	slices.SortStableFunc(conflicts, func(a, b merge.Conflict) int {
+		if c := strings.Compare(a.Manager, b.Manager); c != 0 {
+			return c
+		}
+		return a.Path.Compare(b.Path)
+	})
 	causes := make([]meta.StatusCause, 0, len(conflicts))
 	for _, c := range conflicts {
 		causes = append(causes, meta.StatusCause{Type: meta.CauseTypeFieldManagerConflict,
