@@ -154,6 +154,13 @@ type Builder struct {
 	// Build.
 	ContentionProfiling bool
 
+	// DisableManagedFields turns field management off: no
+	// metadata.managedFields is recorded and server-side apply
+	// (application/apply-patch+yaml) answers 415, which saves the CPU and
+	// bytes tracking costs on every write. The default tracks every write
+	// as kube-apiserver does (which cannot be turned off there).
+	DisableManagedFields bool
+
 	// RequestTimeout bounds non-long-running requests and graceful shutdown.
 	// Zero means 60s.
 	RequestTimeout time.Duration

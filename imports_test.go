@@ -48,6 +48,9 @@ func importRules() []importRule {
 		{pkg: "certs", allow: []string{}},
 		{pkg: "kubeclient", allow: []string{"meta"}},
 		{pkg: "metrics", allow: []string{"filters", "meta"}},
+		// managedfields is server-side apply's engine over the schema: rest
+		// uses it, and admission through the attributes.
+		{pkg: "managedfields", allow: []string{"meta", "schema", "internal/jsonscan"}},
 	}
 	for _, s := range stagePackages {
 		var others []string

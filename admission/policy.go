@@ -814,8 +814,14 @@ func (m *MutatingPolicies) apply(ctx context.Context, a *Attributes, p *compiled
 			if !ok {
 				return fmt.Errorf("applyConfiguration must evaluate to an Object, got %T", out)
 			}
-			next = deepCopyMap(a.Object)
-			mergeApply(next, ac)
+			if a.MergeApply != nil {
+				if next, err = a.MergeApply(a.Object, ac); err != nil {
+					return err
+				}
+			} else {
+				next = deepCopyMap(a.Object)
+				mergeApply(next, ac)
+			}
 		case "JSONPatch":
 			if next, err = applyJSONPatch(a.Object, out); err != nil {
 				return err

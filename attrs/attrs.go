@@ -37,6 +37,12 @@ type Admission struct {
 	// meta.PatchOptions or meta.DeleteOptions, or any value encoding/json
 	// can marshal (sent to webhooks and CEL as `options`).
 	Options any
+	// MergeApply, when not nil, merges an apply configuration into an
+	// object by the resource's schema (list and map types), as server-side
+	// apply merges: a MutatingAdmissionPolicy's ApplyConfiguration uses it.
+	// It returns a new object. Nil means maps merged recursively and
+	// anything else replaced.
+	MergeApply func(obj, applyConfiguration map[string]any) (map[string]any, error)
 
 	// reinvocation state of this request; see IsReinvoke.
 	reinvoking, reinvokeWanted bool

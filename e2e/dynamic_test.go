@@ -165,6 +165,45 @@ func TestDynamicClient(t *testing.T) {
 			t.Fatalf("strategic merge patch err = %v, want 415", err)
 		}
 	})
+	t.Run("server_side_apply", func(t *testing.T) {
+		cfg := newEnvironment("team-a", "applied", "alice")
+		_ = unstructured.SetNestedField(cfg.Object, int64(2), "spec", "replicas")
+		obj, err := envs.Apply(ctx, "applied", cfg, metav1.ApplyOptions{FieldManager: "ctrl-a"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		mf := obj.GetManagedFields()
+		if len(mf) != 1 || mf[0].Manager != "ctrl-a" || mf[0].Operation != metav1.ManagedFieldsOperationApply || mf[0].FieldsV1 == nil ||
+			string(mf[0].FieldsV1.Raw) != `{"f:spec":{"f:owner":{},"f:replicas":{}}}` {
+			t.Fatalf("managedFields after apply = %+v", mf)
+		}
+		other := newEnvironment("team-a", "applied", "alice")
+		_ = unstructured.SetNestedField(other.Object, int64(5), "spec", "replicas")
+		_, err = envs.Apply(ctx, "applied", other, metav1.ApplyOptions{FieldManager: "ctrl-b"})
+		if !apierrors.IsConflict(err) || !strings.Contains(err.Error(), `Apply failed with 1 conflict: conflict with "ctrl-a": .spec.replicas`) {
+			t.Fatalf("second manager's apply: %v, want the conflict", err)
+		}
+		obj, err = envs.Apply(ctx, "applied", other, metav1.ApplyOptions{FieldManager: "ctrl-b", Force: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n, _, _ := unstructured.NestedInt64(obj.Object, "spec", "replicas"); n != 5 {
+			t.Fatalf("forced apply: replicas %d", n)
+		}
+		st := &unstructured.Unstructured{Object: map[string]any{"apiVersion": group + "/" + version, "kind": "Environment",
+			"metadata": map[string]any{"name": "applied", "namespace": "team-a"}, "status": map[string]any{"phase": "Ready"}}}
+		obj, err = envs.ApplyStatus(ctx, "applied", st, metav1.ApplyOptions{FieldManager: "ctrl-status"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		found := false
+		for _, e := range obj.GetManagedFields() {
+			found = found || (e.Manager == "ctrl-status" && e.Subresource == "status")
+		}
+		if phase, _, _ := unstructured.NestedString(obj.Object, "status", "phase"); phase != "Ready" || !found {
+			t.Fatalf("status apply: phase %q, managedFields %+v", phase, obj.GetManagedFields())
+		}
+	})
 	t.Run("delete_and_deletecollection", func(t *testing.T) {
 		if err := envs.Delete(ctx, "e4", metav1.DeleteOptions{}); err != nil {
 			t.Fatal(err)

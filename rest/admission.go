@@ -64,6 +64,9 @@ func (rh *resourceHandler) attributes(ctx context.Context, op string, wr *writeR
 	a := &attrs.Admission{Operation: op, Group: rh.Group, Version: rh.Version, Resource: rh.Plural,
 		Subresource: wr.sub, Kind: rh.Kind, Namespace: wr.namespace, Name: wr.name, Object: obj, OldObject: old,
 		DryRun: wr.params.dryRun, Options: wr.opts}
+	if rh.fields != nil {
+		a.MergeApply = rh.fields.Merge
+	}
 	if u, ok := filters.UserFrom(ctx); ok {
 		a.User = u
 	}

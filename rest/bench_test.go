@@ -14,6 +14,7 @@ import (
 	"testing"
 
 	"github.com/annexapi/annex/filters"
+	"github.com/annexapi/annex/schema"
 	"github.com/annexapi/annex/storage"
 )
 
@@ -148,13 +149,22 @@ func BenchmarkList(b *testing.B) {
 // serving the test resource changed by mutate, the counter of its JSON
 // passes, and the resourceVersion of ns1/env-0000, which it creates.
 func benchWriteHandler(b *testing.B, mutate func(*Resource)) (*handler, *atomic.Int64, uint64) {
+	return benchConfigHandler(b, func(c *Config) {
+		if mutate != nil {
+			mutate(&c.Resources[0])
+		}
+	})
+}
+
+// benchConfigHandler is benchWriteHandler with the whole Config to change.
+func benchConfigHandler(b *testing.B, mutate func(*Config)) (*handler, *atomic.Int64, uint64) {
 	b.Helper()
 	s := openStore(b)
-	res := environmentResource(s)
+	cfg := Config{Resources: []Resource{environmentResource(s)}}
 	if mutate != nil {
-		mutate(&res)
+		mutate(&cfg)
 	}
-	hh, err := NewHandler(Config{Resources: []Resource{res}})
+	hh, err := NewHandler(cfg)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -283,4 +293,59 @@ func BenchmarkUpdateDryRun(b *testing.B) {
 	body := []byte(`{"apiVersion":"platform.example.com/v1alpha1","kind":"Environment","metadata":{"name":"env-0000","namespace":"ns1","resourceVersion":"` +
 		strconv.FormatUint(rv, 10) + `","labels":{"app":"bench","tier":"dev"},"annotations":{"example.com/note":"a benchmark object"}},"spec":{"owner":"alice","tier":"dev","replicas":2},"status":{"phase":"Ready"}}`)
 	runWrite(b, h, passes, r, http.StatusOK, func(int) []byte { return body })
+}
+
+// BenchmarkManagedFields measures what field management costs a write:
+// create, PUT and merge patch of the schema'd resource with managedFields
+// tracked (the default) and off (Config.DisableManagedFields), and a
+// server-side apply; compare on and off of the same run (benchstat).
+func BenchmarkManagedFields(b *testing.B) {
+	const path = envBase + "/namespaces/ns1/environments/env-0000"
+	for _, mode := range []struct {
+		name string
+		off  bool
+	}{{"on", false}, {"off", true}} {
+		setup := func(b *testing.B) (*handler, *atomic.Int64, uint64) {
+			return benchConfigHandler(b, func(c *Config) {
+				c.Resources[0].Schema = schema.MustParseYAML(testSchema)
+				c.DisableManagedFields = mode.off
+			})
+		}
+		b.Run("create/"+mode.name, func(b *testing.B) {
+			h, passes, _ := setup(b)
+			var buf []byte
+			runWrite(b, h, passes, benchWriteRequest(b, "POST", envBase+"/namespaces/ns1/environments", "application/json"), http.StatusCreated, func(i int) []byte {
+				buf = append(buf[:0], `{"apiVersion":"platform.example.com/v1alpha1","kind":"Environment","metadata":{"name":"bench-`...)
+				buf = strconv.AppendInt(buf, int64(i), 10)
+				return append(buf, `","labels":{"app":"bench","tier":"dev"},"annotations":{"example.com/note":"a benchmark object"}},"spec":{"owner":"alice","tier":"dev","replicas":1}}`...)
+			})
+		})
+		b.Run("put/"+mode.name, func(b *testing.B) {
+			h, passes, rv := setup(b)
+			var buf []byte
+			runWrite(b, h, passes, benchWriteRequest(b, "PUT", path+"?fieldManager=editor", "application/json"), http.StatusOK, func(i int) []byte {
+				buf = append(buf[:0], `{"apiVersion":"platform.example.com/v1alpha1","kind":"Environment","metadata":{"name":"env-0000","namespace":"ns1","resourceVersion":"`...)
+				buf = strconv.AppendUint(buf, rv, 10)
+				buf = append(buf, `","labels":{"app":"bench","tier":"dev"},"annotations":{"example.com/note":"a benchmark object"}},"spec":{"owner":"alice","tier":"dev","replicas":`...)
+				buf = strconv.AppendInt(buf, int64(i%2+1), 10)
+				rv++
+				return append(buf, `}}`...)
+			})
+		})
+		b.Run("merge_patch/"+mode.name, func(b *testing.B) {
+			h, passes, _ := setup(b)
+			patches := [][]byte{[]byte(`{"spec":{"replicas":2}}`), []byte(`{"spec":{"replicas":1}}`)}
+			runWrite(b, h, passes, benchWriteRequest(b, "PATCH", path+"?fieldManager=patcher", "application/merge-patch+json"), http.StatusOK,
+				func(i int) []byte { return patches[i%2] })
+		})
+	}
+	b.Run("apply", func(b *testing.B) {
+		h, passes, _ := benchConfigHandler(b, func(c *Config) { c.Resources[0].Schema = schema.MustParseYAML(testSchema) })
+		applies := [][]byte{
+			[]byte("apiVersion: platform.example.com/v1alpha1\nkind: Environment\nmetadata:\n  name: env-0000\nspec:\n  owner: alice\n  replicas: 2\n"),
+			[]byte("apiVersion: platform.example.com/v1alpha1\nkind: Environment\nmetadata:\n  name: env-0000\nspec:\n  owner: alice\n  replicas: 1\n"),
+		}
+		runWrite(b, h, passes, benchWriteRequest(b, "PATCH", path+"?fieldManager=applier&force=true", "application/apply-patch+yaml"), http.StatusOK,
+			func(i int) []byte { return applies[i%2] })
+	})
 }

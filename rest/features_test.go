@@ -185,7 +185,7 @@ func TestPatch(t *testing.T) {
 		{name: "json_test_fails", ct: "application/json-patch+json", body: `[{"op":"test","path":"/spec/owner","value":"zed"}]`, code: 422},
 		{name: "bad_json_patch", ct: "application/json-patch+json", body: `{"op":"x"}`, code: 400},
 		{name: "strategic_is_415", ct: "application/strategic-merge-patch+json", body: `{}`, code: 415},
-		{name: "apply_is_415", ct: "application/apply-patch+yaml", body: `{}`, code: 415},
+		{name: "apply_needs_field_manager", ct: "application/apply-patch+yaml", body: `{}`, code: 422},
 		{name: "stale_rv_conflicts", ct: "application/merge-patch+json", body: `{"metadata":{"resourceVersion":"` + fieldAt(a, "metadata", "resourceVersion").(string) + `"}}`, code: 409},
 		{name: "status_ignored", ct: "application/merge-patch+json", body: `{"status":{"phase":"X"}}`, code: 200,
 			check: func(t *testing.T, m map[string]any) {

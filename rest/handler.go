@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/annexapi/annex/filters"
+	"github.com/annexapi/annex/managedfields"
 	"github.com/annexapi/annex/meta"
 	"github.com/annexapi/annex/storage"
 )
@@ -64,7 +65,9 @@ type resourceHandler struct {
 	// blueprint is the base64 of an empty list of the kind, the
 	// initial-events-list-blueprint annotation of a watch-list's bookmark.
 	blueprint string
-	h         *handler
+	// fields is the field manager; nil when field management is off.
+	fields *managedfields.Manager
+	h      *handler
 }
 
 var _ http.Handler = (*handler)(nil)
@@ -98,6 +101,13 @@ func NewHandler(cfg Config) (http.Handler, error) {
 			blueprint: base64.StdEncoding.EncodeToString([]byte(`{"kind":` + strconv.Quote(r.ListKind) +
 				`,"apiVersion":` + strconv.Quote(gv) + `,"metadata":{},"items":[]}`)),
 			h: h,
+		}
+		if !cfg.DisableManagedFields {
+			fm, err := managedfields.New(managedfields.Config{APIVersion: gv, Kind: r.Kind, Schema: r.Schema, StatusSubresource: r.StatusSubresource})
+			if err != nil {
+				return nil, err
+			}
+			rh.fields = fm
 		}
 		h.resources[resourceKey{r.Group, r.Version, r.Plural}] = rh
 		rs = append(rs, rh)
@@ -186,6 +196,11 @@ func (rh *resourceHandler) serve(w http.ResponseWriter, r *http.Request, info *f
 	if st != nil {
 		filters.WriteStatus(w, st)
 		return
+	}
+	if out.yaml {
+		yw := &yamlWriter{ResponseWriter: w}
+		defer yw.flush()
+		w = yw
 	}
 	if st := rh.checkPathNames(info, urlName); st != nil {
 		filters.WriteStatus(w, st)

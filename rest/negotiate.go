@@ -14,6 +14,7 @@ import (
 
 const (
 	mediaJSON = "application/json"
+	mediaYAML = "application/yaml"
 	// Patch body types.
 	mediaJSONPatch      = "application/json-patch+json"
 	mediaMergePatch     = "application/merge-patch+json"
@@ -84,6 +85,9 @@ func parseAccept(header string) []acceptClause {
 	return out
 }
 
+// matchesYAML reports whether the clause names application/yaml itself.
+func (c acceptClause) matchesYAML() bool { return c.typ == "application" && c.sub == "yaml" }
+
 // matchesJSON reports whether the clause's type/subtype covers application/json.
 func (c acceptClause) matchesJSON() bool {
 	return (c.typ == "*" && c.sub == "*") || (c.typ == "application" && (c.sub == "*" || c.sub == "json"))
@@ -128,20 +132,21 @@ func errNotAcceptable() *meta.Status {
 	return meta.NewNotAcceptable([]string{mediaJSON})
 }
 
-// readableBody reports whether a request body of this Content-Type can be
-// decoded; an empty Content-Type means JSON, as in k8s.io/apiserver.
-func readableBody(contentType string) bool {
+// bodyType returns the media type of a request body, JSON or YAML, and
+// false for any other; an empty Content-Type means JSON, as in
+// k8s.io/apiserver.
+func bodyType(contentType string) (string, bool) {
 	if strings.TrimSpace(contentType) == "" {
-		return true
+		return mediaJSON, true
 	}
 	mt, _, err := mime.ParseMediaType(contentType)
 	if err != nil {
-		return false
+		return "", false
 	}
-	return mt == mediaJSON
+	return mt, mt == mediaJSON || mt == mediaYAML
 }
 
 // errUnsupportedBody is the 415 answer to an unreadable body type.
 func errUnsupportedBody() *meta.Status {
-	return meta.NewUnsupportedMediaType([]string{mediaJSON})
+	return meta.NewUnsupportedMediaType([]string{mediaJSON, mediaYAML})
 }

@@ -21,14 +21,25 @@ import (
 	"github.com/annexapi/annex/meta"
 )
 
-// readBody reads a write request's body after checking its Content-Type.
+// readBody reads a write request's body after checking its Content-Type:
+// JSON as it is, YAML converted to JSON once (numbers and key order kept).
 func readBody(r *http.Request) ([]byte, *meta.Status) {
-	if !readableBody(r.Header.Get("Content-Type")) {
+	mt, ok := bodyType(r.Header.Get("Content-Type"))
+	if !ok {
 		return nil, errUnsupportedBody()
 	}
 	body, err := io.ReadAll(r.Body)
 	if err != nil {
 		return nil, StatusForError(err, ErrorContext{})
+	}
+	if mt == mediaYAML {
+		obj, err := decodeYAMLObject(body)
+		if err != nil {
+			return nil, meta.NewBadRequest(fmt.Sprintf("error decoding YAML: %v", err))
+		}
+		if body, err = json.Marshal(obj); err != nil {
+			return nil, meta.NewBadRequest(fmt.Sprintf("error decoding YAML: %v", err))
+		}
 	}
 	return body, nil
 }
@@ -38,6 +49,8 @@ func readBody(r *http.Request) ([]byte, *meta.Status) {
 // 400, worded as k8s's decoder for an unrecognized object.
 func (rh *resourceHandler) decodeObject(body []byte) (Object, *meta.Status) {
 	rh.h.jsonPass(1)
+	full := body
+	body, managed := spliceManagedFields(body)
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.UseNumber()
 	var obj Object
@@ -60,7 +73,10 @@ func (rh *resourceHandler) decodeObject(body []byte) (Object, *meta.Status) {
 	}
 	if err != nil {
 		return nil, meta.NewBadRequest(fmt.Sprintf("the object provided is unrecognized (must be of type %s): %v (%s)",
-			rh.Kind, err, summarizeData(body, 30)))
+			rh.Kind, err, summarizeData(full, 30)))
+	}
+	if managed != nil {
+		metadata(obj)["managedFields"] = managed
 	}
 	return obj, nil
 }
@@ -260,7 +276,8 @@ func plainJSON(v any) bool {
 }
 
 // objectMetaOf converts decoded metadata to meta.ObjectMeta without JSON,
-// giving what encoding and decoding it would give. It reports false when
+// giving what encoding and decoding it would give; managedFields kept as
+// bytes (json.RawMessage, see spliceManagedFields) are left out. It reports false when
 // that is not certain (a member of an unexpected type, a member name that
 // differs from a field's only in case, which encoding/json would match,
 // managedFields), and the caller then takes the JSON round trip.
@@ -307,7 +324,9 @@ func objectMetaOf(md map[string]any) (*meta.ObjectMeta, bool) {
 		case "ownerReferences":
 			om.OwnerReferences, ok = jsonOwnerReferences(v)
 		case "managedFields":
-			ok = v == nil
+			if _, raw := v.(json.RawMessage); !raw {
+				om.ManagedFields, ok = jsonManagedFields(v)
+			}
 		default:
 			ok = !foldsToField(k, "name", "generateName", "namespace", "selfLink", "uid", "resourceVersion",
 				"generation", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds", "labels",
@@ -439,6 +458,51 @@ func jsonOwnerReferences(v any) ([]meta.OwnerReference, bool) {
 				r.BlockOwnerDeletion, ok = jsonBoolPtr(f)
 			default:
 				ok = !foldsToField(k, "apiVersion", "kind", "name", "uid", "controller", "blockOwnerDeletion")
+			}
+			if !ok {
+				return nil, false
+			}
+		}
+	}
+	return out, true
+}
+
+// jsonManagedFields converts managedFields entries for validation, which
+// reads every member but fieldsV1 (left out: any JSON object decodes).
+func jsonManagedFields(v any) ([]meta.ManagedFieldsEntry, bool) {
+	if v == nil {
+		return nil, true
+	}
+	l, ok := v.([]any)
+	if !ok {
+		return nil, false
+	}
+	out := make([]meta.ManagedFieldsEntry, len(l))
+	for i, e := range l {
+		m, ok := e.(map[string]any)
+		if !ok {
+			return nil, false
+		}
+		en := &out[i]
+		for k, f := range m {
+			switch k {
+			case "manager":
+				en.Manager, ok = jsonString(f)
+			case "operation":
+				en.Operation, ok = jsonString(f)
+			case "apiVersion":
+				en.APIVersion, ok = jsonString(f)
+			case "fieldsType":
+				en.FieldsType, ok = jsonString(f)
+			case "subresource":
+				en.Subresource, ok = jsonString(f)
+			case "time":
+				en.Time, ok = jsonTime(f)
+			case "fieldsV1":
+				_, ok = f.(map[string]any)
+				ok = ok || f == nil
+			default:
+				ok = !foldsToField(k, "manager", "operation", "apiVersion", "fieldsType", "subresource", "time", "fieldsV1")
 			}
 			if !ok {
 				return nil, false

@@ -18,13 +18,18 @@ import (
 type openapiDocs struct{ d *openapi.Documents }
 
 // patchTypes are the patch content types the handler accepts.
-func patchTypes() []string { return []string{mediaJSONPatch, mediaMergePatch} }
+func (rh *resourceHandler) patchTypes() []string {
+	if rh.fields == nil {
+		return []string{mediaJSONPatch, mediaMergePatch}
+	}
+	return []string{mediaJSONPatch, mediaMergePatch, mediaApplyPatch}
+}
 
 func buildOpenAPI(title string, rs []*resourceHandler) (*openapiDocs, error) {
 	var in []openapi.Resource
 	for _, rh := range rs {
 		r := openapi.Resource{Group: rh.Group, Version: rh.Version, Plural: rh.Plural, Kind: rh.Kind, ListKind: rh.ListKind,
-			Namespaced: rh.Namespaced, Schema: rh.Schema, PatchTypes: patchTypes(), FieldValidation: true}
+			Namespaced: rh.Namespaced, Schema: rh.Schema, PatchTypes: rh.patchTypes(), FieldValidation: true}
 		if rh.StatusSubresource {
 			r.Subresources = []string{"status"}
 		}

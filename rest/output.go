@@ -30,6 +30,9 @@ type output struct {
 	version string
 	// include is the includeObject policy of a Table.
 	include string
+	// yaml is true when the response is YAML (Accept: application/yaml):
+	// the JSON answer converted on the way out (see yamlWriter).
+	yaml bool
 }
 
 func (o output) apiVersion() string { return meta.MetaGroup + "/" + o.version }
@@ -81,6 +84,9 @@ func negotiateOutput(accept string, sc scope, includeObject string) (output, *me
 	}
 	stream := sc == scopeWatch
 	for _, c := range parseAccept(accept) {
+		if c.matchesYAML() && !stream && c.plain(false) {
+			return output{kind: outObject, yaml: true}, nil
+		}
 		if !c.matchesJSON() {
 			continue
 		}
@@ -106,7 +112,10 @@ func negotiateOutput(accept string, sc scope, includeObject string) (output, *me
 			return output{kind: outPartialList, version: v}, nil
 		}
 	}
-	return output{}, errNotAcceptable()
+	if stream {
+		return output{}, errNotAcceptable()
+	}
+	return output{}, meta.NewNotAcceptable([]string{mediaJSON, mediaYAML})
 }
 
 // rawMetadata returns the metadata member of an object's JSON, or {}.

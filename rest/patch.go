@@ -2,9 +2,10 @@
 // (RFC 7386), applied with github.com/evanphx/json-patch/v5 (a well-kept
 // library, as DESIGN.md asks, and the one Kubernetes itself uses) to the
 // current state inside storage's guaranteed update, so a concurrent write
-// makes the patch re-apply to the fresh state. Strategic merge patch and
-// apply patches answer 415 as a CRD does, and OpenAPI lists only the two
-// types served.
+// makes the patch re-apply to the fresh state. Server-side apply
+// (application/apply-patch+yaml) merges through the field manager (see
+// apply.go). Strategic merge patch answers 415 as a CRD does, and OpenAPI
+// lists the types served.
 
 package rest
 
@@ -38,12 +39,19 @@ const (
 // applied to each try's stored state) and respond.
 func (rh *resourceHandler) patch(w http.ResponseWriter, r *http.Request, o output, sub, namespace, name string) {
 	wr := &writeRequest{verb: "patch", sub: sub, namespace: namespace, name: name}
-	apply, st := rh.decodePatch(r, wr)
+	apply, applyPatch, st := rh.decodePatch(r, wr)
 	if st != nil {
 		filters.WriteStatus(w, st)
 		return
 	}
 	wr.opts = wr.params.patchOptions()
+	wr.manager = managerName(wr.params.fieldManager, r.UserAgent())
+	if applyPatch != nil {
+		wr.applied = true
+		wr.produce = rh.applyProduce(wr, applyPatch)
+		rh.storeAndRespond(w, r, o, wr)
+		return
+	}
 	wr.produce = func(cur storage.Object) (Object, *meta.Status) {
 		// json-patch decodes the document and encodes the result.
 		rh.h.jsonPass(2)
@@ -59,44 +67,50 @@ func (rh *resourceHandler) patch(w http.ResponseWriter, r *http.Request, o outpu
 	rh.storeAndRespond(w, r, o, wr)
 }
 
-// decodePatch is a patch's decode step: the patch type (415 for any but
-// JSON and merge patch), the options, and the body parsed into the function
-// that applies it to a stored object's bytes.
-func (rh *resourceHandler) decodePatch(r *http.Request, wr *writeRequest) (func(doc []byte) ([]byte, error), *meta.Status) {
+// decodePatch is a patch's decode step: the patch type (415 for strategic
+// merge patch and unknown types), the options, and the body parsed: into
+// the function that applies it to a stored object's bytes, or, for a
+// server-side apply, into the applied configuration.
+func (rh *resourceHandler) decodePatch(r *http.Request, wr *writeRequest) (func(doc []byte) ([]byte, error), Object, *meta.Status) {
 	mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
-	if err != nil || (mt != mediaJSONPatch && mt != mediaMergePatch) {
-		return nil, meta.NewUnsupportedMediaType(patchTypes())
+	applyType := mt == mediaApplyPatch && rh.fields != nil
+	if err != nil || (mt != mediaJSONPatch && mt != mediaMergePatch && !applyType) {
+		return nil, nil, meta.NewUnsupportedMediaType(rh.patchTypes())
 	}
 	p, st := parseWriteParams(r.URL.Query(), "PatchOptions")
 	if st != nil {
-		return nil, st
+		return nil, nil, st
 	}
-	if p.force != nil {
-		return nil, meta.NewInvalid(meta.GroupKind{Group: "meta.k8s.io", Kind: "PatchOptions"}, "",
+	if p.force != nil && !applyType {
+		return nil, nil, meta.NewInvalid(meta.GroupKind{Group: "meta.k8s.io", Kind: "PatchOptions"}, "",
 			[]meta.StatusCause{fieldForbidden("force", "may not be specified for non-apply patch")})
 	}
 	wr.params = p
 	body, err := io.ReadAll(r.Body)
 	if err != nil {
-		return nil, StatusForError(err, ErrorContext{})
+		return nil, nil, StatusForError(err, ErrorContext{})
 	}
-	if mt == mediaJSONPatch {
+	switch mt {
+	case mediaApplyPatch:
+		patch, st := rh.decodeApply(body, wr)
+		return nil, patch, st
+	case mediaJSONPatch:
 		ops, err := jsonpatch.DecodePatch(body)
 		if err != nil {
-			return nil, meta.NewBadRequest(err.Error())
+			return nil, nil, meta.NewBadRequest(err.Error())
 		}
 		if len(ops) > maxJSONPatchOperations {
-			return nil, meta.NewRequestEntityTooLarge(fmt.Sprintf(
+			return nil, nil, meta.NewRequestEntityTooLarge(fmt.Sprintf(
 				"The allowed maximum operations in a JSON patch is %d, got %d", maxJSONPatchOperations, len(ops)))
 		}
 		opts := jsonpatch.NewApplyOptions()
 		opts.AccumulatedCopySizeLimit = maxJSONPatchCopyBytes
-		return guardPanic(func(doc []byte) ([]byte, error) { return ops.ApplyWithOptions(doc, opts) }), nil
+		return guardPanic(func(doc []byte) ([]byte, error) { return ops.ApplyWithOptions(doc, opts) }), nil, nil
 	}
 	if !json.Valid(body) || !strings.HasPrefix(strings.TrimSpace(string(body)), "{") {
-		return nil, meta.NewBadRequest(jsonpatch.ErrBadJSONPatch.Error())
+		return nil, nil, meta.NewBadRequest(jsonpatch.ErrBadJSONPatch.Error())
 	}
-	return guardPanic(func(doc []byte) ([]byte, error) { return jsonpatch.MergePatch(doc, body) }), nil
+	return guardPanic(func(doc []byte) ([]byte, error) { return jsonpatch.MergePatch(doc, body) }), nil, nil
 }
 
 // guardPanic turns a panic of the patch library into an error (answered

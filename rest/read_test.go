@@ -35,8 +35,8 @@ func TestGet(t *testing.T) {
 			message: "Timeout: Too large resource version: 999999, current: 2"},
 		{name: "invalid_resource_version", path: "/namespaces/ns1/environments/a?resourceVersion=abc", code: 400, reason: "BadRequest",
 			message: `resourceVersion: Invalid value: "abc": strconv.ParseUint: parsing "abc": invalid syntax`},
-		{name: "not_acceptable", path: "/namespaces/ns1/environments/a", headers: []string{"Accept", "application/yaml"}, code: 406, reason: "NotAcceptable",
-			message: "only the following media types are accepted: application/json"},
+		{name: "not_acceptable", path: "/namespaces/ns1/environments/a", headers: []string{"Accept", "text/html"}, code: 406, reason: "NotAcceptable",
+			message: "only the following media types are accepted: application/json, application/yaml"},
 		{name: "unknown_transform", path: "/namespaces/ns1/environments/a", headers: []string{"Accept", "application/json;as=Widget;g=meta.k8s.io;v=v1"}, code: 406, reason: "NotAcceptable"},
 		{name: "partial_list_for_one_object", path: "/namespaces/ns1/environments/a", headers: []string{"Accept", "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1"}, code: 406, reason: "NotAcceptable",
 			message: "you requested PartialObjectMetadataList, but the requested object is not a list (*unstructured.Unstructured)"},
@@ -45,7 +45,7 @@ func TestGet(t *testing.T) {
 			message: "the server could not find the requested resource"},
 		{name: "namespaced_without_namespace", path: "/environments/a", code: 404, reason: "NotFound"},
 		{name: "patch_without_patch_type", path: "/namespaces/ns1/environments/a", code: 415, reason: "UnsupportedMediaType",
-			message: "the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json"},
+			message: "the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -125,6 +125,11 @@ type Config struct {
 	// OpenAPITitle is the title of the /openapi/v2 document. Zero means
 	// "Kubernetes".
 	OpenAPITitle string
+	// DisableManagedFields turns field management off: no
+	// metadata.managedFields is recorded (a create drops the body's, an
+	// update keeps the stored ones) and server-side apply answers 415.
+	// The default, false, tracks every write as kube-apiserver does.
+	DisableManagedFields bool
 }
 
 // PrinterColumn is one column of Table output, as a CRD's

@@ -15,6 +15,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/annexapi/annex/attrs"
 	"github.com/annexapi/annex/filters"
@@ -48,8 +49,13 @@ func parseWriteParams(q url.Values, kind string) (writeParams, *meta.Status) {
 	p.fieldManager = q.Get("fieldManager")
 	p.fieldValidation = q.Get("fieldValidation")
 	var causes []meta.StatusCause
-	if len(p.fieldManager) > 128 {
+	if len(p.fieldManager) > meta.FieldManagerMaxLength {
 		causes = append(causes, meta.StatusCause{Type: meta.CauseTypeFieldValueTooLong, Field: "fieldManager", Message: "Too long: may not be more than 128 bytes"})
+	}
+	for i, r := range p.fieldManager {
+		if !unicode.IsPrint(r) {
+			causes = append(causes, fieldInvalid("fieldManager", p.fieldManager, fmt.Sprintf("invalid character %#U (at position %d)", r, i)))
+		}
 	}
 	switch p.fieldValidation {
 	case "":
@@ -133,6 +139,10 @@ type writeRequest struct {
 	warnings  []string
 	generated bool
 	created   bool
+	// manager is the field manager the write is recorded for; applied is
+	// true for a server-side apply, whose produce step records it.
+	manager string
+	applied bool
 	// deletedAs is, when the last try removed the last finalizer of an
 	// object being deleted (and so deleted it), the updated object: the
 	// answer.
@@ -158,6 +168,8 @@ func (rh *resourceHandler) create(w http.ResponseWriter, r *http.Request, o outp
 		return
 	}
 	wr.opts = wr.params.createOptions()
+	wr.manager = managerName(wr.params.fieldManager, r.UserAgent())
+	rh.trackUpdate(wr, nil, obj)
 	obj, err := rh.admitted(ctx, wr, obj, nil)
 	if err != nil {
 		rh.fail(w, err, wr.errorContext())
@@ -186,6 +198,7 @@ func (rh *resourceHandler) update(w http.ResponseWriter, r *http.Request, o outp
 		return
 	}
 	wr.opts = wr.params.updateOptions()
+	wr.manager = managerName(wr.params.fieldManager, r.UserAgent())
 	// Hooks edit the object, and the update may be tried again: the first
 	// try takes the object decoded above, every retry decodes afresh.
 	wr.produce = func(storage.Object) (Object, *meta.Status) {
@@ -333,7 +346,7 @@ func (rh *resourceHandler) ensureNamespace(md Object, namespace string) *meta.St
 // steps; it returns the bytes to store.
 func (rh *resourceHandler) tryUpdate(ctx context.Context, wr *writeRequest, cur storage.Object) ([]byte, error) {
 	wr.created, wr.warnings, wr.deletedAs = false, nil, nil
-	if cur.Data == nil && (wr.verb == "patch" || wr.sub != "") {
+	if cur.Data == nil && ((wr.verb == "patch" && !wr.applied) || wr.sub != "") {
 		return nil, meta.NewNotFound(rh.gr, wr.name)
 	}
 	obj, st := wr.produce(cur)
@@ -349,6 +362,7 @@ func (rh *resourceHandler) tryUpdate(ctx context.Context, wr *writeRequest, cur 
 		// A PUT that creates ignores the body's resourceVersion, as
 		// storage's update does.
 		delete(metadata(obj), "resourceVersion")
+		rh.trackUpdate(wr, nil, obj)
 	} else {
 		if old, st = rh.decodeObject(cur.Data); st != nil {
 			return nil, meta.NewInternalError(errors.New(st.Message))
@@ -424,6 +438,7 @@ func (rh *resourceHandler) carryOver(wr *writeRequest, obj, old Object, rev uint
 		}
 	}
 	delete(md, "selfLink")
+	rh.trackUpdate(wr, old, obj)
 	return rh.keepStatusRule(wr, obj, old), nil
 }
 
@@ -459,6 +474,12 @@ func (rh *resourceHandler) keepStatusRule(wr *writeRequest, obj, old Object) Obj
 	if wr.sub == "status" {
 		from = obj
 		obj = deepCopyJSON(old).(Object)
+		// The status write's managedFields stay (kube's status strategy).
+		if mf, ok := metadata(from)["managedFields"]; ok {
+			metadata(obj)["managedFields"] = mf
+		} else {
+			delete(metadata(obj), "managedFields")
+		}
 	}
 	if status, has := from["status"]; has {
 		obj["status"] = status
@@ -517,7 +538,7 @@ func (rh *resourceHandler) prepareCreate(ctx context.Context, wr *writeRequest, 
 	}
 	md["uid"] = storage.NewUID()
 	md["creationTimestamp"] = time.Now().UTC().Format(time.RFC3339)
-	for _, k := range []string{"deletionTimestamp", "deletionGracePeriodSeconds", "selfLink", "managedFields"} {
+	for _, k := range []string{"deletionTimestamp", "deletionGracePeriodSeconds", "selfLink"} {
 		delete(md, k)
 	}
 	md["generation"] = 1
@@ -627,6 +648,14 @@ func (rh *resourceHandler) validate(ctx context.Context, wr *writeRequest, obj, 
 // decoder gives for a malformed field.
 func (rh *resourceHandler) objectMeta(md Object) (*meta.ObjectMeta, *meta.Status) {
 	if om, ok := objectMetaOf(md); ok {
+		// Entries kept as bytes were written by the field manager (or are
+		// the stored ones) when it is on; without it they are the
+		// client's, and are checked.
+		if raw, isRaw := md["managedFields"].(json.RawMessage); isRaw && rh.fields == nil {
+			if err := json.Unmarshal(raw, &om.ManagedFields); err != nil {
+				return nil, meta.NewBadRequest(fmt.Sprintf("%s in version %q cannot be handled as a %s: %v", rh.Kind, rh.Version, rh.Kind, err))
+			}
+		}
 		return om, nil
 	}
 	rh.h.jsonPass(2)
@@ -647,7 +676,7 @@ func (rh *resourceHandler) objectMeta(md Object) (*meta.ObjectMeta, *meta.Status
 // dry run included: it answers what the write would.
 func (rh *resourceHandler) encode(obj Object) ([]byte, error) {
 	rh.h.jsonPass(1)
-	data, err := json.Marshal(obj)
+	data, err := marshalObject(obj)
 	if err != nil {
 		return nil, err
 	}
@@ -704,7 +733,9 @@ func (rh *resourceHandler) storeCreate(ctx context.Context, wr *writeRequest, ob
 // response shows.
 func (rh *resourceHandler) storeUpdate(ctx context.Context, wr *writeRequest) ([]byte, error) {
 	key := rh.key(wr.namespace, wr.name)
-	allowCreate := rh.Strategy.AllowCreateOnUpdate && wr.verb == "update" && wr.sub == ""
+	// A server-side apply creates a missing object (kube's patcher forces
+	// it); subresources never create.
+	allowCreate := wr.sub == "" && ((rh.Strategy.AllowCreateOnUpdate && wr.verb == "update") || wr.applied)
 	try := func(cur storage.Object) ([]byte, error) { return rh.tryUpdate(ctx, wr, cur) }
 	if wr.params.dryRun {
 		cur, err := rh.Storage.Get(ctx, key, storage.GetOptions{})

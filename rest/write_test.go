@@ -94,9 +94,9 @@ func TestCreate(t *testing.T) {
 			message: `environments.platform.example.com "taken" already exists`,
 		},
 		{
-			name: "unsupported_media_type", path: coll, body: `name: x`, contentType: "application/yaml",
+			name: "unsupported_media_type", path: coll, body: `name: x`, contentType: "text/plain",
 			code: http.StatusUnsupportedMediaType, reason: "UnsupportedMediaType",
-			message: "the body of the request was in an unknown format - accepted media types include: application/json",
+			message: "the body of the request was in an unknown format - accepted media types include: application/json, application/yaml",
 		},
 		{
 			name: "not_json", path: coll, body: `[1]`,

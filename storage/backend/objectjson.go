@@ -74,10 +74,44 @@ func DecodeMeta(data []byte) (storage.Meta, error) {
 	if found < 0 {
 		return m, nil
 	}
-	if err := json.Unmarshal(data[vs:ve], &m); err != nil {
+	md := withoutMember(data[vs:ve], `"managedFields"`)
+	if err := json.Unmarshal(md, &m); err != nil {
 		return storage.Meta{}, &storage.Error{Err: storage.ErrInvalidObject, Msg: "metadata: " + err.Error()}
 	}
 	return m, nil
+}
+
+// withoutMember returns the object md without its member named key (quotes
+// included), or md itself when it has none: metadata.managedFields, often
+// most of an object's metadata, is none of Meta's business, and
+// encoding/json would scan it on every decode.
+func withoutMember(md []byte, key string) []byte {
+	if !bytes.Contains(md, []byte(key)) {
+		return md
+	}
+	var prevEnd, ks, ve = -1, -1, -1
+	var firstNext bool
+	err := forEachMember(md, firstNonSpace(md), func(s, e, vs, vEnd int) error {
+		switch {
+		case ks >= 0 && ve >= 0 && firstNext:
+			// The member after a first-position key: remove up to its key.
+			ve, firstNext = s, false
+		case string(md[s:e]) == key && ks < 0:
+			if prevEnd >= 0 {
+				ks, ve = prevEnd, vEnd
+			} else {
+				ks, ve, firstNext = s, vEnd, true
+			}
+		}
+		prevEnd = vEnd
+		return nil
+	})
+	if err != nil || ks < 0 {
+		return md
+	}
+	out := make([]byte, 0, len(md)-(ve-ks))
+	out = append(out, md[:ks]...)
+	return append(out, md[ve:]...)
 }
 
 // jsonEdit replaces data[start:end] with repl (an insertion when start == end).
