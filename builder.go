@@ -312,12 +312,8 @@ func (c *Builder) assemble(p *plan) (*Server, error) {
 	for _, r := range c.Resources {
 		needsStore = needsStore || (r.Storage == nil && r.Getter == nil && r.Lister == nil)
 	}
-	if c.EncryptionProviderConfig != "" && (c.Storage != nil || !needsStore) {
-		return nil, errors.New("EncryptionProviderConfig (--encryption-provider-config) applies to the store the Builder opens, and there is none: " +
-			"give a Storage its transformer in its own options (value.LoadEncryptionConfigurationFile)")
-	}
-	if c.EncryptionProviderConfigAutomaticReload && c.EncryptionProviderConfig == "" {
-		return nil, errors.New("--encryption-provider-config-automatic-reload must be set with --encryption-provider-config")
+	if c.EncryptionProviderConfig != "" && c.Storage == nil && !needsStore {
+		return nil, errors.New("EncryptionProviderConfig: has no effect: no resource uses the store the Builder opens")
 	}
 	if c.Storage == nil && needsStore {
 		tr, err := s.encryption(c)

@@ -133,7 +133,9 @@ func (s *Server) encryption(c *Builder) (value.Transformer, error) {
 	}
 	log := c.Logger.Named("encryption")
 	r, err := value.NewReloading(c.EncryptionProviderConfig, value.ReloadOptions{
-		OnError:  func(err error) { log.Error("encryption configuration not reloaded; the last good one stays", zap.Error(err)) },
+		OnError: func(err error) {
+			log.Error("encryption configuration not reloaded; the last good one stays", zap.Error(err))
+		},
 		OnReload: func() { log.Info("encryption configuration reloaded", zap.String("file", c.EncryptionProviderConfig)) },
 	})
 	if err != nil {

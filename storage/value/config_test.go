@@ -15,7 +15,9 @@ import (
 	"github.com/annexapi/annex/storage"
 )
 
-func b64(n int, fill byte) string { return base64.StdEncoding.EncodeToString(bytes.Repeat([]byte{fill}, n)) }
+func b64(n int, fill byte) string {
+	return base64.StdEncoding.EncodeToString(bytes.Repeat([]byte{fill}, n))
+}
 
 func mustConfig(t *testing.T, y string) Transformer {
 	t.Helper()
