@@ -130,6 +130,8 @@ func (b *Builder) AddPFlags(fs *pflag.FlagSet) {
 	b.AddFlags(gfs)
 	b.flags.pfs = fs
 	fs.AddGoFlagSet(gfs)
+	nameTypes(fs)
+	fs.Usage = sectionedUsage(fs)
 }
 
 // givenFlags are the names of the flags given on the command line.
