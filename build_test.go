@@ -98,6 +98,12 @@ func TestBuildRejectsBadDeclarations(t *testing.T) {
 			[]string{`Stages[0]: stage "x": no stage named "nope"`}},
 		{"stage_that_reads_too_early", Builder{Stages: []InsertedStage{tooEarly}},
 			[]string{`stage "tenant-check" needs "user", which no earlier stage provides`}},
+		{"bad_encryption_config", Builder{EncryptionProviderConfig: writeFile(t, files, "enc.yaml", "apiVersion: apiserver.config.k8s.io/v1\nkind: EncryptionConfiguration\nresources: []\n")},
+			[]string{"EncryptionProviderConfig: ", "resources: Required value: at least one resources is required"}},
+		{"encryption_reload_without_config", Builder{EncryptionProviderConfigAutomaticReload: true},
+			[]string{"EncryptionProviderConfigAutomaticReload: needs EncryptionProviderConfig"}},
+		{"encryption_config_and_storage", Builder{EncryptionProviderConfig: missing, Storage: pendingStore{}},
+			[]string{"EncryptionProviderConfig and Storage: both set", "EncryptionProviderConfig: error opening encryption provider configuration file"}},
 		{"every_problem_at_once", Builder{TokenAuthFile: badTokens, AuthorizationPolicyFiles: []string{missing}, Resources: []rest.Resource{noKind}},
 			[]string{"TokenAuthFile: ", "AuthorizationPolicyFiles: ", "kind must be a CamelCase identifier"}},
 	}

@@ -6,6 +6,7 @@ package annex
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -154,6 +155,20 @@ type Builder struct {
 	// Build.
 	ContentionProfiling bool
 
+	// EncryptionProviderConfig is an apiserver.config.k8s.io/v1
+	// EncryptionConfiguration file (--encryption-provider-config): the
+	// values of the resources it names are encrypted at rest in the store
+	// the Builder opens (bbolt in DataDir), with kube's providers and stored
+	// forms (aesgcm, aescbc, secretbox, identity; KMS is refused). Empty
+	// means no encryption. A Storage given to the Builder takes its
+	// transformer in its own options (value.LoadEncryptionConfigurationFile
+	// gives it): setting both is a Build error.
+	EncryptionProviderConfig string
+	// EncryptionProviderConfigAutomaticReload re-reads the file every
+	// minute and switches to it when it changed and is valid, as kube's
+	// --encryption-provider-config-automatic-reload.
+	EncryptionProviderConfigAutomaticReload bool
+
 	// DisableManagedFields turns field management off: no
 	// metadata.managedFields is recorded and server-side apply
 	// (application/apply-patch+yaml) answers 415, which saves the CPU and
@@ -297,8 +312,15 @@ func (c *Builder) assemble(p *plan) (*Server, error) {
 	for _, r := range c.Resources {
 		needsStore = needsStore || (r.Storage == nil && r.Getter == nil && r.Lister == nil)
 	}
+	if c.EncryptionProviderConfig != "" && c.Storage == nil && !needsStore {
+		return nil, errors.New("EncryptionProviderConfig: has no effect: no resource uses the store the Builder opens")
+	}
 	if c.Storage == nil && needsStore {
-		st, err := openDefaultStore(filepath.Join(c.DataDir, "storage.db"), c.Logger)
+		tr, err := s.encryption(c)
+		if err != nil {
+			return nil, err
+		}
+		st, err := openDefaultStore(filepath.Join(c.DataDir, "storage.db"), c.Logger, tr)
 		if err != nil {
 			return nil, err
 		}

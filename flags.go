@@ -90,6 +90,8 @@ func (b *Builder) AddFlags(fs *flag.FlagSet) {
 	b.addLimitFlags(fs)
 	fs.Var(&f.alwaysAllow, "authorization-always-allow-paths", "A list of HTTP paths to skip during authorization, i.e. these are authorized without contacting the 'core' kubernetes server. Default /healthz,/readyz,/livez.")
 
+	fs.StringVar(&b.EncryptionProviderConfig, "encryption-provider-config", b.EncryptionProviderConfig, "The file containing configuration for encryption providers to be used for storing secrets in etcd")
+	fs.BoolVar(&b.EncryptionProviderConfigAutomaticReload, "encryption-provider-config-automatic-reload", b.EncryptionProviderConfigAutomaticReload, "Determines if the file set by --encryption-provider-config should be automatically reloaded if the disk contents change. Setting this to true disables the ability to uniquely identify distinct KMS plugins via the API server healthz endpoints.")
 	fs.BoolVar(&f.profiling, "profiling", !b.DisableProfiling, "Enable profiling via web interface host:port/debug/pprof/")
 	fs.BoolVar(&b.ContentionProfiling, "contention-profiling", b.ContentionProfiling, "Enable block profiling, if profiling is enabled")
 	fs.BoolVar(&f.delegated, "delegated-auth", false, "Delegate authentication and authorization to the cluster (front proxy, TokenReview, SubjectAccessReview), as behind kube-aggregator.")
@@ -128,6 +130,8 @@ func (b *Builder) AddPFlags(fs *pflag.FlagSet) {
 	b.AddFlags(gfs)
 	b.flags.pfs = fs
 	fs.AddGoFlagSet(gfs)
+	nameTypes(fs)
+	fs.Usage = sectionedUsage(fs)
 }
 
 // givenFlags are the names of the flags given on the command line.

@@ -129,6 +129,25 @@ func TestAddPFlags(t *testing.T) {
 			t.Errorf("--help lacks %q", want)
 		}
 	}
+	// --help: kube's sections, in kube's order, and kube's type names.
+	fs.Bool("own-flag", false, "a program's own flag")
+	help.Reset()
+	if err := fs.Parse([]string{"--help"}); err != pflag.ErrHelp {
+		t.Fatalf("--help: %v", err)
+	}
+	out := help.String()
+	last := -1
+	for _, want := range []string{"Usage:\n  annex [flags]\n", "\nGeneric flags:\n", "--max-requests-inflight int ", "\nEtcd flags:\n", "--encryption-provider-config string",
+		"\nSecure serving flags:\n", "--secure-port int ", "\nAudit flags:\n", "\nFeatures flags:\n", "--profiling ", "\nAuthentication flags:\n",
+		"--oidc-required-claim mapStringString", "--requestheader-allowed-names strings ", "\nAuthorization flags:\n", "--authorization-always-allow-paths strings ",
+		"\nMisc flags:\n", "--own-flag "} {
+		i := strings.Index(out, want)
+		if i < 0 || i < last {
+			t.Errorf("--help lacks %q after the previous one:\n%s", want, out)
+			break
+		}
+		last = i
+	}
 	if err := fs.Parse([]string{"--secure-port=9443", "--authentication-kubeconfig=/x"}); err != nil {
 		t.Fatal(err)
 	}

@@ -23,6 +23,7 @@ import (
 	"github.com/annexapi/annex/rest"
 	"github.com/annexapi/annex/storage"
 	"github.com/annexapi/annex/storage/bbolt"
+	"github.com/annexapi/annex/storage/value"
 	"github.com/annexapi/annex/watch"
 )
 
@@ -109,12 +110,39 @@ func (s *Server) addWatchCaches(c *Builder, resources []rest.Resource) error {
 	return nil
 }
 
-func openDefaultStore(path string, log *zap.Logger) (*bbolt.Store, error) {
-	st, err := bbolt.Open(path, bbolt.Options{Logger: log.Named("storage")})
+func openDefaultStore(path string, log *zap.Logger, tr value.Transformer) (*bbolt.Store, error) {
+	st, err := bbolt.Open(path, bbolt.Options{Logger: log.Named("storage"), Transformer: tr})
 	if err != nil {
 		return nil, fmt.Errorf("open default store %s: %w", path, err)
 	}
 	return st, nil
+}
+
+// encryption returns the transformer of the EncryptionConfiguration file
+// (nil without one); with automatic reload, Run follows the file.
+func (s *Server) encryption(c *Builder) (value.Transformer, error) {
+	if c.EncryptionProviderConfig == "" {
+		return nil, nil
+	}
+	if !c.EncryptionProviderConfigAutomaticReload {
+		t, err := value.LoadEncryptionConfigurationFile(c.EncryptionProviderConfig)
+		if err != nil {
+			return nil, fmt.Errorf("--encryption-provider-config: %w", err)
+		}
+		return t, nil
+	}
+	log := c.Logger.Named("encryption")
+	r, err := value.NewReloading(c.EncryptionProviderConfig, value.ReloadOptions{
+		OnError: func(err error) {
+			log.Error("encryption configuration not reloaded; the last good one stays", zap.Error(err))
+		},
+		OnReload: func() { log.Info("encryption configuration reloaded", zap.String("file", c.EncryptionProviderConfig)) },
+	})
+	if err != nil {
+		return nil, fmt.Errorf("--encryption-provider-config: %w", err)
+	}
+	s.runners = append(s.runners, r.Run)
+	return r, nil
 }
 
 // setupTLS prepares the serving certificate, from files (reloaded on change)

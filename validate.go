@@ -23,6 +23,7 @@ import (
 	"github.com/annexapi/annex/meta"
 	"github.com/annexapi/annex/rest"
 	"github.com/annexapi/annex/storage"
+	"github.com/annexapi/annex/storage/value"
 )
 
 // plan is what the first phase loaded, for the second to use.
@@ -87,6 +88,12 @@ func (c *Builder) validate() (*plan, error) {
 	if c.TokenAuthFile != "" {
 		p.tokenFile, err = authn.NewTokenFile(c.TokenAuthFile)
 		bad("TokenAuthFile", err)
+	}
+	if c.EncryptionProviderConfig != "" {
+		_, err = value.LoadEncryptionConfigurationFile(c.EncryptionProviderConfig)
+		bad("EncryptionProviderConfig", err)
+	} else if c.EncryptionProviderConfigAutomaticReload {
+		bad("EncryptionProviderConfigAutomaticReload", errors.New("needs EncryptionProviderConfig (--encryption-provider-config-automatic-reload must be set with --encryption-provider-config)"))
 	}
 	if c.OIDC != nil {
 		p.oidc, err = authn.NewOIDC(*c.OIDC)
@@ -155,6 +162,10 @@ func (c *Builder) validateConflicts(bad func(string, error)) {
 		if c.Delegation != nil {
 			conflict("Authenticator", "Delegation", why)
 		}
+	}
+	if c.EncryptionProviderConfig != "" && c.Storage != nil {
+		conflict("EncryptionProviderConfig", "Storage", "the file configures the store the Builder opens; "+
+			"give Storage its transformer in its own options (value.LoadEncryptionConfigurationFile)")
 	}
 	if c.Authorizer != nil {
 		why := "Authorizer replaces the authorization the other configures"

@@ -26,7 +26,12 @@ import (
 // waits for it (the test's cleanup calls it too).
 func startExample(t *testing.T, flags ...string) (dataDir, url string, stop func()) {
 	t.Helper()
-	dataDir = t.TempDir()
+	return startExampleIn(t, t.TempDir(), flags...)
+}
+
+// startExampleIn is startExample on an existing data directory (a restart).
+func startExampleIn(t *testing.T, dataDir string, flags ...string) (_, url string, stop func()) {
+	t.Helper()
 	o, err := parseFlags(append([]string{"--data-dir", dataDir}, flags...))
 	if err != nil {
 		t.Fatal(err)

@@ -102,10 +102,16 @@ func (p *PrefixTransformers) TransformToStorage(ctx context.Context, data []byte
 }
 
 // TransformFromStorage reads with the provider whose prefix data carries;
-// stale unless that is the first provider.
+// stale unless that is the first provider. The identity provider (empty
+// prefix) never reads a value with an encryption prefix ("k8s:enc:"): an
+// identity listed first, to decrypt everything on the way out of
+// encryption, leaves those to the providers after it.
 func (p *PrefixTransformers) TransformFromStorage(ctx context.Context, data []byte, key string) ([]byte, bool, error) {
 	for i, pt := range p.providers {
 		if !bytes.HasPrefix(data, pt.Prefix) {
+			continue
+		}
+		if len(pt.Prefix) == 0 && bytes.HasPrefix(data, encryptedPrefix) {
 			continue
 		}
 		out, stale, err := pt.Transformer.TransformFromStorage(ctx, data[len(pt.Prefix):], key)
@@ -119,6 +125,9 @@ func (p *PrefixTransformers) TransformFromStorage(ctx context.Context, data []by
 	}
 	return nil, false, ErrNoMatchingPrefix
 }
+
+// encryptedPrefix starts every encrypted value's prefix.
+var encryptedPrefix = []byte("k8s:enc:")
 
 // Key is one named AES key.
 type Key struct {
