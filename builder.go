@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -139,9 +140,15 @@ type Builder struct {
 	// before Run returns.
 	Audit audit.Config
 
-	// Logger receives the server's logs. Nil means Info and above, one
-	// readable line each on stderr; zap.NewNop() silences the server.
+	// Logger receives the server's logs. Nil means the logger Logging
+	// describes (by default Info and above, one readable line each on
+	// stderr; see ServerLogger); zap.NewNop() silences the server.
 	Logger *zap.Logger
+	// Logging configures the logger made when Logger is nil, as kube's
+	// logging flags do (--logging-format, -v, --vmodule,
+	// --log-flush-frequency); its verbosity can be changed at run time on
+	// /debug/flags/v.
+	Logging Logging
 	// Registerer receives the server's metrics, served on /metrics when it is
 	// also a prometheus.Gatherer. Nil means a registry of the server's own,
 	// with the Go and process collectors, served on /metrics.
@@ -222,6 +229,37 @@ type Builder struct {
 
 	// flags holds what AddFlags registered, applied at Build.
 	flags *flagState
+	// logs is the logger Logging describes, made once (ServerLogger).
+	logs *builtLogger
+	// loggerInCode is true when Logger was set by the program (Build's
+	// copy); loggingErr is why Logging made no logger.
+	loggerInCode bool
+	loggingErr   error
+}
+
+// builtLogger is the logger of Logging and the level /debug/flags/v sets.
+type builtLogger struct {
+	log   *zap.Logger
+	level zap.AtomicLevel
+	err   error
+}
+
+// ServerLogger returns the server's logger: Logger when set, else the one
+// Logging describes (the logging flags), on stderr, made once and used by
+// Build too; a program logs its own lines with it after parsing its flags.
+func (b *Builder) ServerLogger() (*zap.Logger, error) {
+	if b.Logger != nil {
+		return b.Logger, nil
+	}
+	if b.logs == nil {
+		var out io.Writer = os.Stderr
+		if b.Logging.Output != nil {
+			out = b.Logging.Output
+		}
+		log, level, err := newLogger(b.Logging, zapcore.AddSync(out))
+		b.logs = &builtLogger{log: log, level: level, err: err}
+	}
+	return b.logs.log, b.logs.err
 }
 
 // InsertedStage is a user stage and where it goes.
@@ -246,8 +284,15 @@ func (b *Builder) withDefaults() *Builder {
 	if c.RequestTimeout <= 0 {
 		c.RequestTimeout = 60 * time.Second
 	}
+	c.loggerInCode = c.Logger != nil
 	if c.Logger == nil {
-		c.Logger = defaultLogger(os.Stderr)
+		log, err := b.ServerLogger()
+		if err != nil {
+			c.loggingErr = err
+			log = defaultLogger(os.Stderr)
+		}
+		c.Logger = log
+		c.logs = b.logs
 	}
 	if c.Registerer == nil {
 		reg := prometheus.NewRegistry()
@@ -261,9 +306,8 @@ func (b *Builder) withDefaults() *Builder {
 // one readable line per entry on stderr (where the server serves, the
 // kubeconfig it wrote, what failed).
 func defaultLogger(w zapcore.WriteSyncer) *zap.Logger {
-	enc := zap.NewDevelopmentEncoderConfig()
-	enc.EncodeTime = zapcore.ISO8601TimeEncoder
-	return zap.New(zapcore.NewCore(zapcore.NewConsoleEncoder(enc), zapcore.Lock(w), zapcore.InfoLevel))
+	log, _, _ := newLogger(Logging{}, w) // the zero Logging is valid
+	return log
 }
 
 // Build assembles the server in two phases. First it checks the whole

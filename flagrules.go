@@ -16,7 +16,7 @@ import (
 // fieldsSetInCode records which Builder fields the program set before the
 // flags were applied: flags that would fill them are then ignored.
 type fieldsSetInCode struct {
-	delegation, requestHeader, oidc bool
+	delegation, requestHeader, oidc, logger bool
 }
 
 // flagRule names the flags that do nothing when noEffect says so, and why.
@@ -114,6 +114,9 @@ func flagRules(given map[string]bool) []flagRule {
 		}},
 		{flags: []string{"secure-port", "bind-address"}, noEffect: func(b *Builder, given map[string]bool, code fieldsSetInCode) (string, bool) {
 			return "Builder.Listener is set in code", b.Listener != nil
+		}},
+		{flags: []string{"logging-format", "v", "vmodule", "log-flush-frequency"}, noEffect: func(b *Builder, given map[string]bool, code fieldsSetInCode) (string, bool) {
+			return "Builder.Logger is set in code", code.logger
 		}},
 		{flags: []string{"data-dir"}, noEffect: func(b *Builder, given map[string]bool, code fieldsSetInCode) (string, bool) {
 			return "has no effect: certificates come from files, client certificates are not generated (--client-ca-file or delegation) and no resource uses the embedded store", !b.usesDataDir()

@@ -200,6 +200,11 @@ func (s *Server) buildMux(c *Builder, resources []rest.Resource, api http.Handle
 	if !c.DisableProfiling {
 		routeProfiling(r, c.ContentionProfiling)
 	}
+	var level *zap.AtomicLevel
+	if !c.loggerInCode && c.logs != nil && c.logs.err == nil {
+		level = &c.logs.level
+	}
+	r.Put("/debug/flags/v", logLevelHandler(level))
 	r.Post(selfSubjectAccessReviewPath, selfSubjectAccessReviewHandler(authorizer))
 	r.Post(selfSubjectReviewPath, selfSubjectReviewHandler)
 	version := c.Version.complete()
@@ -230,23 +235,24 @@ func (s *Server) requestLogging(next http.Handler) http.Handler {
 		rw := filters.WrapResponseWriter(w)
 		next.ServeHTTP(rw, r)
 		code := rw.Status()
-		level := zap.DebugLevel
+		level := V(3) // kube's httplog: every request at -v=3
 		if code >= 500 {
 			level = zap.WarnLevel
 		}
-		if ce := log.Check(level, "request"); ce != nil {
+		if ce := log.Check(level, "HTTP"); ce != nil {
+			verb := r.Method
+			if info, ok := filters.RequestInfoFrom(r.Context()); ok && info.Verb != "" {
+				verb = strings.ToUpper(info.Verb)
+			}
 			fields := []zap.Field{
-				zap.String("method", r.Method), zap.String("path", r.URL.Path), zap.Int("code", code),
-				zap.Duration("latency", time.Since(start)), zap.String("auditID", filters.AuditIDFrom(r.Context())),
-				zap.String("userAgent", r.UserAgent()), zap.String("remote", r.RemoteAddr),
+				zap.String("verb", verb), zap.String("URI", r.RequestURI), zap.Duration("latency", time.Since(start)),
+				zap.String("userAgent", r.UserAgent()), zap.String("audit-ID", filters.AuditIDFrom(r.Context())),
+				zap.String("srcIP", r.RemoteAddr),
 			}
 			if u, ok := filters.UserFrom(r.Context()); ok {
 				fields = append(fields, zap.String("user", u.Name))
 			}
-			if info, ok := filters.RequestInfoFrom(r.Context()); ok && info.IsResourceRequest {
-				fields = append(fields, zap.String("verb", info.Verb), zap.String("resource", info.Resource))
-			}
-			ce.Write(fields...)
+			ce.Write(append(fields, zap.Int("resp", code))...)
 		}
 	})
 }

@@ -89,6 +89,10 @@ func (c *Builder) validate() (*plan, error) {
 		p.tokenFile, err = authn.NewTokenFile(c.TokenAuthFile)
 		bad("TokenAuthFile", err)
 	}
+	bad("Logging", c.loggingErr)
+	if lg := c.Logging; c.loggerInCode && (lg.Verbosity != 0 || lg.VModule != "" || (lg.Format != "" && lg.Format != "text")) {
+		bad("Logging and Logger", errors.New("both set: Logging configures the logger made when Logger is nil"))
+	}
 	if c.EncryptionProviderConfig != "" {
 		_, err = value.LoadEncryptionConfigurationFile(c.EncryptionProviderConfig)
 		bad("EncryptionProviderConfig", err)
