@@ -102,7 +102,7 @@ func newLogger(cfg Logging, w zapcore.WriteSyncer) (*zap.Logger, zap.AtomicLevel
 	default:
 		return nil, level, fmt.Errorf("--logging-format: %q is not one of text, json", cfg.Format)
 	}
-	var core zapcore.Core = &levelCore{Core: zapcore.NewCore(enc, zapcore.Lock(w), zapcore.DebugLevel - 126),
+	var core zapcore.Core = &levelCore{Core: zapcore.NewCore(enc, zapcore.Lock(w), zapcore.DebugLevel-126),
 		level: level, rules: rules, json: cfg.Format == "json"}
 	return zap.New(core, zap.AddCaller()), level, nil
 }
