@@ -6,6 +6,7 @@ package annex
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -175,6 +176,41 @@ type Builder struct {
 	// minute and switches to it when it changed and is valid, as kube's
 	// --encryption-provider-config-automatic-reload.
 	EncryptionProviderConfigAutomaticReload bool
+
+	// CertDir is where the self-signed serving certificate and the admin
+	// client certificate are generated when no certificate files are given
+	// (--cert-dir). Empty means <DataDir>/certs.
+	CertDir string
+	// TLSMinVersion, TLSCipherSuites and TLSCurvePreferences restrict the
+	// handshake (--tls-min-version, --tls-cipher-suites,
+	// --tls-curve-preferences). Zero values mean TLS 1.2, Go's secure
+	// suites, Go's curves.
+	TLSMinVersion       uint16
+	TLSCipherSuites     []uint16
+	TLSCurvePreferences []tls.CurveID
+	// SNICertKeys are served to clients that ask for their names
+	// (--tls-sni-cert-key); others get the default certificate.
+	SNICertKeys []SNICertKey
+	// DisableHTTP2Serving offers HTTP/1.1 only (--disable-http2-serving).
+	DisableHTTP2Serving bool
+	// PermitPortSharing and PermitAddressSharing bind with SO_REUSEPORT and
+	// SO_REUSEADDR (--permit-port-sharing, --permit-address-sharing).
+	PermitPortSharing, PermitAddressSharing bool
+	// DebugSocketPath serves /debug/pprof/ on a unix socket at this path,
+	// without authentication or authorization (--debug-socket-path).
+	DebugSocketPath string
+	// WatchCacheSizes sets the events kept by the watch cache of the
+	// resources it names, "plural.group" (--watch-cache-sizes). Others
+	// keep the default.
+	WatchCacheSizes map[string]int
+	// DeleteCollectionWorkers is how many deletes of a DeleteCollection
+	// run at once (--delete-collection-workers). Zero means 1.
+	DeleteCollectionWorkers int
+	// DisabledAdmissionPlugins turns off admission plugins by kube's names
+	// (--disable-admission-plugins): NamespaceLifecycle,
+	// MutatingAdmissionPolicy, ValidatingAdmissionPolicy,
+	// MutatingAdmissionWebhook, ValidatingAdmissionWebhook.
+	DisabledAdmissionPlugins []string
 
 	// DisableManagedFields turns field management off: no
 	// metadata.managedFields is recorded and server-side apply
@@ -405,13 +441,28 @@ func (c *Builder) assemble(p *plan) (*Server, error) {
 
 	ln := c.Listener
 	if ln == nil {
-		ln, err = net.Listen("tcp", net.JoinHostPort(c.BindAddress, strconv.Itoa(c.SecurePort)))
+		lc := net.ListenConfig{Control: socketOptions(c.PermitPortSharing, c.PermitAddressSharing)}
+		ln, err = lc.Listen(context.Background(), "tcp", net.JoinHostPort(c.BindAddress, strconv.Itoa(c.SecurePort)))
 		if err != nil {
 			return nil, fmt.Errorf("listen: %w", err)
 		}
 	}
 	s.listener = ln
 	s.closers = append(s.closers, func() error { _ = ln.Close(); return nil })
+	if c.DebugSocketPath != "" {
+		dl, ds, err := debugSocket(c.DebugSocketPath)
+		if err != nil {
+			return nil, fmt.Errorf("--debug-socket-path: %w", err)
+		}
+		s.closers = append(s.closers, func() error { _ = dl.Close(); return nil })
+		s.runners = append(s.runners, func(ctx context.Context) error {
+			go func() { <-ctx.Done(); _ = ds.Close() }()
+			if err := ds.Serve(dl); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				return err
+			}
+			return nil
+		})
+	}
 
 	if s.standalone != nil && s.standalone.admin != nil {
 		if err := s.writeKubeconfig(c); err != nil {

@@ -45,6 +45,8 @@ type flagState struct {
 	// filled Builder.Audit.
 	audit          *audit.Flags
 	auditFromFlags bool
+	// kube holds the flags of kubeflags.go.
+	kube kubeFlagState
 }
 
 // AddFlags registers the server's flags on fs, named and meaning as
@@ -131,6 +133,7 @@ func (b *Builder) AddFlags(fs *flag.FlagSet) {
 	fs.Var(&f.oidcSigningAlg, "oidc-signing-algs", "Comma-separated list of allowed JOSE asymmetric signing algorithms. Default RS256.")
 	b.addFlowControlFlags(fs)
 
+	b.addKubeFlags(fs, f)
 	f.audit = audit.AddFlags(fs)
 }
 
@@ -196,7 +199,7 @@ func (b *Builder) applyFlags() error {
 		o.SigningAlgorithms = f.oidcSigningAlg
 		b.OIDC = &o
 	}
-	return errors.Join(b.applyAuditFlags(), b.checkFlagEffects(fromCode))
+	return errors.Join(b.applyAuditFlags(), b.applyKubeFlags(f.givenFlags()), b.checkFlagEffects(fromCode))
 }
 
 // commaList is a flag of comma-separated values; repeating it appends.

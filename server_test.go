@@ -65,7 +65,7 @@ func startServer(t testing.TB, b Builder) *testServer {
 	}
 	ts := &testServer{srv: srv, dataDir: b.DataDir, done: make(chan struct{})}
 	runInBackground(t, ts)
-	certDir := filepath.Join(b.DataDir, "certs")
+	certDir := b.certDir()
 	ts.admin = clientWith(t, filepath.Join(certDir, b.nameOrDefault()+"-serving-ca.crt"), filepath.Join(certDir, "admin.crt"), filepath.Join(certDir, "admin.key"))
 	ts.anon = clientWith(t, filepath.Join(certDir, b.nameOrDefault()+"-serving-ca.crt"), "", "")
 	// Ready means the watch caches have their initial lists.

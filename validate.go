@@ -37,6 +37,8 @@ type plan struct {
 	// authnClient and authzClient reach the cluster in delegated mode;
 	// requestHeaderCA is Delegation.RequestHeaderClientCAFile's bundle.
 	authnClient, authzClient *kubeclient.Client
+	// clusterClient reads the objects the server follows (--kubeconfig).
+	clusterClient *kubeclient.Client
 	requestHeaderCA          *certs.CABundle
 	// policies are the AdmissionPolicyFiles, one YAML stream; webhooks the
 	// configurations of the AdmissionWebhookFiles.
@@ -112,6 +114,11 @@ func (c *Builder) validate() (*plan, error) {
 		bad("Delegation.AuthenticationKubeconfig", err)
 		p.authzClient, err = clientFor(d.AuthorizationKubeconfig)
 		bad("Delegation.AuthorizationKubeconfig", err)
+		p.clusterClient = p.authnClient
+		if d.Kubeconfig != "" {
+			p.clusterClient, err = clientFor(d.Kubeconfig)
+			bad("Delegation.Kubeconfig", err)
+		}
 		if d.RequestHeaderClientCAFile != "" {
 			p.requestHeaderCA, err = certs.NewCABundle(d.RequestHeaderClientCAFile, reload)
 			bad("Delegation.RequestHeaderClientCAFile", err)
