@@ -38,8 +38,8 @@ type plan struct {
 	// requestHeaderCA is Delegation.RequestHeaderClientCAFile's bundle.
 	authnClient, authzClient *kubeclient.Client
 	// clusterClient reads the objects the server follows (--kubeconfig).
-	clusterClient *kubeclient.Client
-	requestHeaderCA          *certs.CABundle
+	clusterClient   *kubeclient.Client
+	requestHeaderCA *certs.CABundle
 	// policies are the AdmissionPolicyFiles, one YAML stream; webhooks the
 	// configurations of the AdmissionWebhookFiles.
 	policies []byte
