@@ -9,6 +9,7 @@ import (
 	"github.com/annexapi/annex/admission"
 	"github.com/annexapi/annex/kubeclient"
 	"github.com/annexapi/annex/rest"
+	"slices"
 )
 
 var _ rest.Admitter = (*admission.Chain)(nil)
@@ -28,7 +29,8 @@ func (s *Server) buildAdmission(c *Builder, p *plan, resources []rest.Resource, 
 	}
 	var opts admission.PolicyOptions
 	var hookOpts admission.WebhookOptions
-	if cluster != nil {
+	off := func(plugin string) bool { return slices.Contains(c.DisabledAdmissionPlugins, plugin) }
+	if cluster != nil && !off("NamespaceLifecycle") {
 		// Namespaces as the cluster has them, followed by a watch: a
 		// namespace that starts terminating refuses new content at once.
 		namespaces := &admission.WatchedNamespaces{Client: cluster}
@@ -52,8 +54,12 @@ func (s *Server) buildAdmission(c *Builder, p *plan, resources []rest.Resource, 
 		if err != nil {
 			return nil, err
 		}
-		cfg.Mutators = append(cfg.Mutators, mp)
-		cfg.Validators = append(cfg.Validators, vp)
+		if !off("MutatingAdmissionPolicy") {
+			cfg.Mutators = append(cfg.Mutators, mp)
+		}
+		if !off("ValidatingAdmissionPolicy") {
+			cfg.Validators = append(cfg.Validators, vp)
+		}
 	}
 	if len(p.webhooks) > 0 {
 		mw, err := admission.NewMutatingWebhooks(p.webhooks, hookOpts)
@@ -64,8 +70,12 @@ func (s *Server) buildAdmission(c *Builder, p *plan, resources []rest.Resource, 
 		if err != nil {
 			return nil, err
 		}
-		cfg.Mutators = append(cfg.Mutators, mw)
-		cfg.Validators = append(cfg.Validators, vw)
+		if !off("MutatingAdmissionWebhook") {
+			cfg.Mutators = append(cfg.Mutators, mw)
+		}
+		if !off("ValidatingAdmissionWebhook") {
+			cfg.Validators = append(cfg.Validators, vw)
+		}
 	}
 	chain, err := admission.New(cfg)
 	if err != nil {

@@ -6,8 +6,10 @@ package annex
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -139,9 +141,15 @@ type Builder struct {
 	// before Run returns.
 	Audit audit.Config
 
-	// Logger receives the server's logs. Nil means Info and above, one
-	// readable line each on stderr; zap.NewNop() silences the server.
+	// Logger receives the server's logs. Nil means the logger Logging
+	// describes (by default Info and above, one readable line each on
+	// stderr; see ServerLogger); zap.NewNop() silences the server.
 	Logger *zap.Logger
+	// Logging configures the logger made when Logger is nil, as kube's
+	// logging flags do (--logging-format, -v, --vmodule,
+	// --log-flush-frequency); its verbosity can be changed at run time on
+	// /debug/flags/v.
+	Logging Logging
 	// Registerer receives the server's metrics, served on /metrics when it is
 	// also a prometheus.Gatherer. Nil means a registry of the server's own,
 	// with the Go and process collectors, served on /metrics.
@@ -168,6 +176,41 @@ type Builder struct {
 	// minute and switches to it when it changed and is valid, as kube's
 	// --encryption-provider-config-automatic-reload.
 	EncryptionProviderConfigAutomaticReload bool
+
+	// CertDir is where the self-signed serving certificate and the admin
+	// client certificate are generated when no certificate files are given
+	// (--cert-dir). Empty means <DataDir>/certs.
+	CertDir string
+	// TLSMinVersion, TLSCipherSuites and TLSCurvePreferences restrict the
+	// handshake (--tls-min-version, --tls-cipher-suites,
+	// --tls-curve-preferences). Zero values mean TLS 1.2, Go's secure
+	// suites, Go's curves.
+	TLSMinVersion       uint16
+	TLSCipherSuites     []uint16
+	TLSCurvePreferences []tls.CurveID
+	// SNICertKeys are served to clients that ask for their names
+	// (--tls-sni-cert-key); others get the default certificate.
+	SNICertKeys []SNICertKey
+	// DisableHTTP2Serving offers HTTP/1.1 only (--disable-http2-serving).
+	DisableHTTP2Serving bool
+	// PermitPortSharing and PermitAddressSharing bind with SO_REUSEPORT and
+	// SO_REUSEADDR (--permit-port-sharing, --permit-address-sharing).
+	PermitPortSharing, PermitAddressSharing bool
+	// DebugSocketPath serves /debug/pprof/ on a unix socket at this path,
+	// without authentication or authorization (--debug-socket-path).
+	DebugSocketPath string
+	// WatchCacheSizes sets the events kept by the watch cache of the
+	// resources it names, "plural.group" (--watch-cache-sizes). Others
+	// keep the default.
+	WatchCacheSizes map[string]int
+	// DeleteCollectionWorkers is how many deletes of a DeleteCollection
+	// run at once (--delete-collection-workers). Zero means 1.
+	DeleteCollectionWorkers int
+	// DisabledAdmissionPlugins turns off admission plugins by kube's names
+	// (--disable-admission-plugins): NamespaceLifecycle,
+	// MutatingAdmissionPolicy, ValidatingAdmissionPolicy,
+	// MutatingAdmissionWebhook, ValidatingAdmissionWebhook.
+	DisabledAdmissionPlugins []string
 
 	// DisableManagedFields turns field management off: no
 	// metadata.managedFields is recorded and server-side apply
@@ -222,6 +265,37 @@ type Builder struct {
 
 	// flags holds what AddFlags registered, applied at Build.
 	flags *flagState
+	// logs is the logger Logging describes, made once (ServerLogger).
+	logs *builtLogger
+	// loggerInCode is true when Logger was set by the program (Build's
+	// copy); loggingErr is why Logging made no logger.
+	loggerInCode bool
+	loggingErr   error
+}
+
+// builtLogger is the logger of Logging and the level /debug/flags/v sets.
+type builtLogger struct {
+	log   *zap.Logger
+	level zap.AtomicLevel
+	err   error
+}
+
+// ServerLogger returns the server's logger: Logger when set, else the one
+// Logging describes (the logging flags), on stderr, made once and used by
+// Build too; a program logs its own lines with it after parsing its flags.
+func (b *Builder) ServerLogger() (*zap.Logger, error) {
+	if b.Logger != nil {
+		return b.Logger, nil
+	}
+	if b.logs == nil {
+		var out io.Writer = os.Stderr
+		if b.Logging.Output != nil {
+			out = b.Logging.Output
+		}
+		log, level, err := newLogger(b.Logging, zapcore.AddSync(out))
+		b.logs = &builtLogger{log: log, level: level, err: err}
+	}
+	return b.logs.log, b.logs.err
 }
 
 // InsertedStage is a user stage and where it goes.
@@ -246,8 +320,15 @@ func (b *Builder) withDefaults() *Builder {
 	if c.RequestTimeout <= 0 {
 		c.RequestTimeout = 60 * time.Second
 	}
+	c.loggerInCode = c.Logger != nil
 	if c.Logger == nil {
-		c.Logger = defaultLogger(os.Stderr)
+		log, err := b.ServerLogger()
+		if err != nil {
+			c.loggingErr = err
+			log = defaultLogger(os.Stderr)
+		}
+		c.Logger = log
+		c.logs = b.logs
 	}
 	if c.Registerer == nil {
 		reg := prometheus.NewRegistry()
@@ -261,9 +342,8 @@ func (b *Builder) withDefaults() *Builder {
 // one readable line per entry on stderr (where the server serves, the
 // kubeconfig it wrote, what failed).
 func defaultLogger(w zapcore.WriteSyncer) *zap.Logger {
-	enc := zap.NewDevelopmentEncoderConfig()
-	enc.EncodeTime = zapcore.ISO8601TimeEncoder
-	return zap.New(zapcore.NewCore(zapcore.NewConsoleEncoder(enc), zapcore.Lock(w), zapcore.InfoLevel))
+	log, _, _ := newLogger(Logging{}, w) // the zero Logging is valid
+	return log
 }
 
 // Build assembles the server in two phases. First it checks the whole
@@ -361,13 +441,28 @@ func (c *Builder) assemble(p *plan) (*Server, error) {
 
 	ln := c.Listener
 	if ln == nil {
-		ln, err = net.Listen("tcp", net.JoinHostPort(c.BindAddress, strconv.Itoa(c.SecurePort)))
+		lc := net.ListenConfig{Control: socketOptions(c.PermitPortSharing, c.PermitAddressSharing)}
+		ln, err = lc.Listen(context.Background(), "tcp", net.JoinHostPort(c.BindAddress, strconv.Itoa(c.SecurePort)))
 		if err != nil {
 			return nil, fmt.Errorf("listen: %w", err)
 		}
 	}
 	s.listener = ln
 	s.closers = append(s.closers, func() error { _ = ln.Close(); return nil })
+	if c.DebugSocketPath != "" {
+		dl, ds, err := debugSocket(c.DebugSocketPath)
+		if err != nil {
+			return nil, fmt.Errorf("--debug-socket-path: %w", err)
+		}
+		s.closers = append(s.closers, func() error { _ = dl.Close(); return nil })
+		s.runners = append(s.runners, func(ctx context.Context) error {
+			go func() { <-ctx.Done(); _ = ds.Close() }()
+			if err := ds.Serve(dl); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				return err
+			}
+			return nil
+		})
+	}
 
 	if s.standalone != nil && s.standalone.admin != nil {
 		if err := s.writeKubeconfig(c); err != nil {

@@ -16,7 +16,7 @@ import (
 // fieldsSetInCode records which Builder fields the program set before the
 // flags were applied: flags that would fill them are then ignored.
 type fieldsSetInCode struct {
-	delegation, requestHeader, oidc bool
+	delegation, requestHeader, oidc, logger bool
 }
 
 // flagRule names the flags that do nothing when noEffect says so, and why.
@@ -114,6 +114,27 @@ func flagRules(given map[string]bool) []flagRule {
 		}},
 		{flags: []string{"secure-port", "bind-address"}, noEffect: func(b *Builder, given map[string]bool, code fieldsSetInCode) (string, bool) {
 			return "Builder.Listener is set in code", b.Listener != nil
+		}},
+		{flags: []string{"kubeconfig", "authentication-tolerate-lookup-failure"}, noEffect: func(b *Builder, given map[string]bool, code fieldsSetInCode) (string, bool) {
+			switch {
+			case code.delegation:
+				return "Builder.Delegation is set in code", true
+			case !given["delegated-auth"]:
+				return "has no effect without --delegated-auth", true
+			}
+			return "", false
+		}},
+		{flags: []string{"authentication-tolerate-lookup-failure"}, noEffect: func(b *Builder, given map[string]bool, code fieldsSetInCode) (string, bool) {
+			return "has no effect with --authentication-skip-lookup (nothing is looked up)", b.Delegation != nil && b.Delegation.SkipLookup
+		}},
+		{flags: []string{"cert-dir"}, noEffect: func(b *Builder, given map[string]bool, code fieldsSetInCode) (string, bool) {
+			return "has no effect: --tls-cert-file is given and client certificates are not generated", b.CertFile != "" && (b.ClientCAFile != "" || b.Delegation != nil)
+		}},
+		{flags: []string{"watch-cache-sizes"}, noEffect: func(b *Builder, given map[string]bool, code fieldsSetInCode) (string, bool) {
+			return "has no effect with --watch-cache=false", b.DisableWatchCache
+		}},
+		{flags: []string{"logging-format", "v", "vmodule", "log-flush-frequency"}, noEffect: func(b *Builder, given map[string]bool, code fieldsSetInCode) (string, bool) {
+			return "Builder.Logger is set in code", code.logger
 		}},
 		{flags: []string{"data-dir"}, noEffect: func(b *Builder, given map[string]bool, code fieldsSetInCode) (string, bool) {
 			return "has no effect: certificates come from files, client certificates are not generated (--client-ca-file or delegation) and no resource uses the embedded store", !b.usesDataDir()

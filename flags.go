@@ -45,6 +45,8 @@ type flagState struct {
 	// filled Builder.Audit.
 	audit          *audit.Flags
 	auditFromFlags bool
+	// kube holds the flags of kubeflags.go.
+	kube kubeFlagState
 }
 
 // AddFlags registers the server's flags on fs, named and meaning as
@@ -92,6 +94,18 @@ func (b *Builder) AddFlags(fs *flag.FlagSet) {
 
 	fs.StringVar(&b.EncryptionProviderConfig, "encryption-provider-config", b.EncryptionProviderConfig, "The file containing configuration for encryption providers to be used for storing secrets in etcd")
 	fs.BoolVar(&b.EncryptionProviderConfigAutomaticReload, "encryption-provider-config-automatic-reload", b.EncryptionProviderConfigAutomaticReload, "Determines if the file set by --encryption-provider-config should be automatically reloaded if the disk contents change. Setting this to true disables the ability to uniquely identify distinct KMS plugins via the API server healthz endpoints.")
+	format := b.Logging.Format
+	if format == "" {
+		format = "text"
+	}
+	fs.StringVar(&b.Logging.Format, "logging-format", format, `Sets the log format. Permitted formats: "json", "text".`)
+	fs.IntVar(&b.Logging.Verbosity, "v", b.Logging.Verbosity, "number for the log level verbosity")
+	fs.StringVar(&b.Logging.VModule, "vmodule", b.Logging.VModule, "comma-separated list of pattern=N settings for file-filtered logging")
+	flush := b.Logging.FlushFrequency
+	if flush == 0 {
+		flush = 5 * time.Second
+	}
+	fs.DurationVar(&b.Logging.FlushFrequency, "log-flush-frequency", flush, "Maximum number of seconds between log flushes (entries are written unbuffered: accepted for kube's arguments, it changes nothing)")
 	fs.BoolVar(&f.profiling, "profiling", !b.DisableProfiling, "Enable profiling via web interface host:port/debug/pprof/")
 	fs.BoolVar(&b.ContentionProfiling, "contention-profiling", b.ContentionProfiling, "Enable block profiling, if profiling is enabled")
 	fs.BoolVar(&f.delegated, "delegated-auth", false, "Delegate authentication and authorization to the cluster (front proxy, TokenReview, SubjectAccessReview), as behind kube-aggregator.")
@@ -119,6 +133,7 @@ func (b *Builder) AddFlags(fs *flag.FlagSet) {
 	fs.Var(&f.oidcSigningAlg, "oidc-signing-algs", "Comma-separated list of allowed JOSE asymmetric signing algorithms. Default RS256.")
 	b.addFlowControlFlags(fs)
 
+	b.addKubeFlags(fs, f)
 	f.audit = audit.AddFlags(fs)
 }
 
@@ -159,7 +174,7 @@ func (b *Builder) applyFlags() error {
 	if len(f.alwaysAllow) > 0 {
 		b.AlwaysAllowPaths = f.alwaysAllow
 	}
-	fromCode := fieldsSetInCode{delegation: b.Delegation != nil, requestHeader: b.RequestHeader != nil, oidc: b.OIDC != nil}
+	fromCode := fieldsSetInCode{delegation: b.Delegation != nil, requestHeader: b.RequestHeader != nil, oidc: b.OIDC != nil, logger: b.loggerInCode}
 	d := f.delegation
 	switch {
 	case b.Delegation == nil && f.delegated:
@@ -184,7 +199,7 @@ func (b *Builder) applyFlags() error {
 		o.SigningAlgorithms = f.oidcSigningAlg
 		b.OIDC = &o
 	}
-	return errors.Join(b.applyAuditFlags(), b.checkFlagEffects(fromCode))
+	return errors.Join(b.applyAuditFlags(), b.applyKubeFlags(f.givenFlags()), b.checkFlagEffects(fromCode))
 }
 
 // commaList is a flag of comma-separated values; repeating it appends.

@@ -36,6 +36,8 @@ func flagSection(name string) string {
 		return "Authentication"
 	case has("authorization-"):
 		return "Authorization"
+	case name == "v" || has("vmodule", "logging-format", "log-"):
+		return "Logs"
 	case has("data-dir", "request-timeout", "min-request-timeout", "max-requests-inflight", "max-mutating-requests-inflight",
 		"flowcontrol-config-file", "shutdown-", "livez-", "goaway-chance"):
 		return "Generic"
@@ -45,7 +47,7 @@ func flagSection(name string) string {
 
 // sectionOrder is the order sections print in, kube's for an aggregated
 // server; the program's own flags come last, as "Misc".
-var sectionOrder = [...]string{"Generic", "Etcd", "Secure serving", "Audit", "Features", "Authentication", "Authorization", "Misc"}
+var sectionOrder = [...]string{"Generic", "Etcd", "Secure serving", "Audit", "Features", "Authentication", "Authorization", "Logs", "Misc"}
 
 // pflagTypes are the type names --help shows for flags whose values are
 // this package's own types, as kube shows its equivalents.
@@ -65,6 +67,10 @@ func pflagType(name string) string {
 		return "bool"
 	case "etcd-compaction-interval":
 		return "duration"
+	case "v":
+		return "Level"
+	case "vmodule":
+		return "pattern=N,..."
 	}
 	return ""
 }

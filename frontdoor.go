@@ -8,7 +8,6 @@ package annex
 
 import (
 	"net/http"
-	"path/filepath"
 	"time"
 
 	"github.com/annexapi/annex/authn"
@@ -59,6 +58,15 @@ type Delegation struct {
 	// defaults for empty header lists), or none when that is empty.
 	// TokenReview and SubjectAccessReview still go to the cluster.
 	SkipLookup bool
+	// TolerateLookupFailure keeps /readyz passing when the ConfigMap cannot
+	// be read (--authentication-tolerate-lookup-failure): client
+	// certificates and the front proxy then authenticate nobody until it
+	// can, and requests may be anonymous.
+	TolerateLookupFailure bool
+	// Kubeconfig reaches the cluster for the objects the server follows
+	// (namespaces for NamespaceLifecycle, flowcontrol objects), as kube's
+	// --kubeconfig. Empty means AuthenticationKubeconfig's client.
+	Kubeconfig string
 }
 
 func (d *Delegation) overridesHeaders() bool {
@@ -175,7 +183,7 @@ func (s *Server) buildFrontDoor(c *Builder, p *plan) (*frontDoor, error) {
 // standaloneClientCA generates (or reuses) the client CA and the admin
 // client certificate (user "admin", group system:masters) in the data dir.
 func (s *Server) standaloneClientCA(c *Builder) (authn.CAProvider, error) {
-	certDir := filepath.Join(c.DataDir, "certs")
+	certDir := c.certDir()
 	ca, err := certs.EnsureCA(certs.CAConfig{Dir: certDir, Name: c.Name + "-client-ca"})
 	if err != nil {
 		return nil, err
@@ -200,7 +208,7 @@ func (s *Server) standaloneClientCA(c *Builder) (authn.CAProvider, error) {
 // cluster, with the clients validate made.
 func (s *Server) delegate(d *Delegation, p *plan, cfg *authn.Config, authorizers *[]authz.NamedAuthorizer, fd *frontDoor) error {
 	authnClient, authzClient := p.authnClient, p.authzClient
-	fd.cluster = authnClient
+	fd.cluster = p.clusterClient
 	if d.SkipLookup {
 		if r := delegationHeaders(d); r != nil {
 			s.staticRequestHeader(r, p, cfg)
@@ -222,7 +230,9 @@ func (s *Server) lookupCluster(d *Delegation, p *plan, cfg *authn.Config, fd *fr
 		return err
 	}
 	s.runners = append(s.runners, del.Start)
-	s.readyChecks = append(s.readyChecks, healthz.ReadyCheck("delegated-authentication", del))
+	if !d.TolerateLookupFailure {
+		s.readyChecks = append(s.readyChecks, healthz.ReadyCheck("delegated-authentication", del))
+	}
 	if cfg.ClientCA == nil {
 		cfg.ClientCA = del.ClientCA()
 	}

@@ -43,7 +43,7 @@ func (s *Server) buildHandler(c *Builder, p *plan, resources []rest.Resource, fd
 	if err != nil {
 		errs = append(errs, err)
 	}
-	apiHandler, err := rest.NewHandler(rest.Config{Resources: resources, MinRequestTimeout: c.MinRequestTimeout, DisableManagedFields: c.DisableManagedFields, Shutdown: s.watchCtx,
+	apiHandler, err := rest.NewHandler(rest.Config{Resources: resources, MinRequestTimeout: c.MinRequestTimeout, DisableManagedFields: c.DisableManagedFields, DeleteCollectionWorkers: c.DeleteCollectionWorkers, Shutdown: s.watchCtx,
 		WatchEvents: m.WatchEvents,
 		Admission:   admit, OpenAPITitle: c.Name})
 	if err != nil {
@@ -159,7 +159,9 @@ func (s *Server) buildMux(c *Builder, resources []rest.Resource, api http.Handle
 	s.shutdownFlag = healthz.NewFlag("shutdown", "server is shutting down")
 	// One "storage" check per distinct store under the resources (the watch
 	// caches in front of them have their own checks).
-	var storageChecks []healthz.Check
+	// A store with a health check of its own (etcd's, with
+	// --etcd-healthcheck-timeout) uses it in /healthz.
+	var storageChecks, healthChecks []healthz.Check
 	seen := map[storage.Interface]bool{}
 	for _, st := range c.stores() {
 		if rc, ok := st.(healthz.ReadinessChecker); ok && !seen[st] {
@@ -169,9 +171,15 @@ func (s *Server) buildMux(c *Builder, resources []rest.Resource, api http.Handle
 				name = fmt.Sprintf("storage-%d", len(seen))
 			}
 			storageChecks = append(storageChecks, healthz.ReadyCheck(name, rc))
+			hc := healthz.ReadyCheck(name, rc)
+			if h, ok := st.(healthyChecker); ok {
+				hc = healthz.ReadyCheck(name, healthAsReady{h})
+			}
+			healthChecks = append(healthChecks, hc)
 		}
 	}
 	storageChecks = append(storageChecks, s.readyChecks...)
+	healthChecks = append(healthChecks, s.readyChecks...)
 	onFailure := func(_ *http.Request, check string, err error) {
 		s.log.Warn("health check failed", zap.String("check", check), zap.Error(err))
 	}
@@ -183,7 +191,7 @@ func (s *Server) buildMux(c *Builder, resources []rest.Resource, api http.Handle
 		return h, err
 	}
 	live, err1 := mk("livez", healthz.PingCheck())
-	health, err2 := mk("healthz", append([]healthz.Check{healthz.PingCheck()}, append(storageChecks, c.ReadyChecks...)...)...)
+	health, err2 := mk("healthz", append([]healthz.Check{healthz.PingCheck()}, append(healthChecks, c.ReadyChecks...)...)...)
 	ready, err3 := mk("readyz", append(append([]healthz.Check{healthz.PingCheck()}, storageChecks...), append(c.ReadyChecks, s.shutdownFlag)...)...)
 	if err := errors.Join(err1, err2, err3); err != nil {
 		return nil, err
@@ -200,6 +208,11 @@ func (s *Server) buildMux(c *Builder, resources []rest.Resource, api http.Handle
 	if !c.DisableProfiling {
 		routeProfiling(r, c.ContentionProfiling)
 	}
+	var level *zap.AtomicLevel
+	if !c.loggerInCode && c.logs != nil && c.logs.err == nil {
+		level = &c.logs.level
+	}
+	r.Put("/debug/flags/v", logLevelHandler(level))
 	r.Post(selfSubjectAccessReviewPath, selfSubjectAccessReviewHandler(authorizer))
 	r.Post(selfSubjectReviewPath, selfSubjectReviewHandler)
 	version := c.Version.complete()
@@ -230,23 +243,24 @@ func (s *Server) requestLogging(next http.Handler) http.Handler {
 		rw := filters.WrapResponseWriter(w)
 		next.ServeHTTP(rw, r)
 		code := rw.Status()
-		level := zap.DebugLevel
+		level := V(3) // kube's httplog: every request at -v=3
 		if code >= 500 {
 			level = zap.WarnLevel
 		}
-		if ce := log.Check(level, "request"); ce != nil {
+		if ce := log.Check(level, "HTTP"); ce != nil {
+			verb := r.Method
+			if info, ok := filters.RequestInfoFrom(r.Context()); ok && info.Verb != "" {
+				verb = strings.ToUpper(info.Verb)
+			}
 			fields := []zap.Field{
-				zap.String("method", r.Method), zap.String("path", r.URL.Path), zap.Int("code", code),
-				zap.Duration("latency", time.Since(start)), zap.String("auditID", filters.AuditIDFrom(r.Context())),
-				zap.String("userAgent", r.UserAgent()), zap.String("remote", r.RemoteAddr),
+				zap.String("verb", verb), zap.String("URI", r.RequestURI), zap.Duration("latency", time.Since(start)),
+				zap.String("userAgent", r.UserAgent()), zap.String("audit-ID", filters.AuditIDFrom(r.Context())),
+				zap.String("srcIP", r.RemoteAddr),
 			}
 			if u, ok := filters.UserFrom(r.Context()); ok {
 				fields = append(fields, zap.String("user", u.Name))
 			}
-			if info, ok := filters.RequestInfoFrom(r.Context()); ok && info.IsResourceRequest {
-				fields = append(fields, zap.String("verb", info.Verb), zap.String("resource", info.Resource))
-			}
-			ce.Write(fields...)
+			ce.Write(append(fields, zap.Int("resp", code))...)
 		}
 	})
 }
@@ -327,3 +341,13 @@ func buildMetadata(version string) string {
 	}
 	return string(b)
 }
+
+// healthyChecker is a store with a health check of its own.
+type healthyChecker interface {
+	Healthy(ctx context.Context) error
+}
+
+// healthAsReady serves a store's Healthy as a check.
+type healthAsReady struct{ h healthyChecker }
+
+func (h healthAsReady) Ready(ctx context.Context) error { return h.h.Healthy(ctx) }

@@ -49,6 +49,9 @@ func (b *Builder) addLimitFlags(fs *flag.FlagSet) {
 		b.MinRequestTimeout = 1800 * time.Second
 	}
 	fs.Var((*secondsFlag)(&b.MinRequestTimeout), "min-request-timeout", "An optional field indicating the minimum number of seconds a handler must keep a request open before timing it out. Currently only honored by the watch request handler, which picks a randomized value above this number as the connection timeout, to spread out load.")
+	if b.HTTP2MaxStreamsPerConnection == 0 {
+		b.HTTP2MaxStreamsPerConnection = defaultHTTP2MaxStreams
+	}
 	fs.IntVar(&b.HTTP2MaxStreamsPerConnection, "http2-max-streams-per-connection", b.HTTP2MaxStreamsPerConnection, "The limit that the server gives to clients for the maximum number of streams in an HTTP/2 connection. Zero means 1000, kube-apiserver's default.")
 }
 

@@ -97,6 +97,7 @@ func (s *Server) addWatchCaches(c *Builder, resources []rest.Resource) error {
 		ch, err := watch.New(r.Storage, watch.Config{
 			Prefix:     storage.ResourcePrefix(r.Group, r.Plural, ""),
 			Resource:   resource,
+			RingSize:   c.WatchCacheSizes[resource],
 			Registerer: c.Registerer,
 			Logger:     c.Logger.Named("watch-cache").With(zap.String("resource", resource)),
 		})
@@ -151,7 +152,7 @@ func (s *Server) encryption(c *Builder) (value.Transformer, error) {
 func (s *Server) setupTLS(c *Builder, p *plan, advertised certs.PoolSource) (*tls.Config, error) {
 	sc := p.serving
 	if sc == nil {
-		certDir := filepath.Join(c.DataDir, "certs")
+		certDir := c.certDir()
 		ca, err := certs.EnsureCA(certs.CAConfig{Dir: certDir, Name: c.Name + "-serving-ca"})
 		if err != nil {
 			return nil, err
@@ -169,7 +170,30 @@ func (s *Server) setupTLS(c *Builder, p *plan, advertised certs.PoolSource) (*tl
 		}
 	}
 	s.runners = append(s.runners, sc.Start)
-	return certs.ServerTLSConfig(certs.ServerTLSOptions{Serving: sc, ClientCA: advertised})
+	var serving certs.CertificateSource = sc
+	if len(c.SNICertKeys) > 0 {
+		sni := &sniSource{fallback: sc}
+		reload := certs.ReloadConfig{OnError: func(err error) { s.log.Error("reloading an SNI certificate", zap.Error(err)) }}
+		for _, k := range c.SNICertKeys {
+			cert, err := certs.NewServingCert(k.CertFile, k.KeyFile, reload)
+			if err != nil {
+				return nil, fmt.Errorf("--tls-sni-cert-key %s,%s: %w", k.CertFile, k.KeyFile, err)
+			}
+			s.runners = append(s.runners, cert.Start)
+			names := k.Names
+			if len(names) == 0 {
+				names = certNames(cert)
+			}
+			sni.add(names, cert)
+		}
+		serving = sni
+	}
+	var protos []string
+	if c.DisableHTTP2Serving {
+		protos = []string{"http/1.1"}
+	}
+	return certs.ServerTLSConfig(certs.ServerTLSOptions{Serving: serving, ClientCA: advertised, MinVersion: c.TLSMinVersion,
+		CipherSuites: c.TLSCipherSuites, CurvePreferences: c.TLSCurvePreferences, NextProtos: protos})
 }
 
 // writeKubeconfig writes <DataDir>/kubeconfig for the standalone admin.

@@ -43,7 +43,7 @@ type testServer struct {
 
 func startServer(t testing.TB, b Builder) *testServer {
 	t.Helper()
-	if b.Logger == nil { // the default logs to stderr: keep test output quiet
+	if b.Logger == nil && b.Logging.Output == nil { // the default logs to stderr: keep test output quiet
 		b.Logger = zap.NewNop()
 	}
 	if b.DataDir == "" {
@@ -65,7 +65,7 @@ func startServer(t testing.TB, b Builder) *testServer {
 	}
 	ts := &testServer{srv: srv, dataDir: b.DataDir, done: make(chan struct{})}
 	runInBackground(t, ts)
-	certDir := filepath.Join(b.DataDir, "certs")
+	certDir := b.certDir()
 	ts.admin = clientWith(t, filepath.Join(certDir, b.nameOrDefault()+"-serving-ca.crt"), filepath.Join(certDir, "admin.crt"), filepath.Join(certDir, "admin.key"))
 	ts.anon = clientWith(t, filepath.Join(certDir, b.nameOrDefault()+"-serving-ca.crt"), "", "")
 	// Ready means the watch caches have their initial lists.
@@ -359,7 +359,7 @@ func TestDefaultLoggerSaysWhereItServes(t *testing.T) {
 	log.Debug("hidden")
 	log.Info("serving", zap.String("url", "https://127.0.0.1:8443"), zap.String("kubeconfig", ".annex/kubeconfig"))
 	out := buf.String()
-	if strings.Contains(out, "hidden") || !strings.Contains(out, "INFO\tserving\t") ||
+	if strings.Contains(out, "hidden") || !strings.Contains(out, "\tINFO\t") || !strings.Contains(out, "\tserving\t") || !strings.Contains(out, "server_test.go:") ||
 		!strings.Contains(out, `"url": "https://127.0.0.1:8443"`) || !strings.Contains(out, `"kubeconfig": ".annex/kubeconfig"`) {
 		t.Errorf("default logger wrote %q", out)
 	}

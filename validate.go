@@ -37,7 +37,9 @@ type plan struct {
 	// authnClient and authzClient reach the cluster in delegated mode;
 	// requestHeaderCA is Delegation.RequestHeaderClientCAFile's bundle.
 	authnClient, authzClient *kubeclient.Client
-	requestHeaderCA          *certs.CABundle
+	// clusterClient reads the objects the server follows (--kubeconfig).
+	clusterClient   *kubeclient.Client
+	requestHeaderCA *certs.CABundle
 	// policies are the AdmissionPolicyFiles, one YAML stream; webhooks the
 	// configurations of the AdmissionWebhookFiles.
 	policies []byte
@@ -89,6 +91,10 @@ func (c *Builder) validate() (*plan, error) {
 		p.tokenFile, err = authn.NewTokenFile(c.TokenAuthFile)
 		bad("TokenAuthFile", err)
 	}
+	bad("Logging", c.loggingErr)
+	if lg := c.Logging; c.loggerInCode && (lg.Verbosity != 0 || lg.VModule != "" || (lg.Format != "" && lg.Format != "text")) {
+		bad("Logging and Logger", errors.New("both set: Logging configures the logger made when Logger is nil"))
+	}
 	if c.EncryptionProviderConfig != "" {
 		_, err = value.LoadEncryptionConfigurationFile(c.EncryptionProviderConfig)
 		bad("EncryptionProviderConfig", err)
@@ -108,6 +114,11 @@ func (c *Builder) validate() (*plan, error) {
 		bad("Delegation.AuthenticationKubeconfig", err)
 		p.authzClient, err = clientFor(d.AuthorizationKubeconfig)
 		bad("Delegation.AuthorizationKubeconfig", err)
+		p.clusterClient = p.authnClient
+		if d.Kubeconfig != "" {
+			p.clusterClient, err = clientFor(d.Kubeconfig)
+			bad("Delegation.Kubeconfig", err)
+		}
 		if d.RequestHeaderClientCAFile != "" {
 			p.requestHeaderCA, err = certs.NewCABundle(d.RequestHeaderClientCAFile, reload)
 			bad("Delegation.RequestHeaderClientCAFile", err)

@@ -62,7 +62,9 @@ func DefaultFlags() Flags {
 	webhook.Mode, webhook.MaxBatchSize, webhook.MaxBatchWait = string(ModeBatch), 400, 30*time.Second
 	webhook.ThrottleEnable, webhook.ThrottleQPS, webhook.ThrottleBurst = true, 10, 15
 	return Flags{
-		Log:     LogFlags{Format: "json", BackendFlags: log},
+		// kube-apiserver's (and k8s.io/sample-apiserver's) defaults since
+		// Kubernetes 1.37: a year of files, 100 of them, 100 MB each.
+		Log:     LogFlags{Format: "json", MaxAge: 366, MaxBackups: 100, MaxSize: 100, BackendFlags: log},
 		Webhook: WebhookFlags{InitialBackoff: 10 * time.Second, BackendFlags: webhook},
 	}
 }
@@ -74,9 +76,9 @@ func AddFlags(fs *flag.FlagSet) *Flags {
 	f := DefaultFlags()
 	fs.StringVar(&f.PolicyFile, "audit-policy-file", f.PolicyFile, "Path to the file that defines the audit policy configuration.")
 	fs.StringVar(&f.Log.Path, "audit-log-path", f.Log.Path, "If set, all requests coming to the apiserver will be logged to this file.  '-' means standard out.")
-	fs.IntVar(&f.Log.MaxAge, "audit-log-maxage", f.Log.MaxAge, "The maximum number of days to retain old audit log files based on the timestamp encoded in their filename.")
+	fs.IntVar(&f.Log.MaxAge, "audit-log-maxage", f.Log.MaxAge, "The maximum number of days to retain old audit log files based on the timestamp encoded in their filename. Setting a value of 0 means old audit log files are not removed based on age.")
 	fs.IntVar(&f.Log.MaxBackups, "audit-log-maxbackup", f.Log.MaxBackups, "The maximum number of old audit log files to retain. Setting a value of 0 will mean there's no restriction on the number of files.")
-	fs.IntVar(&f.Log.MaxSize, "audit-log-maxsize", f.Log.MaxSize, "The maximum size in megabytes of the audit log file before it gets rotated.")
+	fs.IntVar(&f.Log.MaxSize, "audit-log-maxsize", f.Log.MaxSize, "The maximum size in megabytes of the audit log file before it gets rotated. Zero means 100.")
 	fs.BoolVar(&f.Log.Compress, "audit-log-compress", f.Log.Compress, "If set, the rotated log files will be compressed using gzip.")
 	fs.StringVar(&f.Log.Format, "audit-log-format", f.Log.Format, "Format of saved audits. \"json\" indicates structured json format (the legacy one-line text format is not supported).")
 	f.Log.BackendFlags.add(fs, pluginLog)

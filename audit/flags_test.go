@@ -37,7 +37,7 @@ func TestFlags_config(t *testing.T) {
 			}
 		}},
 		{"log_defaults", []string{"--audit-policy-file=" + policy, "--audit-log-path=" + logPath}, func(t *testing.T, c audit.Config) {
-			want := audit.LogConfig{Path: logPath, Format: "json",
+			want := audit.LogConfig{Path: logPath, Format: "json", MaxAge: 366, MaxBackups: 100, MaxSize: 100,
 				Batch:    audit.BatchConfig{Mode: audit.ModeBlocking, BufferSize: 10000, MaxBatchSize: 1, ThrottleQPS: -1},
 				Truncate: audit.TruncateConfig{MaxEventSize: 100 << 10, MaxBatchSize: 10 << 20}}
 			if c.Policy == nil || c.Log != want || c.Webhook.ConfigFile != "" {

@@ -56,6 +56,8 @@ type ServerTLSOptions struct {
 	CipherSuites []uint16
 	// NextProtos are the ALPN protocols. nil means h2 and http/1.1.
 	NextProtos []string
+	// CurvePreferences are the key exchange mechanisms. nil means Go's.
+	CurvePreferences []tls.CurveID
 }
 
 // ServerTLSConfig returns the tls.Config an annex server listens with: TLS
@@ -66,11 +68,12 @@ func ServerTLSConfig(opts ServerTLSOptions) (*tls.Config, error) {
 		return nil, ErrNoServing
 	}
 	base := &tls.Config{
-		MinVersion:     opts.MinVersion,
-		CipherSuites:   opts.CipherSuites,
-		NextProtos:     opts.NextProtos,
-		ClientAuth:     tls.RequestClientCert,
-		GetCertificate: opts.Serving.GetCertificate,
+		MinVersion:       opts.MinVersion,
+		CipherSuites:     opts.CipherSuites,
+		NextProtos:       opts.NextProtos,
+		CurvePreferences: opts.CurvePreferences,
+		ClientAuth:       tls.RequestClientCert,
+		GetCertificate:   opts.Serving.GetCertificate,
 	}
 	if base.MinVersion == 0 {
 		base.MinVersion = tls.VersionTLS12

@@ -332,7 +332,7 @@ func TestAggregatedMetricsServer(t *testing.T) {
 		"--data-dir="+filepath.Join(t.TempDir(), "data"),
 		"--service=metrics-server.kube-system", "--register-apiservice", "--apiservice-port="+strconv.Itoa(port),
 		"--simulation-file=../examples/metrics-server/testdata/cluster.yaml", "--metric-resolution=1s",
-		"-v", "--log-json",
+		"-v=3", "--logging-format=json",
 	)
 	exampleURL := "https://127.0.0.1:" + strconv.Itoa(port)
 	insecure := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}

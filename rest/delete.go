@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/annexapi/annex/attrs"
@@ -355,15 +356,51 @@ func (rh *resourceHandler) deleteCollection(w http.ResponseWriter, r *http.Reque
 		rh.fail(w, err, ErrorContext{Verb: "list", ResourceVersion: p.resourceVersion, Continue: p.continueToken})
 		return
 	}
-	for _, item := range res.Items {
-		_, _, err := rh.storeDelete(ctx, item.Key, opts)
-		if errors.Is(err, storage.ErrNotFound) {
-			continue
-		}
-		if err != nil {
-			rh.fail(w, err, ErrorContext{Name: item.Meta.Name, Verb: "delete"})
-			return
-		}
+	if item, err := rh.deleteAll(ctx, res.Items, opts); err != nil {
+		rh.fail(w, err, ErrorContext{Name: item.Meta.Name, Verb: "delete"})
+		return
 	}
 	rh.writeList(w, o, res.Items, res.ResourceVersion, "", nil)
+}
+
+// deleteAll deletes items with the handler's deleteWorkers at once (kube's
+// --delete-collection-workers), skipping those already gone; the first
+// failure stops the others and is returned with its item.
+func (rh *resourceHandler) deleteAll(ctx context.Context, items []storage.Object, opts deleteOptions) (storage.Object, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	work := make(chan storage.Object)
+	var mu sync.Mutex
+	var failed storage.Object
+	var failure error
+	var wg sync.WaitGroup
+	for range min(rh.h.deleteWorkers, max(len(items), 1)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for item := range work {
+				_, _, err := rh.storeDelete(ctx, item.Key, opts)
+				if err == nil || errors.Is(err, storage.ErrNotFound) {
+					continue
+				}
+				mu.Lock()
+				if failure == nil {
+					failed, failure = item, err
+					cancel()
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+	for _, item := range items {
+		select {
+		case work <- item:
+			continue
+		case <-ctx.Done():
+		}
+		break
+	}
+	close(work)
+	wg.Wait()
+	return failed, failure
 }

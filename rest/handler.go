@@ -30,6 +30,8 @@ type handler struct {
 	admission  Admitter
 	// watchEvents is Config.WatchEvents.
 	watchEvents func(group, version, kind string) func(size int)
+	// deleteWorkers is Config.DeleteCollectionWorkers, at least 1.
+	deleteWorkers int
 	// listBufs holds the buffers LISTs are written through (*[]byte of
 	// listChunk bytes), so that a LIST allocates nothing in proportion to
 	// its size.
@@ -79,7 +81,8 @@ func NewHandler(cfg Config) (http.Handler, error) {
 	if err := validateResources(cfg.Resources); err != nil {
 		return nil, err
 	}
-	h := &handler{resources: map[resourceKey]*resourceHandler{}, minTimeout: cfg.MinRequestTimeout, admission: cfg.Admission, watchEvents: cfg.WatchEvents}
+	h := &handler{resources: map[resourceKey]*resourceHandler{}, minTimeout: cfg.MinRequestTimeout, admission: cfg.Admission, watchEvents: cfg.WatchEvents,
+		deleteWorkers: max(cfg.DeleteCollectionWorkers, 1)}
 	if h.minTimeout <= 0 {
 		h.minTimeout = defaultMinRequestTimeout
 	}

@@ -130,6 +130,9 @@ type Config struct {
 	// update keeps the stored ones) and server-side apply answers 415.
 	// The default, false, tracks every write as kube-apiserver does.
 	DisableManagedFields bool
+	// DeleteCollectionWorkers is how many deletes of a deletecollection run
+	// at once (kube's --delete-collection-workers). Zero means 1.
+	DeleteCollectionWorkers int
 }
 
 // PrinterColumn is one column of Table output, as a CRD's

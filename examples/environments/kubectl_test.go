@@ -260,7 +260,7 @@ func TestKubectlAsOrdinaryUser(t *testing.T) {
 // TestHelpListsDashDashFlags: the example's flags are kube-style, --name.
 func TestHelpListsDashDashFlags(t *testing.T) {
 	t.Parallel()
-	_, err := parseFlags([]string{"--secure-port=9443", "-v", "--etcd-servers=https://127.0.0.1:2379"})
+	_, err := parseFlags([]string{"--secure-port=9443", "-v=3", "--logging-format=json", "--etcd-servers=https://127.0.0.1:2379"})
 	if err != nil {
 		t.Fatalf("kube-style flags: %v", err)
 	}

@@ -28,7 +28,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/pflag"
 	"go.uber.org/zap"
-	"go.uber.org/zap/zapcore"
 
 	"github.com/annexapi/annex"
 	"github.com/annexapi/annex/rest"
@@ -47,11 +46,10 @@ func main() {
 	}
 }
 
-// options are the command-line flags: the Builder's kube-named ones plus -v.
+// options are the command-line flags: the Builder's kube-named ones and etcd's.
 type options struct {
 	builder annex.Builder
 	etcd    etcd.Config
-	verbose bool
 }
 
 func parseFlags(args []string) (options, error) {
@@ -67,14 +65,15 @@ func parseFlags(args []string) (options, error) {
 	gfs := flag.NewFlagSet("environments", flag.ContinueOnError)
 	o.etcd.AddFlags(gfs)
 	fs.AddGoFlagSet(gfs)
-	fs.BoolVarP(&o.verbose, "verbose", "v", false, "log every request")
 	return o, fs.Parse(args)
 }
 
 // builder declares the server the flags describe.
 func builder(o options, log *zap.Logger) (annex.Builder, error) {
 	b := o.builder
-	b.Logger = log
+	if log != nil { // tests quiet the server; run uses the flags' logger
+		b.Logger = log
+	}
 	b.Registerer = prometheus.NewRegistry()
 	var err error
 	b.Mutators, b.Validators, err = policies()
@@ -86,19 +85,14 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	level := zapcore.InfoLevel
-	if o.verbose {
-		level = zapcore.DebugLevel
-	}
-	logCfg := zap.NewDevelopmentConfig()
-	logCfg.Level = zap.NewAtomicLevelAt(level)
-	log, err := logCfg.Build()
+	// The server's logger, from the logging flags (--logging-format, -v,
+	// --vmodule): the example logs its own lines with it too.
+	log, err := o.builder.ServerLogger()
 	if err != nil {
 		return err
 	}
-	defer func() { _ = log.Sync() }()
 
-	b, err := builder(o, log)
+	b, err := builder(o, nil)
 	if err != nil {
 		return err
 	}

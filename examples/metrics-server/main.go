@@ -52,7 +52,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/pflag"
 	"go.uber.org/zap"
-	"go.uber.org/zap/zapcore"
 
 	"github.com/annexapi/annex"
 	"github.com/annexapi/annex/authz"
@@ -85,8 +84,6 @@ type options struct {
 	register           bool
 	apiServicePort     int
 	registrationCAFile string
-	verbose            bool
-	logJSON            bool
 }
 
 func parseFlags(args []string, stderr io.Writer) (*options, error) {
@@ -108,8 +105,6 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.BoolVar(&o.register, "register-apiservice", false, "Create or update the APIService v1beta1.metrics.k8s.io with the caBundle of the serving certificate (needs --service and delegated mode).")
 	fs.IntVar(&o.apiServicePort, "apiservice-port", 443, "The Service port the APIService names.")
 	fs.StringVar(&o.registrationCAFile, "apiservice-ca-file", "", "The CA bundle to put in the APIService's caBundle. Empty means the generated serving CA, or the last certificate of --tls-cert-file.")
-	fs.BoolVarP(&o.verbose, "verbose", "v", false, "Log every request, with the caller's identity.")
-	fs.BoolVar(&o.logJSON, "log-json", false, "Log JSON lines instead of console text.")
 	o.fs = fs
 	if err := fs.Parse(args); err != nil {
 		return nil, err
@@ -153,16 +148,11 @@ func (o *options) clusterClient() (*kubeclient.Client, error) {
 	return kubeclient.New(*cfg)
 }
 
-func newLogger(o *options, stderr io.Writer) *zap.Logger {
-	level := zapcore.InfoLevel
-	if o.verbose {
-		level = zapcore.DebugLevel
-	}
-	enc := zapcore.NewConsoleEncoder(zap.NewDevelopmentEncoderConfig())
-	if o.logJSON {
-		enc = zapcore.NewJSONEncoder(zap.NewProductionEncoderConfig())
-	}
-	return zap.New(zapcore.NewCore(enc, zapcore.AddSync(stderr), level))
+// newLogger is the server's logger from the logging flags (--logging-format,
+// -v, --vmodule) on stderr: the example logs its own lines with it too.
+func newLogger(o *options, stderr io.Writer) (*zap.Logger, error) {
+	o.builder.Logging.Output = stderr
+	return o.builder.ServerLogger()
 }
 
 // app is a built server and what runs beside it.
@@ -194,7 +184,11 @@ func setupSource(args []string, stderr io.Writer, ln net.Listener, src Source) (
 	if err != nil {
 		return nil, err
 	}
-	a := &app{opts: o, log: newLogger(o, stderr)}
+	log, err := newLogger(o, stderr)
+	if err != nil {
+		return nil, err
+	}
+	a := &app{opts: o, log: log}
 	if src == nil {
 		var spec Spec
 		if o.simulationFile != "" {
@@ -215,10 +209,9 @@ func setupSource(args []string, stderr io.Writer, ln net.Listener, src Source) (
 	if b.Resources, err = Resources(a.store); err != nil {
 		return nil, err
 	}
-	b.Logger = a.log
 	b.Registerer = prometheus.NewRegistry()
 	b.Listener = ln
-	b.Stages = append(b.Stages, annex.InsertedStage{After: annex.StageAuthorization, Stage: identityStage(a.log.Named("identity"), o.verbose)})
+	b.Stages = append(b.Stages, annex.InsertedStage{After: annex.StageAuthorization, Stage: identityStage(a.log.Named("identity"))})
 	a.checks = append(a.checks, namedCheck{storeCheckName, a.store})
 	if o.service != "" {
 		a.checks = append(a.checks, namedCheck{"serving-certificate-name", certs.HostCheck{CertFile: a.servingCertFile(), Host: serviceHost(o.service)}})
@@ -251,21 +244,19 @@ func (a *app) servingCertFile() string {
 }
 
 // identityStage logs who each request comes from (user, uid, groups, extra),
-// as the front proxy told it, when verbose.
-func identityStage(log *zap.Logger, verbose bool) annex.Stage {
-	st := annex.Stage{Name: "identity-log", Needs: []annex.Provision{annex.ProvidesUser}}
-	if verbose {
-		st.Filter = func(next http.Handler) http.Handler {
-			return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-				if u, ok := filters.UserFrom(r.Context()); ok {
-					log.Info("identity", zap.String("path", r.URL.Path), zap.String("user", u.Name), zap.String("uid", u.UID),
+// as the front proxy told it, at -v=3 (with kube's request lines).
+func identityStage(log *zap.Logger) annex.Stage {
+	return annex.Stage{Name: "identity-log", Needs: []annex.Provision{annex.ProvidesUser}, Filter: func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if u, ok := filters.UserFrom(r.Context()); ok {
+				if ce := log.Check(annex.V(3), "identity"); ce != nil {
+					ce.Write(zap.String("path", r.URL.Path), zap.String("user", u.Name), zap.String("uid", u.UID),
 						zap.Strings("groups", u.Groups), zap.Any("extra", u.Extra))
 				}
-				next.ServeHTTP(w, r)
-			})
-		}
-	}
-	return st
+			}
+			next.ServeHTTP(w, r)
+		})
+	}}
 }
 
 func splitList(s string) []string {

@@ -47,6 +47,9 @@ type Options struct {
 	// Logger receives the store's few log lines (failed periodic
 	// compactions). Nil means no logging.
 	Logger *zap.Logger
+	// HealthCheckTimeout bounds /healthz's check of etcd (Healthy), and
+	// ReadyCheckTimeout /readyz's (Ready). Zero means 2s each, kube's.
+	HealthCheckTimeout, ReadyCheckTimeout time.Duration
 }
 
 func (o Options) withDefaults() Options {
@@ -114,6 +117,9 @@ type Config struct {
 	CompactionInterval time.Duration
 	// DialTimeout bounds the first connection. Zero means 20 seconds.
 	DialTimeout time.Duration
+	// HealthCheckTimeout and ReadyCheckTimeout are Options' (kube's
+	// --etcd-healthcheck-timeout and --etcd-readycheck-timeout).
+	HealthCheckTimeout, ReadyCheckTimeout time.Duration
 }
 
 // AddFlags binds c to kube-apiserver's etcd flags on fs. The current field
@@ -129,6 +135,16 @@ func (c *Config) AddFlags(fs *flag.FlagSet) {
 		return nil
 	})
 	fs.StringVar(&c.CAFile, "etcd-cafile", c.CAFile, "SSL Certificate Authority file used to secure etcd communication.")
+	for _, t := range []struct {
+		p          *time.Duration
+		name, help string
+	}{{&c.HealthCheckTimeout, "etcd-healthcheck-timeout", "The timeout to use when checking etcd health."},
+		{&c.ReadyCheckTimeout, "etcd-readycheck-timeout", "The timeout to use when checking etcd readiness"}} {
+		if *t.p == 0 {
+			*t.p = 2 * time.Second
+		}
+		fs.DurationVar(t.p, t.name, *t.p, t.help)
+	}
 	fs.StringVar(&c.CertFile, "etcd-certfile", c.CertFile, "SSL certification file used to secure etcd communication.")
 	fs.StringVar(&c.KeyFile, "etcd-keyfile", c.KeyFile, "SSL key file used to secure etcd communication.")
 	prefix := c.Prefix
@@ -225,6 +241,12 @@ func (c Config) Open(opts Options) (*Store, error) {
 	}
 	if c.Prefix != "" {
 		opts.Prefix = c.Prefix
+	}
+	if c.HealthCheckTimeout > 0 {
+		opts.HealthCheckTimeout = c.HealthCheckTimeout
+	}
+	if c.ReadyCheckTimeout > 0 {
+		opts.ReadyCheckTimeout = c.ReadyCheckTimeout
 	}
 	if c.CompactionInterval != 0 {
 		opts.CompactionInterval = c.CompactionInterval

@@ -372,12 +372,24 @@ func (s *Store) Count(ctx context.Context, prefix string) (int64, error) {
 }
 
 // Ready implements storage.ReadinessChecker: etcd answers a linearizable
-// read (it has a leader and a quorum).
+// read (it has a leader and a quorum) within ReadyCheckTimeout.
 func (s *Store) Ready(ctx context.Context) error {
+	return s.check(ctx, s.opts.ReadyCheckTimeout)
+}
+
+// Healthy is Ready within HealthCheckTimeout: the check of /healthz.
+func (s *Store) Healthy(ctx context.Context) error {
+	return s.check(ctx, s.opts.HealthCheckTimeout)
+}
+
+func (s *Store) check(ctx context.Context, timeout time.Duration) error {
 	if s.closed.Load() {
 		return errClosed()
 	}
-	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	if timeout <= 0 {
+		timeout = 2 * time.Second
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	if _, err := s.client.Get(ctx, s.opts.CompactionKey, clientv3.WithCountOnly()); err != nil {
 		return fmt.Errorf("etcd: %w", err)
