@@ -216,6 +216,12 @@ type Builder struct {
 	// MutatingAdmissionWebhook, ValidatingAdmissionWebhook.
 	DisabledAdmissionPlugins []string
 
+	// TracingConfigFile is kube's TracingConfiguration file
+	// (--tracing-config-file); Tracing is the same in code. Either exports a
+	// span per request, per stage and per storage call over OTLP/gRPC.
+	TracingConfigFile string
+	Tracing           *TracingConfiguration
+
 	// DisableManagedFields turns field management off: no
 	// metadata.managedFields is recorded and server-side apply
 	// (application/apply-patch+yaml) answers 415, which saves the CPU and
@@ -399,6 +405,14 @@ func (c *Builder) assemble(p *plan) (*Server, error) {
 	if c.EncryptionProviderConfig != "" && c.Storage == nil && !needsStore {
 		return nil, errors.New("EncryptionProviderConfig: has no effect: no resource uses the store the Builder opens")
 	}
+	if p.tracing != nil {
+		t, err := newTracer(p.tracing, c.Name)
+		if err != nil {
+			return nil, fmt.Errorf("tracing: %w", err)
+		}
+		s.tracer = t
+		s.closers = append(s.closers, t.shutdown)
+	}
 	var sm *storageMetrics
 	if c.Registerer != nil {
 		var err error
@@ -411,9 +425,20 @@ func (c *Builder) assemble(p *plan) (*Server, error) {
 		if err != nil {
 			return nil, err
 		}
-		var observe storage.RequestObserver
+		var observers []storage.RequestObserver
 		if sm != nil {
-			observe = sm.observer()
+			observers = append(observers, sm.observer())
+		}
+		if s.tracer != nil {
+			observers = append(observers, s.tracer.observe)
+		}
+		var observe storage.RequestObserver
+		if len(observers) > 0 {
+			observe = func(ctx context.Context, op, key string, start time.Time, took time.Duration) {
+				for _, o := range observers {
+					o(ctx, op, key, start, took)
+				}
+			}
 		}
 		st, err := openDefaultStore(filepath.Join(c.DataDir, "storage.db"), c.Logger, tr, observe)
 		if err != nil {

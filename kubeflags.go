@@ -87,6 +87,7 @@ func (s *sniList) Set(v string) error {
 // addKubeFlags registers the flags of this file on fs.
 func (b *Builder) addKubeFlags(fs *flag.FlagSet, f *flagState) {
 	k := &f.kube
+	fs.StringVar(&b.TracingConfigFile, "tracing-config-file", b.TracingConfigFile, "File with apiserver tracing configuration.")
 	fs.StringVar(&b.CertDir, "cert-dir", b.CertDir, "The directory where the TLS certs are located. If --tls-cert-file and --tls-private-key-file are provided, this flag will be ignored. Empty means <data-dir>/certs.")
 	fs.StringVar(&k.tlsMinVersion, "tls-min-version", "", "Minimum TLS version supported. Possible values: VersionTLS10, VersionTLS11, VersionTLS12, VersionTLS13")
 	fs.Var(&k.tlsCipherSuites, "tls-cipher-suites", "Comma-separated list of cipher suites for the server. If omitted, the default Go cipher suites will be used.")
@@ -116,7 +117,6 @@ func (b *Builder) addKubeFlags(fs *flag.FlagSet, f *flagState) {
 	k.refusedStrings = map[string]*string{}
 	for _, r := range []struct{ name, usage string }{
 		{"egress-selector-config-file", "File with apiserver egress selector configuration. Not supported: this server dials the cluster and webhooks directly."},
-		{"tracing-config-file", "File with apiserver tracing configuration. Not supported yet: no traces are exported."},
 		{"admission-control-config-file", "File with admission control configuration (apiserver.config.k8s.io/v1 AdmissionConfiguration). Not supported yet: admission is configured with Builder.AdmissionPolicyFiles and Builder.AdmissionWebhookFiles."},
 		{"lease-reuse-duration-seconds", "The time in seconds that each lease is reused. Not supported: no object here is stored with an etcd lease."},
 		{"etcd-count-metric-poll-period", "Frequency of polling etcd for number of resources per type. Not supported: apiserver_storage_objects is kept by the watch cache, not polled."},
@@ -244,8 +244,6 @@ func refusalReason(name string) string {
 	switch name {
 	case "egress-selector-config-file":
 		return "not supported: this server dials the cluster and webhooks directly (no egress selector)"
-	case "tracing-config-file":
-		return "not supported yet: this server exports no traces"
 	case "admission-control-config-file":
 		return "not supported yet: admission is configured with Builder.AdmissionPolicyFiles and Builder.AdmissionWebhookFiles"
 	case "lease-reuse-duration-seconds":

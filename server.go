@@ -31,6 +31,8 @@ import (
 type Server struct {
 	name           string
 	log            *zap.Logger
+	// tracer exports spans (--tracing-config-file); nil when tracing is off.
+	tracer *tracer
 	requestTimeout time.Duration
 	shutdownDelay  time.Duration
 

@@ -46,7 +46,7 @@ func newStorageMetrics(reg prometheus.Registerer) (*storageMetrics, error) {
 // observer is the storage.RequestObserver of the backends: the group and
 // resource labels are the key's (kube's since 1.34).
 func (m *storageMetrics) observer() storage.RequestObserver {
-	return func(op, key string, took time.Duration) {
+	return func(_ context.Context, op, key string, _ time.Time, took time.Duration) {
 		group, resource := keyResource(key)
 		m.requests.WithLabelValues(op, group, resource).Observe(took.Seconds())
 	}

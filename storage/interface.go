@@ -232,11 +232,12 @@ type ReadinessChecker interface {
 	Ready(ctx context.Context) error
 }
 
-// RequestObserver is told how long each request to a backend took: the
-// operation (get, list, count, create, update, delete), the key or prefix,
-// and the time. Backends take one in their options; the server turns it
-// into etcd_request_duration_seconds.
-type RequestObserver func(operation, key string, took time.Duration)
+// RequestObserver is told about each request to a backend: the request's
+// context, the operation (get, list, count, create, update, delete), the key
+// or prefix, when it started and how long it took. Backends take one in
+// their options; the server turns it into etcd_request_duration_seconds and
+// trace spans.
+type RequestObserver func(ctx context.Context, operation, key string, start time.Time, took time.Duration)
 
 // SizeReporter is a backend that knows the size of its database in bytes,
 // per endpoint (an etcd member's URL, a bbolt file's path): what

@@ -145,7 +145,7 @@ func (s *Store) now() string { return s.opts.Clock().UTC().Truncate(time.Second)
 
 // Create implements storage.Interface.
 func (s *Store) Create(ctx context.Context, key string, data []byte) (storage.Object, error) {
-	defer s.observe("create", key, time.Now())
+	defer s.observe(ctx, "create", key, time.Now())
 	if err := s.writable(key); err != nil {
 		return storage.Object{}, err
 	}
@@ -191,7 +191,7 @@ func withKey(err error, key string) error {
 // commit) only if the key's mod revision is still the one tryUpdate saw,
 // otherwise it retries with the state the commit found.
 func (s *Store) Update(ctx context.Context, key string, opts storage.UpdateOptions, tryUpdate storage.UpdateFunc) (storage.Object, error) {
-	defer s.observe("update", key, time.Now())
+	defer s.observe(ctx, "update", key, time.Now())
 	if err := s.writable(key); err != nil {
 		return storage.Object{}, err
 	}
@@ -204,7 +204,7 @@ func (s *Store) MaxObjectSize() int { return max(s.opts.MaxObjectSize, 0) }
 
 // Delete implements storage.Interface with backend.GuaranteedDelete.
 func (s *Store) Delete(ctx context.Context, key string, opts storage.DeleteOptions) (storage.Object, error) {
-	defer s.observe("delete", key, time.Now())
+	defer s.observe(ctx, "delete", key, time.Now())
 	if err := s.writable(key); err != nil {
 		return storage.Object{}, err
 	}
@@ -277,9 +277,9 @@ func (s *Store) Ready(ctx context.Context) error {
 
 // observe tells the Observer how long the request that started at start
 // took.
-func (s *Store) observe(op, key string, start time.Time) {
+func (s *Store) observe(ctx context.Context, op, key string, start time.Time) {
 	if s.opts.Observer != nil {
-		s.opts.Observer(op, key, time.Since(start))
+		s.opts.Observer(ctx, op, key, start, time.Since(start))
 	}
 }
 

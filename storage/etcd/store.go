@@ -186,7 +186,7 @@ func (s *Store) mapError(ctx context.Context, err error, key string) error {
 // Create implements storage.Interface: a transaction that puts the key
 // only if it does not exist.
 func (s *Store) Create(ctx context.Context, key string, data []byte) (storage.Object, error) {
-	defer s.observe("create", key, time.Now())
+	defer s.observe(ctx, "create", key, time.Now())
 	if err := s.writable(key); err != nil {
 		return storage.Object{}, err
 	}
@@ -259,7 +259,7 @@ func (s *Store) fromKVs(ctx context.Context, key string, kvs []*mvccpb.KeyValue)
 // value stored in an outdated form (key rotation) still rewrites it, so that
 // rewriting every object completes a rotation, as in Kubernetes.
 func (s *Store) Update(ctx context.Context, key string, opts storage.UpdateOptions, tryUpdate storage.UpdateFunc) (storage.Object, error) {
-	defer s.observe("update", key, time.Now())
+	defer s.observe(ctx, "update", key, time.Now())
 	if err := s.writable(key); err != nil {
 		return storage.Object{}, err
 	}
@@ -274,7 +274,7 @@ func (s *Store) MaxObjectSize() int { return s.opts.maxObjectSize() }
 // transaction that deletes the key only if its mod revision is the one
 // checked, retried from the state the transaction returns otherwise.
 func (s *Store) Delete(ctx context.Context, key string, opts storage.DeleteOptions) (storage.Object, error) {
-	defer s.observe("delete", key, time.Now())
+	defer s.observe(ctx, "delete", key, time.Now())
 	if err := s.writable(key); err != nil {
 		return storage.Object{}, err
 	}
@@ -360,7 +360,7 @@ func (s *Store) CurrentRevision(ctx context.Context) (uint64, error) {
 
 // Count implements storage.Counter.
 func (s *Store) Count(ctx context.Context, prefix string) (int64, error) {
-	defer s.observe("count", prefix, time.Now())
+	defer s.observe(ctx, "count", prefix, time.Now())
 	pr, err := backend.PrefixRange(prefix)
 	if err != nil {
 		return 0, err
@@ -403,9 +403,9 @@ func (s *Store) check(ctx context.Context, timeout time.Duration) error {
 
 // observe tells the Observer how long the request that started at start
 // took.
-func (s *Store) observe(op, key string, start time.Time) {
+func (s *Store) observe(ctx context.Context, op, key string, start time.Time) {
 	if s.opts.Observer != nil {
-		s.opts.Observer(op, key, time.Since(start))
+		s.opts.Observer(ctx, op, key, start, time.Since(start))
 	}
 }
 
