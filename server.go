@@ -29,10 +29,10 @@ import (
 
 // Server is a built server. Run serves it.
 type Server struct {
-	name           string
-	log            *zap.Logger
+	name string
+	log  *zap.Logger
 	// tracer exports spans (--tracing-config-file); nil when tracing is off.
-	tracer *tracer
+	tracer         *tracer
 	requestTimeout time.Duration
 	shutdownDelay  time.Duration
 
