@@ -203,6 +203,10 @@ type Builder struct {
 	// resources it names, "plural.group" (--watch-cache-sizes). Others
 	// keep the default.
 	WatchCacheSizes map[string]int
+	// StorageDBMetricPollInterval is how often apiserver_storage_db_total_size_in_bytes
+	// is read from the stores that know their size
+	// (--etcd-db-metric-poll-interval). Zero means 30s; negative, never.
+	StorageDBMetricPollInterval time.Duration
 	// DeleteCollectionWorkers is how many deletes of a DeleteCollection
 	// run at once (--delete-collection-workers). Zero means 1.
 	DeleteCollectionWorkers int
@@ -211,6 +215,12 @@ type Builder struct {
 	// MutatingAdmissionPolicy, ValidatingAdmissionPolicy,
 	// MutatingAdmissionWebhook, ValidatingAdmissionWebhook.
 	DisabledAdmissionPlugins []string
+
+	// TracingConfigFile is kube's TracingConfiguration file
+	// (--tracing-config-file); Tracing is the same in code. Either exports a
+	// span per request, per stage and per storage call over OTLP/gRPC.
+	TracingConfigFile string
+	Tracing           *TracingConfiguration
 
 	// DisableManagedFields turns field management off: no
 	// metadata.managedFields is recorded and server-side apply
@@ -395,12 +405,42 @@ func (c *Builder) assemble(p *plan) (*Server, error) {
 	if c.EncryptionProviderConfig != "" && c.Storage == nil && !needsStore {
 		return nil, errors.New("EncryptionProviderConfig: has no effect: no resource uses the store the Builder opens")
 	}
+	if p.tracing != nil {
+		t, err := newTracer(p.tracing, c.Name)
+		if err != nil {
+			return nil, fmt.Errorf("tracing: %w", err)
+		}
+		s.tracer = t
+		s.closers = append(s.closers, t.shutdown)
+	}
+	var sm *storageMetrics
+	if c.Registerer != nil {
+		var err error
+		if sm, err = newStorageMetrics(c.Registerer); err != nil {
+			return nil, err
+		}
+	}
 	if c.Storage == nil && needsStore {
 		tr, err := s.encryption(c)
 		if err != nil {
 			return nil, err
 		}
-		st, err := openDefaultStore(filepath.Join(c.DataDir, "storage.db"), c.Logger, tr)
+		var observers []storage.RequestObserver
+		if sm != nil {
+			observers = append(observers, sm.observer())
+		}
+		if s.tracer != nil {
+			observers = append(observers, s.tracer.observe)
+		}
+		var observe storage.RequestObserver
+		if len(observers) > 0 {
+			observe = func(ctx context.Context, op, key string, start time.Time, took time.Duration) {
+				for _, o := range observers {
+					o(ctx, op, key, start, took)
+				}
+			}
+		}
+		st, err := openDefaultStore(filepath.Join(c.DataDir, "storage.db"), c.Logger, tr, observe)
 		if err != nil {
 			return nil, err
 		}
@@ -410,6 +450,23 @@ func (c *Builder) assemble(p *plan) (*Server, error) {
 	// Every store under a resource that has a Start(ctx) error method
 	// (periodic compaction) is started by Run, the default one and those
 	// given per resource alike; the caller closes a store it gave.
+	if sm != nil && c.StorageDBMetricPollInterval >= 0 {
+		var sized []storage.SizeReporter
+		seen := map[storage.Interface]bool{}
+		for _, st := range c.stores() {
+			if sr, ok := st.(storage.SizeReporter); ok && !seen[st] {
+				seen[st] = true
+				sized = append(sized, sr)
+			}
+		}
+		interval := c.StorageDBMetricPollInterval
+		if interval == 0 {
+			interval = 30 * time.Second
+		}
+		if len(sized) > 0 {
+			s.runners = append(s.runners, sm.pollDBSize(sized, interval))
+		}
+	}
 	started := map[storage.Interface]bool{}
 	for _, st := range c.stores() {
 		if r, isStarter := st.(starter); isStarter && !started[st] {

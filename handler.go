@@ -77,7 +77,11 @@ func (s *Server) buildHandler(c *Builder, p *plan, resources []rest.Resource, fd
 	set(StageRequestInfo, chainOf(
 		filters.WithRequestReceivedTimestamp(filters.RequestReceivedTimestampConfig{}),
 		filters.WithRequestInfoResolver(filters.RequestInfoResolver{})))
-	set(StageMetrics, m.Filter())
+	if s.tracer != nil { // the request's span wraps everything after request info
+		set(StageMetrics, chainOf(s.tracer.filter, m.Filter()))
+	} else {
+		set(StageMetrics, m.Filter())
+	}
 	set(StageLogging, s.requestLogging)
 	set(StageHeaders, filters.WithCacheControl(filters.CacheControlConfig{}))
 	set(StageDeadline, filters.WithRequestDeadline(filters.RequestDeadlineConfig{MaxTimeout: c.RequestTimeout}))
@@ -104,7 +108,7 @@ func (s *Server) buildHandler(c *Builder, p *plan, resources []rest.Resource, fd
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
 	}
-	return Chain(stages, mux, ChainOptions{StageLatencies: auditor != nil, OnReject: func(r *http.Request, stage string, code int) {
+	return Chain(stages, mux, ChainOptions{StageLatencies: auditor != nil || s.tracer != nil, OnReject: func(r *http.Request, stage string, code int) {
 		m.ObserveRejection(stage)
 		s.log.Debug("request rejected", zap.String("stage", stage), zap.Int("code", code), zap.String("path", r.URL.Path))
 	}})

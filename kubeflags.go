@@ -16,6 +16,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // SNICertKey is one --tls-sni-cert-key: a certificate and key served to
@@ -53,6 +54,7 @@ type kubeFlagState struct {
 	tolerateLookup    bool
 	kubeconfig        string
 	deleteWorkers     int
+	dbPoll            time.Duration
 	emulatedVersions  commaList
 	minCompatVersions commaList
 	overrides         commaList
@@ -85,6 +87,7 @@ func (s *sniList) Set(v string) error {
 // addKubeFlags registers the flags of this file on fs.
 func (b *Builder) addKubeFlags(fs *flag.FlagSet, f *flagState) {
 	k := &f.kube
+	fs.StringVar(&b.TracingConfigFile, "tracing-config-file", b.TracingConfigFile, "File with apiserver tracing configuration.")
 	fs.StringVar(&b.CertDir, "cert-dir", b.CertDir, "The directory where the TLS certs are located. If --tls-cert-file and --tls-private-key-file are provided, this flag will be ignored. Empty means <data-dir>/certs.")
 	fs.StringVar(&k.tlsMinVersion, "tls-min-version", "", "Minimum TLS version supported. Possible values: VersionTLS10, VersionTLS11, VersionTLS12, VersionTLS13")
 	fs.Var(&k.tlsCipherSuites, "tls-cipher-suites", "Comma-separated list of cipher suites for the server. If omitted, the default Go cipher suites will be used.")
@@ -97,6 +100,7 @@ func (b *Builder) addKubeFlags(fs *flag.FlagSet, f *flagState) {
 	k.watchCache = !b.DisableWatchCache
 	fs.BoolVar(&k.watchCache, "watch-cache", k.watchCache, "Enable watch caching in the apiserver")
 	fs.Var(&k.watchCacheSizes, "watch-cache-sizes", "Watch cache size settings for some resources, comma separated. The individual setting format: resource[.group]#size, where resource is lowercase plural (no version), group is omitted for resources of apiVersion v1 (the legacy core API) and included for others, and size is a number (the events each cache keeps).")
+	fs.DurationVar(&k.dbPoll, "etcd-db-metric-poll-interval", 30*time.Second, "The interval of requests to poll etcd (or the embedded bbolt file) and update metric. 0 disables the metric collection")
 	fs.IntVar(&k.deleteWorkers, "delete-collection-workers", 1, "Number of workers spawned for DeleteCollection call. These are used to speed up namespace cleanup.")
 	fs.StringVar(&k.kubeconfig, "kubeconfig", "", "kubeconfig file pointing at the 'core' kubernetes server (the namespaces and flowcontrol objects are read with it). Empty means the --authentication-kubeconfig one.")
 	fs.BoolVar(&k.tolerateLookup, "authentication-tolerate-lookup-failure", false, "If true, failures to look up missing authentication configuration from the cluster are not considered fatal. Note that this can result in authentication that treats all requests as anonymous.")
@@ -113,11 +117,9 @@ func (b *Builder) addKubeFlags(fs *flag.FlagSet, f *flagState) {
 	k.refusedStrings = map[string]*string{}
 	for _, r := range []struct{ name, usage string }{
 		{"egress-selector-config-file", "File with apiserver egress selector configuration. Not supported: this server dials the cluster and webhooks directly."},
-		{"tracing-config-file", "File with apiserver tracing configuration. Not supported yet: no traces are exported."},
 		{"admission-control-config-file", "File with admission control configuration (apiserver.config.k8s.io/v1 AdmissionConfiguration). Not supported yet: admission is configured with Builder.AdmissionPolicyFiles and Builder.AdmissionWebhookFiles."},
 		{"lease-reuse-duration-seconds", "The time in seconds that each lease is reused. Not supported: no object here is stored with an etcd lease."},
 		{"etcd-count-metric-poll-period", "Frequency of polling etcd for number of resources per type. Not supported: apiserver_storage_objects is kept by the watch cache, not polled."},
-		{"etcd-db-metric-poll-interval", "The interval of requests to poll etcd and update metric. Not supported: the database size is not polled."},
 	} {
 		v := new(string)
 		k.refusedStrings[r.name] = v
@@ -145,6 +147,16 @@ func (b *Builder) applyKubeFlags(given map[string]bool) error {
 			b.WatchCacheSizes = map[string]int{}
 		}
 		b.WatchCacheSizes[res] = n
+	}
+	if given["etcd-db-metric-poll-interval"] {
+		switch {
+		case k.dbPoll < 0:
+			bad("etcd-db-metric-poll-interval", "must not be negative")
+		case k.dbPoll == 0:
+			b.StorageDBMetricPollInterval = -1
+		default:
+			b.StorageDBMetricPollInterval = k.dbPoll
+		}
 	}
 	if given["delete-collection-workers"] {
 		if k.deleteWorkers < 1 {
@@ -232,16 +244,12 @@ func refusalReason(name string) string {
 	switch name {
 	case "egress-selector-config-file":
 		return "not supported: this server dials the cluster and webhooks directly (no egress selector)"
-	case "tracing-config-file":
-		return "not supported yet: this server exports no traces"
 	case "admission-control-config-file":
 		return "not supported yet: admission is configured with Builder.AdmissionPolicyFiles and Builder.AdmissionWebhookFiles"
 	case "lease-reuse-duration-seconds":
 		return "not supported: no object here is stored with an etcd lease"
 	case "etcd-count-metric-poll-period":
 		return "not supported: apiserver_storage_objects is kept by the watch cache, not polled from etcd"
-	case "etcd-db-metric-poll-interval":
-		return "not supported: the database size is not polled"
 	}
 	return "not supported"
 }

@@ -63,11 +63,9 @@ func TestSampleAPIServerFlagChecklist(t *testing.T) {
 	}
 	for _, tc := range []struct{ arg, reason string }{
 		{"--egress-selector-config-file=/x", "no egress selector"},
-		{"--tracing-config-file=/x", "exports no traces"},
 		{"--admission-control-config-file=/x", "not supported yet"},
 		{"--lease-reuse-duration-seconds=30", "no object here is stored with an etcd lease"},
 		{"--etcd-count-metric-poll-period=1m", "not polled"},
-		{"--etcd-db-metric-poll-interval=30s", "not polled"},
 		{"--emulated-version=kube=1.32", "serves one version"},
 		{"--min-compatibility-version=kube=1.32", "serves one version"},
 		{"--etcd-servers-overrides=/pods#http://e:2379", "one etcd cluster"},

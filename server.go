@@ -29,8 +29,10 @@ import (
 
 // Server is a built server. Run serves it.
 type Server struct {
-	name           string
-	log            *zap.Logger
+	name string
+	log  *zap.Logger
+	// tracer exports spans (--tracing-config-file); nil when tracing is off.
+	tracer         *tracer
 	requestTimeout time.Duration
 	shutdownDelay  time.Duration
 
@@ -111,8 +113,8 @@ func (s *Server) addWatchCaches(c *Builder, resources []rest.Resource) error {
 	return nil
 }
 
-func openDefaultStore(path string, log *zap.Logger, tr value.Transformer) (*bbolt.Store, error) {
-	st, err := bbolt.Open(path, bbolt.Options{Logger: log.Named("storage"), Transformer: tr})
+func openDefaultStore(path string, log *zap.Logger, tr value.Transformer, observe storage.RequestObserver) (*bbolt.Store, error) {
+	st, err := bbolt.Open(path, bbolt.Options{Logger: log.Named("storage"), Transformer: tr, Observer: observe})
 	if err != nil {
 		return nil, fmt.Errorf("open default store %s: %w", path, err)
 	}

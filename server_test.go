@@ -339,8 +339,8 @@ func TestZeroBuilderServesMetrics(t *testing.T) {
 		`apiserver_current_inflight_requests{request_kind="mutating"} 0`,
 		"# TYPE apiserver_longrunning_requests gauge",
 		"# TYPE apiserver_response_sizes histogram",
-		`apiserver_watch_events_total{group="test.annex.dev",kind="Widget",version="v1"} 1`,
-		`apiserver_watch_events_sizes_count{group="test.annex.dev",kind="Widget",version="v1"} 1`,
+		`apiserver_watch_events_total{group="test.annex.dev",resource="widgets",version="v1"} 1`,
+		`apiserver_watch_events_sizes_count{group="test.annex.dev",resource="widgets",version="v1"} 1`,
 		`apiserver_storage_objects{resource="widgets.test.annex.dev"} 1`,
 		`apiserver_response_sizes_count{component="apiserver",group="test.annex.dev",resource="widgets",scope="resource",subresource="",verb="GET",version="v1"} 1`,
 	} {

@@ -40,6 +40,8 @@ type plan struct {
 	// clusterClient reads the objects the server follows (--kubeconfig).
 	clusterClient   *kubeclient.Client
 	requestHeaderCA *certs.CABundle
+	// tracing is the tracing configuration, nil for none.
+	tracing *TracingConfiguration
 	// policies are the AdmissionPolicyFiles, one YAML stream; webhooks the
 	// configurations of the AdmissionWebhookFiles.
 	policies []byte
@@ -92,6 +94,16 @@ func (c *Builder) validate() (*plan, error) {
 		bad("TokenAuthFile", err)
 	}
 	bad("Logging", c.loggingErr)
+	switch {
+	case c.TracingConfigFile != "" && c.Tracing != nil:
+		bad("Tracing and TracingConfigFile", errors.New("both set"))
+	case c.TracingConfigFile != "":
+		p.tracing, err = LoadTracingConfiguration(c.TracingConfigFile)
+		bad("TracingConfigFile", err)
+	case c.Tracing != nil:
+		p.tracing = c.Tracing
+		bad("Tracing", c.Tracing.validate())
+	}
 	if lg := c.Logging; c.loggerInCode && (lg.Verbosity != 0 || lg.VModule != "" || (lg.Format != "" && lg.Format != "text")) {
 		bad("Logging and Logger", errors.New("both set: Logging configures the logger made when Logger is nil"))
 	}

@@ -526,6 +526,7 @@ func (w *Webhooks) call(ctx context.Context, h *hook, a *Attributes) (*admission
 	hr.Header.Set("Content-Type", "application/json")
 	hr.Header.Set("Accept", "application/json")
 	start := time.Now()
+	defer func() { filters.AddSLIExcluded(ctx, time.Since(start)) }()
 	resp, err := h.client.Do(hr)
 	typ := "validating"
 	if w.mutating {

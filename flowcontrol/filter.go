@@ -78,7 +78,9 @@ func (c *Controller) Filter(next http.Handler) http.Handler {
 			waitCtx, cancel := c.waitContext(r.Context(), arrived)
 			ok := lvl.wait(waitCtx, req)
 			cancel()
-			c.m.observeWait(plName, fsName, ok, c.now().Sub(arrived))
+			waited := c.now().Sub(arrived)
+			c.m.observeWait(plName, fsName, ok, waited)
+			filters.AddSLIExcluded(r.Context(), waited)
 			if !ok {
 				c.reject(w, plName, fsName, reasonTimeout)
 				return

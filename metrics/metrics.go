@@ -3,9 +3,11 @@
 package metrics
 
 import (
+	"context"
 	"net/http"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -34,6 +36,7 @@ type Metrics struct {
 	sizes       *prometheus.HistogramVec
 	watchEvents *prometheus.CounterVec
 	watchSizes  *prometheus.HistogramVec
+	sli         *prometheus.HistogramVec
 	known       func(group, version, resource string) bool
 	now         func() time.Time
 }
@@ -81,17 +84,22 @@ func New(cfg Config) (*Metrics, error) {
 		Help:    "Response size distribution in bytes for each group, version, verb, resource, subresource, scope and component.",
 		Buckets: prometheus.ExponentialBuckets(1000, 10, 8),
 	}, gaugeLabels)
-	gvk := []string{"group", "version", "kind"}
+	gvr := []string{"group", "version", "resource"} // kube's since 1.31 (was kind)
 	m.watchEvents = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "apiserver_watch_events_total",
 		Help: "Number of events sent in watch clients",
-	}, gvk)
+	}, gvr)
 	m.watchSizes = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name:    "apiserver_watch_events_sizes",
 		Help:    "Watch event size distribution in bytes",
 		Buckets: prometheus.ExponentialBuckets(1024, 2, 8),
-	}, gvk)
-	for _, c := range []prometheus.Collector{m.requests, m.durations, m.rejections, m.inflight, m.longRunning, m.sizes, m.watchEvents, m.watchSizes} {
+	}, gvr)
+	m.sli = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "apiserver_request_sli_duration_seconds",
+		Help:    "Response latency distribution (not counting webhook duration and priority & fairness queue wait times) in seconds for each verb, group, version, resource, subresource, scope and component.",
+		Buckets: []float64{0.05, 0.1, 0.2, 0.4, 0.6, 0.8, 1.0, 1.25, 1.5, 2, 3, 4, 5, 6, 8, 10, 15, 20, 30, 45, 60},
+	}, gaugeLabels)
+	for _, c := range []prometheus.Collector{m.requests, m.durations, m.rejections, m.inflight, m.longRunning, m.sizes, m.watchEvents, m.watchSizes, m.sli} {
 		if err := cfg.Registerer.Register(c); err != nil {
 			return nil, err
 		}
@@ -124,7 +132,14 @@ func (m *Metrics) Filter() func(http.Handler) http.Handler {
 			l := m.labels(r, info)
 			// Without the dry_run label: the gauges' and sizes' label set.
 			g := [7]string{l[0], l[2], l[3], l[4], l[5], l[6], l[7]}
-			if filters.IsLongRunning(r, filters.DefaultLongRunning) {
+			longRunning := filters.IsLongRunning(r, filters.DefaultLongRunning)
+			var excluded *atomic.Int64
+			if !longRunning {
+				var ctx context.Context
+				ctx, excluded = filters.WithSLIExcluded(r.Context())
+				r = r.WithContext(ctx)
+			}
+			if longRunning {
 				lr := m.longRunning.WithLabelValues(g[:]...)
 				lr.Inc()
 				defer lr.Dec()
@@ -141,7 +156,11 @@ func (m *Metrics) Filter() func(http.Handler) http.Handler {
 			if code == 0 {
 				code = http.StatusOK
 			}
-			m.durations.WithLabelValues(l[:]...).Observe(m.now().Sub(start).Seconds())
+			took := m.now().Sub(start)
+			m.durations.WithLabelValues(l[:]...).Observe(took.Seconds())
+			if excluded != nil {
+				m.sli.WithLabelValues(g[:]...).Observe(max(took-time.Duration(excluded.Load()), 0).Seconds())
+			}
 			m.requests.WithLabelValues(append(l[:], strconv.Itoa(code))...).Inc()
 			if l[0] == "GET" || l[0] == "LIST" { // read responses only, as kube
 				m.sizes.WithLabelValues(g[:]...).Observe(float64(rw.BytesWritten()))
@@ -204,14 +223,14 @@ func Scope(info *filters.RequestInfo) string {
 	return ""
 }
 
-// WatchEvents returns what records one event sent to a watcher of the kind
-// group/version/kind (apiserver_watch_events_total and _sizes), with the
-// label lookup done once; nil when nothing is recorded.
-func (m *Metrics) WatchEvents(group, version, kind string) func(size int) {
+// WatchEvents returns what records one event sent to a watcher of the
+// resource group/version/resource (apiserver_watch_events_total and
+// _sizes), with the label lookup done once; nil when nothing is recorded.
+func (m *Metrics) WatchEvents(group, version, resource string) func(size int) {
 	if m == nil || m.watchEvents == nil {
 		return nil
 	}
-	n, sz := m.watchEvents.WithLabelValues(group, version, kind), m.watchSizes.WithLabelValues(group, version, kind)
+	n, sz := m.watchEvents.WithLabelValues(group, version, resource), m.watchSizes.WithLabelValues(group, version, resource)
 	return func(size int) {
 		n.Inc()
 		sz.Observe(float64(size))

@@ -119,9 +119,9 @@ type Config struct {
 	// every write. Nil means none.
 	Admission Admitter
 	// WatchEvents, when not nil, returns what to call with the size of each
-	// event sent to a watcher of the kind (metrics); it is asked once per
-	// watch. Nil records nothing.
-	WatchEvents func(group, version, kind string) func(size int)
+	// event sent to a watcher of the resource (metrics); it is asked once
+	// per watch. Nil records nothing.
+	WatchEvents func(group, version, resource string) func(size int)
 	// OpenAPITitle is the title of the /openapi/v2 document. Zero means
 	// "Kubernetes".
 	OpenAPITitle string

@@ -111,7 +111,7 @@ func (rh *resourceHandler) watch(w http.ResponseWriter, r *http.Request, o outpu
 	buf := make([]byte, 0, 4096)
 	var sent func(size int)
 	if rh.h.watchEvents != nil {
-		sent = rh.h.watchEvents(rh.Group, rh.Version, rh.Kind)
+		sent = rh.h.watchEvents(rh.Group, rh.Version, rh.Plural)
 	}
 	first := true // a Table's first event carries the column definitions
 	for {

@@ -3,7 +3,10 @@
 
 package storage
 
-import "context"
+import (
+	"context"
+	"time"
+)
 
 // Interface is a key-value store of objects with optimistic concurrency and
 // watch. Every method is safe for concurrent use.
@@ -227,4 +230,18 @@ type ObjectSizeLimiter interface {
 // ReadinessChecker reports whether the store can serve requests; nil means ready.
 type ReadinessChecker interface {
 	Ready(ctx context.Context) error
+}
+
+// RequestObserver is told about each request to a backend: the request's
+// context, the operation (get, list, count, create, update, delete), the key
+// or prefix, when it started and how long it took. Backends take one in
+// their options; the server turns it into etcd_request_duration_seconds and
+// trace spans.
+type RequestObserver func(ctx context.Context, operation, key string, start time.Time, took time.Duration)
+
+// SizeReporter is a backend that knows the size of its database in bytes,
+// per endpoint (an etcd member's URL, a bbolt file's path): what
+// apiserver_storage_db_total_size_in_bytes reports.
+type SizeReporter interface {
+	DBSize(ctx context.Context) (map[string]int64, error)
 }

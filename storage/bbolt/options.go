@@ -7,6 +7,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/annexapi/annex/storage"
 	"github.com/annexapi/annex/storage/backend"
 	"github.com/annexapi/annex/storage/value"
 )
@@ -42,6 +43,9 @@ type Options struct {
 	// the file (encryption at rest, see storage/value), with the object's
 	// key as context. Nil stores the JSON as it is.
 	Transformer value.Transformer
+	// Observer is told how long each request took (metrics). Nil means
+	// none.
+	Observer storage.RequestObserver
 	// MaxObjectSize is the largest object, in bytes, Create and Update
 	// accept (storage.ObjectSizeLimiter); a larger one fails with
 	// storage.ErrTooLarge. Zero means backend.DefaultMaxObjectSize (1,556,480

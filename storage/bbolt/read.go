@@ -8,6 +8,7 @@ import (
 	"context"
 	"sort"
 	"strings"
+	"time"
 
 	bolt "go.etcd.io/bbolt"
 
@@ -31,6 +32,7 @@ func readMeta(tx *bolt.Tx) (rev, compacted uint64) {
 // Get implements storage.Interface. Every resource version mode is served
 // from the latest state, which is never older than what was asked.
 func (s *Store) Get(ctx context.Context, key string, opts storage.GetOptions) (storage.Object, error) {
+	defer s.observe(ctx, "get", key, time.Now())
 	rv, err := backend.ParseGetOptions(key, opts)
 	if err != nil {
 		return storage.Object{}, err
@@ -60,6 +62,7 @@ func (s *Store) Get(ctx context.Context, key string, opts storage.GetOptions) (s
 // List implements storage.Interface: backend.ParseListOptions, then one read
 // transaction.
 func (s *Store) List(ctx context.Context, prefix string, opts storage.ListOptions) (storage.ListResult, error) {
+	defer s.observe(ctx, "list", prefix, time.Now())
 	req, err := backend.ParseListOptions(prefix, opts)
 	if err != nil {
 		return storage.ListResult{}, err
@@ -199,6 +202,7 @@ func scan(tr value.Transformer, tx *bolt.Tx, req backend.ListRequest, read, cur 
 
 // Count implements storage.Counter.
 func (s *Store) Count(ctx context.Context, prefix string) (int64, error) {
+	defer s.observe(ctx, "count", prefix, time.Now())
 	pr, err := backend.PrefixRange(prefix)
 	if err != nil {
 		return 0, err

@@ -145,6 +145,7 @@ func (s *Store) now() string { return s.opts.Clock().UTC().Truncate(time.Second)
 
 // Create implements storage.Interface.
 func (s *Store) Create(ctx context.Context, key string, data []byte) (storage.Object, error) {
+	defer s.observe(ctx, "create", key, time.Now())
 	if err := s.writable(key); err != nil {
 		return storage.Object{}, err
 	}
@@ -190,6 +191,7 @@ func withKey(err error, key string) error {
 // commit) only if the key's mod revision is still the one tryUpdate saw,
 // otherwise it retries with the state the commit found.
 func (s *Store) Update(ctx context.Context, key string, opts storage.UpdateOptions, tryUpdate storage.UpdateFunc) (storage.Object, error) {
+	defer s.observe(ctx, "update", key, time.Now())
 	if err := s.writable(key); err != nil {
 		return storage.Object{}, err
 	}
@@ -202,6 +204,7 @@ func (s *Store) MaxObjectSize() int { return max(s.opts.MaxObjectSize, 0) }
 
 // Delete implements storage.Interface with backend.GuaranteedDelete.
 func (s *Store) Delete(ctx context.Context, key string, opts storage.DeleteOptions) (storage.Object, error) {
+	defer s.observe(ctx, "delete", key, time.Now())
 	if err := s.writable(key); err != nil {
 		return storage.Object{}, err
 	}
@@ -270,4 +273,24 @@ func (s *Store) Ready(ctx context.Context) error {
 		return errClosed()
 	}
 	return nil
+}
+
+// observe tells the Observer how long the request that started at start
+// took.
+func (s *Store) observe(ctx context.Context, op, key string, start time.Time) {
+	if s.opts.Observer != nil {
+		s.opts.Observer(ctx, op, key, start, time.Since(start))
+	}
+}
+
+var _ storage.SizeReporter = (*Store)(nil)
+
+// DBSize implements storage.SizeReporter: the size of the file's data.
+func (s *Store) DBSize(ctx context.Context) (map[string]int64, error) {
+	var n int64
+	err := s.db.View(func(tx *bolt.Tx) error { n = tx.Size(); return nil })
+	if err != nil {
+		return nil, err
+	}
+	return map[string]int64{s.db.Path(): n}, nil
 }

@@ -15,6 +15,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 
+	"github.com/annexapi/annex/storage"
 	"github.com/annexapi/annex/storage/value"
 )
 
@@ -33,6 +34,9 @@ type Options struct {
 	CompactionKey string
 	// Transformer encrypts values at rest. Nil stores them as they are.
 	Transformer value.Transformer
+	// Observer is told how long each request took (metrics). Nil means
+	// none.
+	Observer storage.RequestObserver
 	// Clock returns the current time, for creationTimestamp. Nil means
 	// time.Now.
 	Clock func() time.Time

@@ -44,6 +44,7 @@ func (s *Store) compactedRevision(ctx context.Context) uint64 {
 // (any state the member has), "N" linearizably and fails when the store has
 // not reached N.
 func (s *Store) Get(ctx context.Context, key string, opts storage.GetOptions) (storage.Object, error) {
+	defer s.observe(ctx, "get", key, time.Now())
 	rv, err := backend.ParseGetOptions(key, opts)
 	if err != nil {
 		return storage.Object{}, err
@@ -75,6 +76,7 @@ func (s *Store) Get(ctx context.Context, key string, opts storage.GetOptions) (s
 // List implements storage.Interface: backend.ParseListOptions, then ranges
 // at one revision.
 func (s *Store) List(ctx context.Context, prefix string, opts storage.ListOptions) (storage.ListResult, error) {
+	defer s.observe(ctx, "list", prefix, time.Now())
 	req, err := backend.ParseListOptions(prefix, opts)
 	if err != nil {
 		return storage.ListResult{}, err

@@ -186,6 +186,7 @@ func (s *Store) mapError(ctx context.Context, err error, key string) error {
 // Create implements storage.Interface: a transaction that puts the key
 // only if it does not exist.
 func (s *Store) Create(ctx context.Context, key string, data []byte) (storage.Object, error) {
+	defer s.observe(ctx, "create", key, time.Now())
 	if err := s.writable(key); err != nil {
 		return storage.Object{}, err
 	}
@@ -258,6 +259,7 @@ func (s *Store) fromKVs(ctx context.Context, key string, kvs []*mvccpb.KeyValue)
 // value stored in an outdated form (key rotation) still rewrites it, so that
 // rewriting every object completes a rotation, as in Kubernetes.
 func (s *Store) Update(ctx context.Context, key string, opts storage.UpdateOptions, tryUpdate storage.UpdateFunc) (storage.Object, error) {
+	defer s.observe(ctx, "update", key, time.Now())
 	if err := s.writable(key); err != nil {
 		return storage.Object{}, err
 	}
@@ -272,6 +274,7 @@ func (s *Store) MaxObjectSize() int { return s.opts.maxObjectSize() }
 // transaction that deletes the key only if its mod revision is the one
 // checked, retried from the state the transaction returns otherwise.
 func (s *Store) Delete(ctx context.Context, key string, opts storage.DeleteOptions) (storage.Object, error) {
+	defer s.observe(ctx, "delete", key, time.Now())
 	if err := s.writable(key); err != nil {
 		return storage.Object{}, err
 	}
@@ -357,6 +360,7 @@ func (s *Store) CurrentRevision(ctx context.Context) (uint64, error) {
 
 // Count implements storage.Counter.
 func (s *Store) Count(ctx context.Context, prefix string) (int64, error) {
+	defer s.observe(ctx, "count", prefix, time.Now())
 	pr, err := backend.PrefixRange(prefix)
 	if err != nil {
 		return 0, err
@@ -395,4 +399,28 @@ func (s *Store) check(ctx context.Context, timeout time.Duration) error {
 		return fmt.Errorf("etcd: %w", err)
 	}
 	return nil
+}
+
+// observe tells the Observer how long the request that started at start
+// took.
+func (s *Store) observe(ctx context.Context, op, key string, start time.Time) {
+	if s.opts.Observer != nil {
+		s.opts.Observer(ctx, op, key, start, time.Since(start))
+	}
+}
+
+var _ storage.SizeReporter = (*Store)(nil)
+
+// DBSize implements storage.SizeReporter: each member's database size, by
+// endpoint.
+func (s *Store) DBSize(ctx context.Context) (map[string]int64, error) {
+	out := map[string]int64{}
+	for _, ep := range s.client.Endpoints() {
+		st, err := s.client.Status(ctx, ep)
+		if err != nil {
+			return nil, fmt.Errorf("etcd %s: %w", ep, err)
+		}
+		out[ep] = st.DbSize
+	}
+	return out, nil
 }
