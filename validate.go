@@ -72,6 +72,9 @@ func (c *Builder) validate() (*plan, error) {
 		errs = append(errs, err) // names the flag
 	}
 	c.validateServing(bad)
+	if c.GoAwayChance < 0 || c.GoAwayChance > 0.02 {
+		bad("GoAwayChance", fmt.Errorf("%v is not between 0 and 0.02 (--goaway-chance)", c.GoAwayChance))
+	}
 	c.validateConflicts(bad)
 	if len(c.Resources) == 0 {
 		bad("Resources", errors.New("no resources declared"))
