@@ -210,6 +210,11 @@ type Builder struct {
 	// DeleteCollectionWorkers is how many deletes of a DeleteCollection
 	// run at once (--delete-collection-workers). Zero means 1.
 	DeleteCollectionWorkers int
+	// AdmissionControlConfigFile is kube's AdmissionConfiguration
+	// (--admission-control-config-file): the webhook plugins'
+	// WebhookAdmissionConfiguration names a kubeconfig with the
+	// credentials presented to each webhook (users named after the hosts).
+	AdmissionControlConfigFile string
 	// DisabledAdmissionPlugins turns off admission plugins by kube's names
 	// (--disable-admission-plugins): NamespaceLifecycle,
 	// MutatingAdmissionPolicy, ValidatingAdmissionPolicy,

@@ -66,7 +66,6 @@ func TestSampleAPIServerFlagChecklist(t *testing.T) {
 	}
 	for _, tc := range []struct{ arg, reason string }{
 		{"--egress-selector-config-file=/x", "no egress selector"},
-		{"--admission-control-config-file=/x", "not supported yet"},
 		{"--lease-reuse-duration-seconds=30", "no object here is stored with an etcd lease"},
 		{"--etcd-count-metric-poll-period=1m", "not polled"},
 		{"--emulated-version=kube=1.32", "serves one version"},
