@@ -62,11 +62,15 @@ func (s *Server) buildAdmission(c *Builder, p *plan, resources []rest.Resource, 
 		}
 	}
 	if len(p.webhooks) > 0 {
-		mw, err := admission.NewMutatingWebhooks(p.webhooks, hookOpts)
+		mutOpts, valOpts := hookOpts, hookOpts
+		if ac := p.admissionConfig; ac != nil {
+			mutOpts.Credentials, valOpts.Credentials = ac.mutatingCreds, ac.validatingCreds
+		}
+		mw, err := admission.NewMutatingWebhooks(p.webhooks, mutOpts)
 		if err != nil {
 			return nil, err
 		}
-		vw, err := admission.NewValidatingWebhooks(p.webhooks, hookOpts)
+		vw, err := admission.NewValidatingWebhooks(p.webhooks, valOpts)
 		if err != nil {
 			return nil, err
 		}

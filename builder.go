@@ -210,6 +210,11 @@ type Builder struct {
 	// DeleteCollectionWorkers is how many deletes of a DeleteCollection
 	// run at once (--delete-collection-workers). Zero means 1.
 	DeleteCollectionWorkers int
+	// AdmissionControlConfigFile is kube's AdmissionConfiguration
+	// (--admission-control-config-file): the webhook plugins'
+	// WebhookAdmissionConfiguration names a kubeconfig with the
+	// credentials presented to each webhook (users named after the hosts).
+	AdmissionControlConfigFile string
 	// DisabledAdmissionPlugins turns off admission plugins by kube's names
 	// (--disable-admission-plugins): NamespaceLifecycle,
 	// MutatingAdmissionPolicy, ValidatingAdmissionPolicy,
@@ -245,6 +250,19 @@ type Builder struct {
 	// failing, after Run's context ends, so load balancers stop sending
 	// requests first. Zero means none.
 	ShutdownDelay time.Duration
+	// ShutdownSendRetryAfter keeps the listener open once shutdown starts
+	// (after ShutdownDelay) until the requests in flight are done, answering
+	// new ones 429 with Retry-After and Connection: close
+	// (--shutdown-send-retry-after).
+	ShutdownSendRetryAfter bool
+	// ShutdownWatchTerminationGracePeriod is how long open watches get to
+	// end once shutdown starts (--shutdown-watch-termination-grace-period).
+	// Zero means they are ended at once.
+	ShutdownWatchTerminationGracePeriod time.Duration
+	// GoAwayChance is the probability (0 to 0.02) that a request's HTTP/2
+	// connection is told to go away after the response (--goaway-chance),
+	// so that clients spread over replicas. Zero means never.
+	GoAwayChance float64
 
 	// FlowControl configures API priority and fairness, the flowcontrol
 	// stage (package flowcontrol; flags --enable-priority-and-fairness,
@@ -377,7 +395,8 @@ func (b *Builder) Build() (*Server, error) {
 
 // assemble is Build's second phase, on a declaration validate accepted.
 func (c *Builder) assemble(p *plan) (*Server, error) {
-	s := &Server{name: c.Name, log: c.Logger, requestTimeout: c.RequestTimeout, shutdownDelay: c.ShutdownDelay}
+	s := &Server{name: c.Name, log: c.Logger, requestTimeout: c.RequestTimeout, shutdownDelay: c.ShutdownDelay,
+		drain: &drain{retryAfter: c.ShutdownSendRetryAfter, goaway: c.GoAwayChance}, watchGrace: c.ShutdownWatchTerminationGracePeriod}
 	var reg *trackingRegisterer
 	if c.Registerer != nil {
 		reg = &trackingRegisterer{Registerer: c.Registerer}
@@ -537,7 +556,7 @@ func (c *Builder) assemble(p *plan) (*Server, error) {
 	}
 	s.chain = handler
 	s.httpServer = &http.Server{
-		Handler:           grownStack(handler),
+		Handler:           grownStack(s.drain.wrap(handler)),
 		TLSConfig:         tlsCfg,
 		MaxHeaderBytes:    1 << 20,
 		IdleTimeout:       90 * time.Second,

@@ -46,6 +46,7 @@ func flagRules(given map[string]bool) []flagRule {
 	slices.Sort(auditLogFlags)
 	slices.Sort(auditWebhookFlags)
 	delegationFlags := []string{"authentication-kubeconfig", "authorization-kubeconfig", "authentication-skip-lookup",
+		"kubeconfig", "authentication-tolerate-lookup-failure",
 		"authentication-token-webhook-cache-ttl", "authorization-webhook-cache-authorized-ttl", "authorization-webhook-cache-unauthorized-ttl"}
 	requestHeaderNameFlags := []string{"requestheader-allowed-names", "requestheader-username-headers",
 		"requestheader-group-headers", "requestheader-extra-headers-prefix", "requestheader-uid-headers"}
@@ -114,15 +115,6 @@ func flagRules(given map[string]bool) []flagRule {
 		}},
 		{flags: []string{"secure-port", "bind-address"}, noEffect: func(b *Builder, given map[string]bool, code fieldsSetInCode) (string, bool) {
 			return "Builder.Listener is set in code", b.Listener != nil
-		}},
-		{flags: []string{"kubeconfig", "authentication-tolerate-lookup-failure"}, noEffect: func(b *Builder, given map[string]bool, code fieldsSetInCode) (string, bool) {
-			switch {
-			case code.delegation:
-				return "Builder.Delegation is set in code", true
-			case !given["delegated-auth"]:
-				return "has no effect without --delegated-auth", true
-			}
-			return "", false
 		}},
 		{flags: []string{"authentication-tolerate-lookup-failure"}, noEffect: func(b *Builder, given map[string]bool, code fieldsSetInCode) (string, bool) {
 			return "has no effect with --authentication-skip-lookup (nothing is looked up)", b.Delegation != nil && b.Delegation.SkipLookup

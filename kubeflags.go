@@ -87,6 +87,11 @@ func (s *sniList) Set(v string) error {
 // addKubeFlags registers the flags of this file on fs.
 func (b *Builder) addKubeFlags(fs *flag.FlagSet, f *flagState) {
 	k := &f.kube
+	fs.DurationVar(&b.ShutdownDelay, "shutdown-delay-duration", b.ShutdownDelay, "Time to delay the termination. During that time the server keeps serving requests normally. The endpoints /healthz and /livez will return success, but /readyz immediately returns failure. Graceful termination starts after this delay has elapsed. This can be used to allow load balancer to stop sending traffic to this server.")
+	fs.BoolVar(&b.ShutdownSendRetryAfter, "shutdown-send-retry-after", b.ShutdownSendRetryAfter, "If true the HTTP Server will continue listening until all non long running request(s) in flight have been drained, during this window all incoming requests will be rejected with a status code 429 and a 'Retry-After' response header, in addition 'Connection: close' response header is set in order to tear down the TCP connection when idle.")
+	fs.DurationVar(&b.ShutdownWatchTerminationGracePeriod, "shutdown-watch-termination-grace-period", b.ShutdownWatchTerminationGracePeriod, "This option, if set, represents the maximum amount of grace period the apiserver will wait for active watch request(s) to drain during the graceful server shutdown window.")
+	fs.Float64Var(&b.GoAwayChance, "goaway-chance", b.GoAwayChance, "To prevent HTTP/2 clients from getting stuck on a single apiserver, randomly close a connection (GOAWAY). The client's other in-flight requests won't be affected, and the client will reconnect, likely landing on a different apiserver after going through the load balancer again. This argument sets the fraction of requests that will be sent a GOAWAY. Min is 0 (off), Max is .02 (1/50 requests); .001 (1/1000) is a recommended starting point.")
+	fs.StringVar(&b.AdmissionControlConfigFile, "admission-control-config-file", b.AdmissionControlConfigFile, "File with admission control configuration.")
 	fs.StringVar(&b.TracingConfigFile, "tracing-config-file", b.TracingConfigFile, "File with apiserver tracing configuration.")
 	fs.StringVar(&b.CertDir, "cert-dir", b.CertDir, "The directory where the TLS certs are located. If --tls-cert-file and --tls-private-key-file are provided, this flag will be ignored. Empty means <data-dir>/certs.")
 	fs.StringVar(&k.tlsMinVersion, "tls-min-version", "", "Minimum TLS version supported. Possible values: VersionTLS10, VersionTLS11, VersionTLS12, VersionTLS13")
@@ -115,9 +120,10 @@ func (b *Builder) addKubeFlags(fs *flag.FlagSet, f *flagState) {
 	fs.Var(&k.minCompatVersions, "min-compatibility-version", "The min version of control plane components the server should be compatible with. Not supported: this server serves one version.")
 	fs.Var(&k.overrides, "etcd-servers-overrides", "Per-resource etcd servers overrides. Not supported: one etcd cluster serves every resource.")
 	k.refusedStrings = map[string]*string{}
+	k.refusedStrings["livez-grace-period"] = new(string)
+	fs.StringVar(k.refusedStrings["livez-grace-period"], "livez-grace-period", "", "This option represents the maximum amount of time it should take for apiserver to complete its startup sequence and become live. Not applicable: /livez checks nothing that starts late here.")
 	for _, r := range []struct{ name, usage string }{
 		{"egress-selector-config-file", "File with apiserver egress selector configuration. Not supported: this server dials the cluster and webhooks directly."},
-		{"admission-control-config-file", "File with admission control configuration (apiserver.config.k8s.io/v1 AdmissionConfiguration). Not supported yet: admission is configured with Builder.AdmissionPolicyFiles and Builder.AdmissionWebhookFiles."},
 		{"lease-reuse-duration-seconds", "The time in seconds that each lease is reused. Not supported: no object here is stored with an etcd lease."},
 		{"etcd-count-metric-poll-period", "Frequency of polling etcd for number of resources per type. Not supported: apiserver_storage_objects is kept by the watch cache, not polled."},
 	} {
@@ -244,10 +250,10 @@ func refusalReason(name string) string {
 	switch name {
 	case "egress-selector-config-file":
 		return "not supported: this server dials the cluster and webhooks directly (no egress selector)"
-	case "admission-control-config-file":
-		return "not supported yet: admission is configured with Builder.AdmissionPolicyFiles and Builder.AdmissionWebhookFiles"
 	case "lease-reuse-duration-seconds":
 		return "not supported: no object here is stored with an etcd lease"
+	case "livez-grace-period":
+		return "not applicable: /livez checks nothing that starts late here (no post-start hooks)"
 	case "etcd-count-metric-poll-period":
 		return "not supported: apiserver_storage_objects is kept by the watch cache, not polled from etcd"
 	}

@@ -35,6 +35,10 @@ type Server struct {
 	tracer         *tracer
 	requestTimeout time.Duration
 	shutdownDelay  time.Duration
+	// drain counts requests and answers 429 while draining; watchGrace is
+	// how long watches get to end.
+	drain      *drain
+	watchGrace time.Duration
 
 	listener   net.Listener
 	httpServer *http.Server
@@ -264,7 +268,15 @@ func (s *Server) Run(ctx context.Context) error {
 			t.Stop()
 		}
 	}
+	if s.drain.retryAfter {
+		// Keep listening: new requests get 429 until those in flight are done.
+		s.drain.draining.Store(true)
+		waitFor(&s.drain.inflight, s.requestTimeout)
+	}
 	s.cancelWatch()
+	if s.watchGrace > 0 {
+		waitFor(&s.drain.longRunning, s.watchGrace)
+	}
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), s.requestTimeout)
 	defer cancel()
 	if err := s.httpServer.Shutdown(shutdownCtx); err != nil {

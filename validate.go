@@ -42,6 +42,8 @@ type plan struct {
 	requestHeaderCA *certs.CABundle
 	// tracing is the tracing configuration, nil for none.
 	tracing *TracingConfiguration
+	// admissionConfig is AdmissionControlConfigFile's, nil for none.
+	admissionConfig *admissionConfig
 	// policies are the AdmissionPolicyFiles, one YAML stream; webhooks the
 	// configurations of the AdmissionWebhookFiles.
 	policies []byte
@@ -72,6 +74,9 @@ func (c *Builder) validate() (*plan, error) {
 		errs = append(errs, err) // names the flag
 	}
 	c.validateServing(bad)
+	if c.GoAwayChance < 0 || c.GoAwayChance > 0.02 {
+		bad("GoAwayChance", fmt.Errorf("%v is not between 0 and 0.02 (--goaway-chance)", c.GoAwayChance))
+	}
 	c.validateConflicts(bad)
 	if len(c.Resources) == 0 {
 		bad("Resources", errors.New("no resources declared"))
@@ -94,6 +99,10 @@ func (c *Builder) validate() (*plan, error) {
 		bad("TokenAuthFile", err)
 	}
 	bad("Logging", c.loggingErr)
+	if c.AdmissionControlConfigFile != "" {
+		p.admissionConfig, err = loadAdmissionConfiguration(c.AdmissionControlConfigFile)
+		bad("AdmissionControlConfigFile", err)
+	}
 	switch {
 	case c.TracingConfigFile != "" && c.Tracing != nil:
 		bad("Tracing and TracingConfigFile", errors.New("both set"))

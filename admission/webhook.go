@@ -101,6 +101,19 @@ type WebhookOptions struct {
 	// ResolveService turns a service reference into a base URL; nil means
 	// https://<name>.<namespace>.svc:<port>.
 	ResolveService func(ref ServiceReference) (*url.URL, error)
+	// Credentials, when not nil, returns how the server authenticates to
+	// the webhook at target ("<service>.<namespace>.svc:<port>", or the
+	// URL's host[:port]), as a WebhookAdmissionConfiguration's
+	// kubeConfigFile says; nil means anonymously.
+	Credentials func(target string) (*WebhookCredentials, error)
+}
+
+// WebhookCredentials authenticate the server to a webhook: a client
+// certificate, a bearer token, or a username and password.
+type WebhookCredentials struct {
+	Certificate        *tls.Certificate
+	BearerToken        string
+	Username, Password string
 }
 
 // Webhooks calls the webhooks of a set of configurations. Mutating ones are
@@ -121,9 +134,11 @@ var (
 
 type hook struct {
 	Webhook
-	config     string
-	url        *url.URL
-	client     *http.Client
+	config string
+	url    *url.URL
+	client *http.Client
+	// creds authenticate the server to the webhook (nil: anonymously).
+	creds      *WebhookCredentials
 	timeout    time.Duration
 	failOpen   bool
 	conditions []*compiled
@@ -209,6 +224,26 @@ func newWebhooks(configs []WebhookConfiguration, opts WebhookOptions, mutating b
 			}
 			if wh.ClientConfig.Service != nil {
 				tlsCfg.ServerName = fmt.Sprintf("%s.%s.svc", wh.ClientConfig.Service.Name, wh.ClientConfig.Service.Namespace)
+			}
+			if opts.Credentials != nil {
+				target := h.url.Host
+				if s := wh.ClientConfig.Service; s != nil {
+					port := int32(443)
+					if s.Port != nil {
+						port = *s.Port
+					}
+					target = fmt.Sprintf("%s.%s.svc:%d", s.Name, s.Namespace, port)
+				}
+				creds, err := opts.Credentials(target)
+				if err != nil {
+					return nil, bad("credentials for %s: %v", target, err)
+				}
+				if creds != nil {
+					if creds.Certificate != nil {
+						tlsCfg.Certificates = []tls.Certificate{*creds.Certificate}
+					}
+					h.creds = creds
+				}
 			}
 			h.client = &http.Client{
 				Transport: &http.Transport{TLSClientConfig: tlsCfg, ForceAttemptHTTP2: true, MaxIdleConnsPerHost: 16, IdleConnTimeout: 90 * time.Second},
@@ -525,6 +560,14 @@ func (w *Webhooks) call(ctx context.Context, h *hook, a *Attributes) (*admission
 	}
 	hr.Header.Set("Content-Type", "application/json")
 	hr.Header.Set("Accept", "application/json")
+	if c := h.creds; c != nil {
+		switch {
+		case c.BearerToken != "":
+			hr.Header.Set("Authorization", "Bearer "+c.BearerToken)
+		case c.Username != "":
+			hr.SetBasicAuth(c.Username, c.Password)
+		}
+	}
 	start := time.Now()
 	defer func() { filters.AddSLIExcluded(ctx, time.Since(start)) }()
 	resp, err := h.client.Do(hr)

@@ -124,6 +124,8 @@ type kubeconfig struct {
 			ClientKeyData         string `yaml:"client-key-data"`
 			Token                 string `yaml:"token"`
 			TokenFile             string `yaml:"tokenFile"`
+			Username              string `yaml:"username"`
+			Password              string `yaml:"password"`
 		} `yaml:"user"`
 	} `yaml:"users"`
 	Contexts []struct {
@@ -227,4 +229,41 @@ func dataOrFile(b64, file, dir string) ([]byte, error) {
 		return nil, fmt.Errorf("%w: %v", ErrInvalidConfig, err)
 	}
 	return b, nil
+}
+
+// Credentials are one kubeconfig user's: a client certificate and key, a
+// bearer token (or its file), or a username and password.
+type Credentials struct {
+	CertData, KeyData  []byte
+	BearerToken        string
+	BearerTokenFile    string
+	Username, Password string
+}
+
+// ParseKubeconfigUsers returns the credentials of every user of a
+// kubeconfig, by name (what a WebhookAdmissionConfiguration's kubeConfigFile
+// holds: users named after the webhook hosts they authenticate to); dir
+// resolves relative file references.
+func ParseKubeconfigUsers(data []byte, dir string) (map[string]Credentials, error) {
+	var kc kubeconfig
+	if err := yaml.Unmarshal(data, &kc); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrInvalidConfig, err)
+	}
+	out := make(map[string]Credentials, len(kc.Users))
+	for _, u := range kc.Users {
+		var c Credentials
+		var err error
+		if c.CertData, err = dataOrFile(u.User.ClientCertificateData, u.User.ClientCertificate, dir); err != nil {
+			return nil, fmt.Errorf("user %q: %w", u.Name, err)
+		}
+		if c.KeyData, err = dataOrFile(u.User.ClientKeyData, u.User.ClientKey, dir); err != nil {
+			return nil, fmt.Errorf("user %q: %w", u.Name, err)
+		}
+		c.BearerToken, c.Username, c.Password = u.User.Token, u.User.Username, u.User.Password
+		if u.User.TokenFile != "" {
+			c.BearerTokenFile = resolve(dir, u.User.TokenFile)
+		}
+		out[u.Name] = c
+	}
+	return out, nil
 }

@@ -26,6 +26,19 @@ var _ Transformer = (*AESGCM)(nil)
 
 // NewAESGCMTransformer returns the AES-GCM transformer of one key.
 func NewAESGCMTransformer(secret []byte) (*AESGCM, error) {
+	block, err := aesBlock(secret)
+	if err != nil {
+		return nil, err
+	}
+	aead, err := cipher.NewGCM(block)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrInvalidKey, err)
+	}
+	return &AESGCM{aead: aead}, nil
+}
+
+// aesBlock is the AES cipher of a 16, 24 or 32-byte key.
+func aesBlock(secret []byte) (cipher.Block, error) {
 	switch len(secret) {
 	case 16, 24, 32:
 	default:
@@ -35,11 +48,7 @@ func NewAESGCMTransformer(secret []byte) (*AESGCM, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrInvalidKey, err)
 	}
-	aead, err := cipher.NewGCM(block)
-	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrInvalidKey, err)
-	}
-	return &AESGCM{aead: aead}, nil
+	return block, nil
 }
 
 // TransformToStorage seals data.

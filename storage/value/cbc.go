@@ -28,14 +28,9 @@ var _ Transformer = (*AESCBC)(nil)
 
 // NewAESCBCTransformer returns the AES-CBC transformer of one key.
 func NewAESCBCTransformer(secret []byte) (*AESCBC, error) {
-	switch len(secret) {
-	case 16, 24, 32:
-	default:
-		return nil, fmt.Errorf("%w: AES keys are 16, 24 or 32 bytes, got %d", ErrInvalidKey, len(secret))
-	}
-	block, err := aes.NewCipher(secret)
+	block, err := aesBlock(secret)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrInvalidKey, err)
+		return nil, err
 	}
 	return &AESCBC{block: block}, nil
 }

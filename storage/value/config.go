@@ -68,7 +68,7 @@ func ParseEncryptionConfiguration(data []byte) (*EncryptionConfiguration, error)
 	if err := yaml.Unmarshal(data, &doc); err != nil {
 		return nil, fmt.Errorf("error while parsing file: %v", err)
 	}
-	b, err := json.Marshal(jsonCompatible(doc))
+	b, err := json.Marshal(doc) // go.yaml.in/yaml/v3 gives map[string]any for string keys
 	if err != nil {
 		return nil, fmt.Errorf("error while parsing file: %v", err)
 	}
@@ -85,29 +85,6 @@ func ParseEncryptionConfiguration(data []byte) (*EncryptionConfiguration, error)
 		return nil, fmt.Errorf("error while validating encryption configuration: %v", errs)
 	}
 	return &c, nil
-}
-
-// jsonCompatible turns YAML's map[string]any trees (and the odd
-// map[any]any) into JSON-marshalable values.
-func jsonCompatible(v any) any {
-	switch t := v.(type) {
-	case map[string]any:
-		for k, e := range t {
-			t[k] = jsonCompatible(e)
-		}
-		return t
-	case map[any]any:
-		m := make(map[string]any, len(t))
-		for k, e := range t {
-			m[fmt.Sprint(k)] = jsonCompatible(e)
-		}
-		return m
-	case []any:
-		for i, e := range t {
-			t[i] = jsonCompatible(e)
-		}
-	}
-	return v
 }
 
 // kube's messages.
