@@ -11,9 +11,9 @@ import (
 // Sizes sets how much each scenario does.
 type Sizes struct {
 	Objects, Clients, Reads, Lists, Updates, Conflicts int
-	Watchers                                            int
-	WriteRate                                           float64
-	WatchFor                                            time.Duration
+	Watchers                                           int
+	WriteRate                                          float64
+	WatchFor                                           time.Duration
 }
 
 // Short is a few seconds per scenario: what CI runs to keep the tool working.
