@@ -241,6 +241,17 @@ func (t Target) Watch(ctx context.Context, watchers int, rate float64, d time.Du
 	var mu sync.Mutex
 	var lat []time.Duration
 	var delivered atomic.Int64
+	// Watch from the collection's current resourceVersion: only the
+	// events of the writes below, not the existing objects.
+	var list struct {
+		Metadata struct{ ResourceVersion string } `json:"metadata"`
+	}
+	lc := t.client()
+	code, b, err := do(lc, "GET", t.Collection+"?limit=1", nil)
+	lc.CloseIdleConnections()
+	if err != nil || code != 200 || json.Unmarshal(b, &list) != nil {
+		return Result{Scenario: "watch", Errors: watchers}
+	}
 	ready := make(chan error, watchers)
 	var wg sync.WaitGroup
 	for range watchers {
@@ -249,7 +260,7 @@ func (t Target) Watch(ctx context.Context, watchers int, rate float64, d time.Du
 			defer wg.Done()
 			c := t.client()
 			defer c.CloseIdleConnections()
-			req, _ := http.NewRequestWithContext(ctx, "GET", t.Collection+"?watch=1&resourceVersion=0&allowWatchBookmarks=false", nil)
+			req, _ := http.NewRequestWithContext(ctx, "GET", t.Collection+"?watch=1&resourceVersion="+list.Metadata.ResourceVersion, nil)
 			resp, err := c.Do(req)
 			if err != nil {
 				ready <- err
