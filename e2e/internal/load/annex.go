@@ -1,0 +1,108 @@
+package load
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"github.com/annexapi/annex/kubeclient"
+)
+
+// StartAnnex builds the environments example (go build, from this
+// module's replace of the library) into dir, runs it fresh on bbolt with
+// fsync in dir, and returns its target; stop ends the process.
+func StartAnnex(ctx context.Context, dir string) (t Target, stop func(), err error) {
+	bin := filepath.Join(dir, "environments")
+	build := exec.CommandContext(ctx, "go", "build", "-o", bin, "github.com/annexapi/annex/examples/environments")
+	if out, err := build.CombinedOutput(); err != nil {
+		return t, nil, fmt.Errorf("go build: %v: %s", err, out)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return t, nil, err
+	}
+	port := ln.Addr().(*net.TCPAddr).Port
+	ln.Close()
+	data := filepath.Join(dir, "data")
+	cmd := exec.Command(bin, "--data-dir", data, "--bind-address", "127.0.0.1", "--secure-port", strconv.Itoa(port))
+	cmd.Stdout, cmd.Stderr = nil, nil
+	if err := cmd.Start(); err != nil {
+		return t, nil, err
+	}
+	stop = func() {
+		_ = cmd.Process.Signal(os.Interrupt)
+		done := make(chan struct{})
+		go func() { _ = cmd.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(20 * time.Second):
+			_ = cmd.Process.Kill()
+			<-done
+		}
+	}
+	kubeconfig := filepath.Join(data, "kubeconfig")
+	deadline := time.Now().Add(30 * time.Second)
+	var cfg *kubeclient.Config
+	for {
+		if cfg, err = kubeclient.LoadKubeconfig(kubeconfig, ""); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			stop()
+			return t, nil, fmt.Errorf("no kubeconfig from the example: %w", err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	tc, err := tlsConfig(cfg)
+	if err != nil {
+		stop()
+		return t, nil, err
+	}
+	t = Target{Name: "annex", Collection: cfg.Host + "/apis/platform.example.com/v1alpha1/namespaces/default/environments", TLS: tc,
+		PIDs: []int{cmd.Process.Pid}, Object: func(name string) []byte {
+			return []byte(`{"apiVersion":"platform.example.com/v1alpha1","kind":"Environment","metadata":{"name":"` + name +
+				`","labels":{"app":"load","team":"payments"}},"spec":{"owner":"payments-team","tier":"dev","replicas":2}}`)
+		}}
+	if err := waitReady(t); err != nil {
+		stop()
+		return t, nil, err
+	}
+	return t, stop, nil
+}
+
+func tlsConfig(cfg *kubeclient.Config) (*tls.Config, error) {
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(cfg.CAData) {
+		return nil, errors.New("the kubeconfig has no CA")
+	}
+	cert, err := tls.X509KeyPair(cfg.CertData, cfg.KeyData)
+	if err != nil {
+		return nil, err
+	}
+	return &tls.Config{RootCAs: pool, Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}, nil
+}
+
+// waitReady polls the collection until it answers.
+func waitReady(t Target) error {
+	c := t.client()
+	defer c.CloseIdleConnections()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		code, _, err := do(c, "GET", t.Collection, nil)
+		if err == nil && code == 200 {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("not ready: %d %v", code, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}

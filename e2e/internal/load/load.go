@@ -1,0 +1,366 @@
+package load
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/tls"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Target is a collection to drive.
+type Target struct {
+	// Name labels the results ("annex", "sample-apiserver").
+	Name string
+	// Collection is the URL of the namespaced collection
+	// (https://host:port/apis/<group>/<version>/namespaces/<ns>/<plural>).
+	Collection string
+	// TLS is the client configuration each connection gets (CA, client
+	// certificate).
+	TLS *tls.Config
+	// Object returns the JSON of an object named name.
+	Object func(name string) []byte
+	// PIDs are the server processes whose footprint is read.
+	PIDs []int
+}
+
+// client is one connection: its own transport, so its own TLS connection.
+func (t Target) client() *http.Client {
+	return &http.Client{Timeout: 60 * time.Second, Transport: &http.Transport{TLSClientConfig: t.TLS.Clone(), ForceAttemptHTTP2: true, MaxConnsPerHost: 1}}
+}
+
+// Result is one scenario's outcome.
+type Result struct {
+	Scenario string
+	Ops      int
+	Errors   int
+	Elapsed  time.Duration
+	// CPU is the CPU seconds the target's processes spent during it.
+	CPU time.Duration
+	// Latencies of watch events (write acknowledged to delivered), sorted.
+	Latencies []time.Duration
+	// Lost are watch events never delivered.
+	Lost int
+}
+
+// PerSecond is the throughput.
+func (r Result) PerSecond() float64 {
+	if r.Elapsed <= 0 {
+		return 0
+	}
+	return float64(r.Ops) / r.Elapsed.Seconds()
+}
+
+// Quantile of the watch latencies.
+func (r Result) Quantile(q float64) time.Duration {
+	if len(r.Latencies) == 0 {
+		return 0
+	}
+	return r.Latencies[min(len(r.Latencies)-1, int(q*float64(len(r.Latencies))))]
+}
+
+func do(c *http.Client, method, url string, body []byte) (int, []byte, error) {
+	var rd io.Reader
+	if body != nil {
+		rd = bytes.NewReader(body)
+	}
+	req, err := http.NewRequest(method, url, rd)
+	if err != nil {
+		return 0, nil, err
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	req.Header.Set("Accept", "application/json")
+	resp, err := c.Do(req)
+	if err != nil {
+		return 0, nil, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	return resp.StatusCode, b, err
+}
+
+// run spreads n operations over clients goroutines, each with its own
+// connection, and measures them with the target's CPU.
+func (t Target) run(name string, n, clients int, op func(c *http.Client, i int) error) Result {
+	cs := make([]*http.Client, clients)
+	for i := range cs {
+		cs[i] = t.client()
+	}
+	var next, errs atomic.Int64
+	cpu0 := t.cpu()
+	start := time.Now()
+	var wg sync.WaitGroup
+	for _, c := range cs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= n {
+					return
+				}
+				if op(c, i) != nil {
+					errs.Add(1)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	r := Result{Scenario: name, Ops: n, Errors: int(errs.Load()), Elapsed: time.Since(start), CPU: t.cpu() - cpu0}
+	for _, c := range cs {
+		c.CloseIdleConnections()
+	}
+	return r
+}
+
+func want(code, wantCode int, err error, body []byte) error {
+	if err != nil {
+		return err
+	}
+	if code != wantCode {
+		return fmt.Errorf("%d: %.200s", code, body)
+	}
+	return nil
+}
+
+// Create creates n objects named <prefix>-<i> with clients connections.
+func (t Target) Create(prefix string, n, clients int) Result {
+	return t.run(fmt.Sprintf("create, %d objects, %d clients", n, clients), n, clients, func(c *http.Client, i int) error {
+		code, b, err := do(c, "POST", t.Collection, t.Object(fmt.Sprintf("%s-%d", prefix, i)))
+		return want(code, 201, err, b)
+	})
+}
+
+// Get reads the objects <prefix>-<i mod objects> n times.
+func (t Target) Get(prefix string, objects, n, clients int) Result {
+	return t.run(fmt.Sprintf("GET by name, %d clients", clients), n, clients, func(c *http.Client, i int) error {
+		code, b, err := do(c, "GET", fmt.Sprintf("%s/%s-%d", t.Collection, prefix, i%objects), nil)
+		return want(code, 200, err, b)
+	})
+}
+
+// List lists the collection n times (query: "", "limit=500" paged to the
+// end, "resourceVersion=0").
+func (t Target) List(query string, n, clients int) Result {
+	label := map[string]string{"": "full LIST", "limit=500": "paged LIST (500)", "resourceVersion=0": "LIST resourceVersion=0"}[query]
+	return t.run(fmt.Sprintf("%s, %d clients", label, clients), n, clients, func(c *http.Client, _ int) error {
+		cont := ""
+		for {
+			u := t.Collection
+			q := query
+			if cont != "" {
+				q += "&continue=" + cont
+			}
+			if q != "" {
+				u += "?" + q
+			}
+			code, b, err := do(c, "GET", u, nil)
+			if err := want(code, 200, err, b); err != nil {
+				return err
+			}
+			var l struct {
+				Metadata struct{ Continue string } `json:"metadata"`
+			}
+			if err := json.Unmarshal(b, &l); err != nil {
+				return err
+			}
+			if cont = l.Metadata.Continue; cont == "" || query != "limit=500" {
+				return nil
+			}
+		}
+	})
+}
+
+// Update does n GET+PUT updates of <prefix>-<i mod objects>; a conflict
+// (another client's update in between) is retried, as clients do.
+func (t Target) Update(prefix string, objects, n, clients int) Result {
+	return t.run(fmt.Sprintf("GET+PUT update, %d clients", clients), n, clients, func(c *http.Client, i int) error {
+		u := fmt.Sprintf("%s/%s-%d", t.Collection, prefix, i%objects)
+		for try := 0; try < 10; try++ {
+			code, b, err := do(c, "GET", u, nil)
+			if err := want(code, 200, err, b); err != nil {
+				return err
+			}
+			var obj map[string]any
+			if err := json.Unmarshal(b, &obj); err != nil {
+				return err
+			}
+			labels, _ := obj["metadata"].(map[string]any)["labels"].(map[string]any)
+			if labels == nil {
+				labels = map[string]any{}
+				obj["metadata"].(map[string]any)["labels"] = labels
+			}
+			labels["load"] = strconv.Itoa(i)
+			body, _ := json.Marshal(obj)
+			code, b, err = do(c, "PUT", u, body)
+			if code == 409 {
+				continue
+			}
+			return want(code, 200, err, b)
+		}
+		return fmt.Errorf("%s: 10 conflicts in a row", u)
+	})
+}
+
+// Conflicts sends n PUTs with a stale resourceVersion; each must be a 409.
+func (t Target) Conflicts(prefix string, n, clients int) Result {
+	c := t.client()
+	code, b, err := do(c, "GET", fmt.Sprintf("%s/%s-0", t.Collection, prefix), nil)
+	var obj map[string]any
+	if err != nil || code != 200 || json.Unmarshal(b, &obj) != nil {
+		return Result{Scenario: "stale PUT (409)", Errors: n}
+	}
+	obj["metadata"].(map[string]any)["resourceVersion"] = "1"
+	stale, _ := json.Marshal(obj)
+	return t.run(fmt.Sprintf("stale PUT → 409, %d clients", clients), n, clients, func(c *http.Client, _ int) error {
+		code, b, err := do(c, "PUT", fmt.Sprintf("%s/%s-0", t.Collection, prefix), stale)
+		return want(code, 409, err, b)
+	})
+}
+
+// Watch opens watchers watches, each on its own connection, then creates
+// objects at rate per second for d, and measures each event's delivery
+// to each watcher after the create was acknowledged.
+func (t Target) Watch(ctx context.Context, watchers int, rate float64, d time.Duration) Result {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var acks sync.Map // name -> time.Time
+	prefix := fmt.Sprintf("watch-%d", time.Now().UnixNano())
+	var mu sync.Mutex
+	var lat []time.Duration
+	var delivered atomic.Int64
+	// Watch from the collection's current resourceVersion: only the
+	// events of the writes below, not the existing objects.
+	var list struct {
+		Metadata struct{ ResourceVersion string } `json:"metadata"`
+	}
+	lc := t.client()
+	code, b, err := do(lc, "GET", t.Collection+"?limit=1", nil)
+	lc.CloseIdleConnections()
+	if err != nil || code != 200 || json.Unmarshal(b, &list) != nil {
+		return Result{Scenario: "watch", Errors: watchers}
+	}
+	ready := make(chan error, watchers)
+	var wg sync.WaitGroup
+	for range watchers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c := t.client()
+			defer c.CloseIdleConnections()
+			req, _ := http.NewRequestWithContext(ctx, "GET", t.Collection+"?watch=1&resourceVersion="+list.Metadata.ResourceVersion, nil)
+			resp, err := c.Do(req)
+			if err != nil {
+				ready <- err
+				return
+			}
+			defer resp.Body.Close()
+			ready <- nil
+			sc := bufio.NewScanner(resp.Body)
+			sc.Buffer(make([]byte, 64<<10), 16<<20)
+			for sc.Scan() {
+				now := time.Now()
+				var ev struct {
+					Type   string `json:"type"`
+					Object struct {
+						Metadata struct{ Name string } `json:"metadata"`
+					} `json:"object"`
+				}
+				if json.Unmarshal(sc.Bytes(), &ev) != nil || ev.Type != "ADDED" || !strings.HasPrefix(ev.Object.Metadata.Name, prefix) {
+					continue
+				}
+				delivered.Add(1)
+				if at, ok := acks.Load(ev.Object.Metadata.Name); ok {
+					mu.Lock()
+					lat = append(lat, max(now.Sub(at.(time.Time)), 0))
+					mu.Unlock()
+				}
+			}
+		}()
+	}
+	for range watchers {
+		if err := <-ready; err != nil {
+			return Result{Scenario: "watch", Errors: watchers}
+		}
+	}
+	time.Sleep(200 * time.Millisecond) // every watch past its initial list
+	cpu0 := t.cpu()
+	writer := t.client()
+	n := int(rate * d.Seconds())
+	start := time.Now()
+	errs := 0
+	for i := range n {
+		time.Sleep(time.Until(start.Add(time.Duration(float64(i) / rate * float64(time.Second)))))
+		name := fmt.Sprintf("%s-%d", prefix, i)
+		code, _, err := do(writer, "POST", t.Collection, t.Object(name))
+		if err != nil || code != 201 {
+			errs++
+			continue
+		}
+		acks.Store(name, time.Now())
+	}
+	expected := int64((n - errs) * watchers)
+	deadline := time.Now().Add(10 * time.Second)
+	for delivered.Load() < expected && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	elapsed := time.Since(start)
+	cancel()
+	wg.Wait()
+	mu.Lock()
+	defer mu.Unlock()
+	slices.Sort(lat)
+	return Result{Scenario: fmt.Sprintf("watch fan-out: %d watchers, %.0f writes/s", watchers, rate), Ops: int(delivered.Load()),
+		Errors: errs, Elapsed: elapsed, CPU: t.cpu() - cpu0, Latencies: lat, Lost: int(expected - delivered.Load())}
+}
+
+// cpu is the CPU time the target's processes have used (user + system,
+// from /proc/<pid>/stat); zero without PIDs.
+func (t Target) cpu() time.Duration {
+	var total time.Duration
+	for _, pid := range t.PIDs {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		if err != nil {
+			continue
+		}
+		// Fields after the command (which may hold spaces) start after ")".
+		f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
+		if len(f) < 13 {
+			continue
+		}
+		utime, _ := strconv.ParseInt(f[11], 10, 64)
+		stime, _ := strconv.ParseInt(f[12], 10, 64)
+		total += time.Duration(utime+stime) * time.Second / 100 // USER_HZ
+	}
+	return total
+}
+
+// RSS is the resident memory of the target's processes (VmRSS).
+func (t Target) RSS() int64 {
+	var total int64
+	for _, pid := range t.PIDs {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+		if err != nil {
+			continue
+		}
+		for _, line := range strings.Split(string(b), "\n") {
+			if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+				kb, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
+				total += kb << 10
+			}
+		}
+	}
+	return total
+}

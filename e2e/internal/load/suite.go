@@ -1,0 +1,95 @@
+package load
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+)
+
+// Sizes sets how much each scenario does.
+type Sizes struct {
+	Objects, Clients, Reads, Lists, Updates, Conflicts int
+	Watchers                                           int
+	WriteRate                                          float64
+	WatchFor                                           time.Duration
+}
+
+// Short is a few seconds per scenario: what CI runs to keep the tool working.
+func Short() Sizes {
+	return Sizes{Objects: 300, Clients: 8, Reads: 2000, Lists: 20, Updates: 500, Conflicts: 200, Watchers: 50, WriteRate: 50, WatchFor: 2 * time.Second}
+}
+
+// Full is issue 18's comparison.
+func Full() Sizes {
+	return Sizes{Objects: 10000, Clients: 16, Reads: 50000, Lists: 100, Updates: 10000, Conflicts: 2000, Watchers: 1000, WriteRate: 100, WatchFor: 20 * time.Second}
+}
+
+// Suite runs every scenario against t, in order, and the footprint.
+func (t Target) Suite(ctx context.Context, s Sizes) []Result {
+	rss := func(label string) Result { return Result{Scenario: label, Ops: int(t.RSS() >> 20)} }
+	out := []Result{rss("RSS idle (MiB)")}
+	out = append(out,
+		t.Create("obj", s.Objects, s.Clients),
+		t.Get("obj", s.Objects, s.Reads, s.Clients),
+		t.List("", s.Lists, 1),
+		t.List("limit=500", s.Lists, 1),
+		t.List("resourceVersion=0", s.Lists, 1),
+		t.Update("obj", s.Objects, s.Updates, s.Clients),
+		t.Conflicts("obj", s.Conflicts, s.Clients),
+		rss(fmt.Sprintf("RSS with %d objects (MiB)", s.Objects)),
+		t.Watch(ctx, s.Watchers, s.WriteRate, s.WatchFor),
+		rss(fmt.Sprintf("RSS after %d watchers (MiB)", s.Watchers)),
+	)
+	return out
+}
+
+// Table writes results as a markdown table, one column per target, and
+// the ratio of the first target to the last (the reference) when there are
+// two.
+func Table(w io.Writer, names []string, results [][]Result) {
+	fmt.Fprintf(w, "| scenario | %s |", strings.Join(names, " | "))
+	if len(names) == 2 {
+		fmt.Fprintf(w, " %s ÷ %s |", names[0], names[1])
+	}
+	fmt.Fprintln(w)
+	fmt.Fprint(w, "|---|"+strings.Repeat("---|", len(names)))
+	if len(names) == 2 {
+		fmt.Fprint(w, "---|")
+	}
+	fmt.Fprintln(w)
+	for i, r := range results[0] {
+		fmt.Fprintf(w, "| %s |", r.Scenario)
+		var vals []float64
+		for _, rs := range results {
+			v, cell := figure(rs[i])
+			vals = append(vals, v)
+			fmt.Fprintf(w, " %s |", cell)
+		}
+		if len(names) == 2 && vals[1] != 0 {
+			fmt.Fprintf(w, " %.2f× |", vals[0]/vals[1])
+		}
+		fmt.Fprintln(w)
+	}
+}
+
+// figure is a result's headline number and its cell.
+func figure(r Result) (float64, string) {
+	switch {
+	case strings.HasPrefix(r.Scenario, "RSS"):
+		return float64(r.Ops), fmt.Sprintf("%d", r.Ops)
+	case strings.HasPrefix(r.Scenario, "watch"):
+		p99 := r.Quantile(0.99)
+		return float64(p99), fmt.Sprintf("p50 %v, p99 %v, lost %d, errors %d", r.Quantile(0.5).Round(time.Microsecond*10), p99.Round(time.Microsecond*10), r.Lost, r.Errors)
+	}
+	cpu := ""
+	if r.CPU > 0 && r.Ops > 0 {
+		cpu = fmt.Sprintf(" (%.3f ms CPU each)", float64(r.CPU.Microseconds())/1000/float64(r.Ops))
+	}
+	errs := ""
+	if r.Errors > 0 {
+		errs = fmt.Sprintf(", %d errors", r.Errors)
+	}
+	return r.PerSecond(), fmt.Sprintf("%.0f/s%s%s", r.PerSecond(), cpu, errs)
+}
