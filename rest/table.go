@@ -45,11 +45,21 @@ func newTableColumns(cols []PrinterColumn) tableColumns {
 	return t
 }
 
-// pathStep is one step of a JSONPath: a field, an index, or [*] (index -1).
+// pathStep is one step of a JSONPath: a field, an index, [*] (index -1),
+// or a filter of array elements ([?(@.a == "x")], filter set).
 type pathStep struct {
-	field string
-	index int
-	isIdx bool
+	field  string
+	index  int
+	isIdx  bool
+	filter *pathFilter
+}
+
+// pathFilter keeps the elements whose value at path compares with value
+// (op one of == != < > <= >=), or that have a value there (op "").
+type pathFilter struct {
+	path  []pathStep
+	op    string
+	value any // string, float64 or bool
 }
 
 // errJSONPath is returned for a JSONPath outside the supported subset.
@@ -79,12 +89,20 @@ func parseJSONPath(p string) ([]pathStep, error) {
 			steps = append(steps, pathStep{field: p[:end]})
 			p = p[end:]
 		case '[':
-			end := strings.IndexByte(p, ']')
+			end := closingBracket(p)
 			if end < 0 {
 				return nil, fmt.Errorf("%w: unclosed [", errJSONPath)
 			}
 			in := p[1:end]
 			p = p[end+1:]
+			if strings.HasPrefix(in, "?(") && strings.HasSuffix(in, ")") {
+				f, err := parseFilter(in[2 : len(in)-1])
+				if err != nil {
+					return nil, err
+				}
+				steps = append(steps, pathStep{index: -1, isIdx: true, filter: f})
+				continue
+			}
 			if in == "*" {
 				steps = append(steps, pathStep{index: -1, isIdx: true})
 				continue
@@ -99,6 +117,135 @@ func parseJSONPath(p string) ([]pathStep, error) {
 		}
 	}
 	return steps, nil
+}
+
+// closingBracket is the index of the "]" closing the "[" at p[0], quotes
+// skipped; -1 when there is none.
+func closingBracket(p string) int {
+	var quote byte
+	for i := 1; i < len(p); i++ {
+		switch c := p[i]; {
+		case quote != 0:
+			if c == quote {
+				quote = 0
+			}
+		case c == '"' || c == '\'':
+			quote = c
+		case c == ']':
+			return i
+		}
+	}
+	return -1
+}
+
+// parseFilter parses the inside of [?( )]: "@.a.b", or "@.a.b <op> <literal>"
+// with a quoted string, a number, true or false.
+func parseFilter(s string) (*pathFilter, error) {
+	s = strings.TrimSpace(s)
+	if !strings.HasPrefix(s, "@") {
+		return nil, fmt.Errorf("%w: filter %q must start with @", errJSONPath, s)
+	}
+	s = s[1:]
+	end := strings.IndexAny(s, " =!<>")
+	if end < 0 {
+		end = len(s)
+	}
+	path, rest := s[:end], strings.TrimSpace(s[end:])
+	steps, err := parseJSONPath(path)
+	if err != nil || len(steps) == 0 {
+		return nil, fmt.Errorf("%w: filter path %q", errJSONPath, path)
+	}
+	f := &pathFilter{path: steps}
+	if rest == "" {
+		return f, nil
+	}
+	for _, op := range []string{"==", "!=", "<=", ">=", "<", ">"} {
+		if lit, ok := strings.CutPrefix(rest, op); ok {
+			f.op = op
+			rest = strings.TrimSpace(lit)
+			break
+		}
+	}
+	switch {
+	case f.op == "":
+		return nil, fmt.Errorf("%w: filter operator in %q", errJSONPath, s)
+	case len(rest) >= 2 && (rest[0] == '"' || rest[0] == '\'') && rest[len(rest)-1] == rest[0]:
+		f.value = rest[1 : len(rest)-1]
+	case rest == "true" || rest == "false":
+		f.value = rest == "true"
+	default:
+		n, err := strconv.ParseFloat(rest, 64)
+		if err != nil {
+			return nil, fmt.Errorf("%w: filter value %q", errJSONPath, rest)
+		}
+		f.value = n
+	}
+	return f, nil
+}
+
+// matches says whether element e passes the filter.
+func (f *pathFilter) matches(e any) bool {
+	vals := evalPath(e, f.path)
+	if f.op == "" {
+		return len(vals) > 0
+	}
+	if len(vals) == 0 {
+		return false
+	}
+	var cmp int
+	switch want := f.value.(type) {
+	case string:
+		got, ok := vals[0].(string)
+		if !ok {
+			return f.op == "!="
+		}
+		cmp = strings.Compare(got, want)
+	case bool:
+		got, ok := vals[0].(bool)
+		if !ok {
+			return f.op == "!="
+		}
+		switch {
+		case got == want:
+			cmp = 0
+		case got:
+			cmp = 1
+		default:
+			cmp = -1
+		}
+	case float64:
+		var got float64
+		switch n := vals[0].(type) {
+		case json.Number:
+			var err error
+			if got, err = n.Float64(); err != nil {
+				return f.op == "!="
+			}
+		case float64:
+			got = n
+		default:
+			return f.op == "!="
+		}
+		switch {
+		case got < want:
+			cmp = -1
+		case got > want:
+			cmp = 1
+		}
+	}
+	switch f.op {
+	case "==":
+		return cmp == 0
+	case "!=":
+		return cmp != 0
+	case "<":
+		return cmp < 0
+	case ">":
+		return cmp > 0
+	case "<=":
+		return cmp <= 0
+	}
+	return cmp >= 0
 }
 
 // evalPath returns every value steps select in v.
@@ -134,6 +281,9 @@ func evalPath(v any, steps []pathStep) []any {
 		}
 		var out []any
 		for _, e := range a {
+			if s.filter != nil && !s.filter.matches(e) {
+				continue
+			}
 			out = append(out, evalPath(e, steps[1:])...)
 		}
 		return out

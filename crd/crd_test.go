@@ -1,0 +1,104 @@
+package crd_test
+
+import (
+	"context"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"go.uber.org/zap"
+
+	"github.com/annexapi/annex"
+	"github.com/annexapi/annex/crd"
+	"github.com/annexapi/annex/internal/kubectltest"
+)
+
+// TestCertManagerCRDServes declares cert-manager's CertificateRequest from
+// its published CRD (testdata, pinned) and drives it with kubectl: apply,
+// get with the CRD's printer columns, explain from the CRD's schema.
+func TestCertManagerCRDServes(t *testing.T) {
+	t.Parallel()
+	manifest, err := os.ReadFile("testdata/cert-manager-v1.21.1-certificaterequests.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rs, err := crd.Resources(manifest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rs) != 1 || rs[0].Group != "cert-manager.io" || rs[0].Version != "v1" || rs[0].Plural != "certificaterequests" ||
+		!rs[0].Namespaced || !rs[0].StatusSubresource || len(rs[0].PrinterColumns) != 7 || strings.Join(rs[0].ShortNames, ",") != "cr,crs" {
+		t.Fatalf("resources = %+v", rs)
+	}
+	dir := t.TempDir()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := (&annex.Builder{Name: "crd", Resources: rs, DataDir: dir, Listener: ln, Logger: zap.NewNop()}).Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- srv.Run(ctx) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Run: %v", err)
+		}
+	}()
+	k := kubectltest.New(t, filepath.Join(dir, "kubeconfig"))
+	kubectltest.WantContains(t, "apply", k.MustRun("apply", "-f", k.WriteFile("cr.yaml", `apiVersion: cert-manager.io/v1
+kind: CertificateRequest
+metadata: {name: web, namespace: default}
+spec:
+  request: LS0tLS1CRUdJTiBDRVJUSUZJQ0FURSBSRVFVRVNULS0tLS0K
+  issuerRef: {name: letsencrypt, kind: ClusterIssuer}
+  usages: [digital signature, key encipherment]
+`)), "certificaterequest.cert-manager.io/web created")
+	kubectltest.WantContains(t, "get", k.MustRun("get", "cr"), "NAME", "APPROVED", "ISSUER", "REQUESTER", "web", "letsencrypt")
+	// Printer columns with JSONPath filters, from the conditions (Denied and
+	// Requester are empty: kubectl prints nothing there).
+	k.MustRun("patch", "certificaterequest", "web", "--subresource=status", "--type=merge", "-p",
+		`{"status":{"conditions":[{"type":"Approved","status":"True"},{"type":"Ready","status":"False","message":"pending"}]}}`)
+	if got := strings.Fields(k.MustRun("get", "cr", "web", "--no-headers", "-o", "wide")); len(got) < 5 || got[1] != "True" || got[2] != "False" || !strings.Contains(strings.Join(got, " "), "pending") {
+		t.Errorf("columns from conditions: %q", got)
+	}
+	kubectltest.WantContains(t, "explain", k.MustRun("explain", "certificaterequest.spec.issuerRef"), "Reference to the issuer responsible", "name", "<string>")
+	// A value outside the schema's enum is refused.
+	out, ok := k.Run("apply", "-f", k.WriteFile("bad.yaml", `apiVersion: cert-manager.io/v1
+kind: CertificateRequest
+metadata: {name: bad, namespace: default}
+spec: {request: eA==, issuerRef: {name: x}, usages: [teleportation]}
+`))
+	if ok || !strings.Contains(out, "spec.usages[0]") {
+		t.Errorf("an enum violation was accepted:\n%s", out)
+	}
+}
+
+func TestRefusals(t *testing.T) {
+	t.Parallel()
+	const head = "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata: {name: widgets.example.com}\nspec:\n  group: example.com\n  names: {plural: widgets, kind: Widget}\n  scope: Namespaced\n"
+	schema := "    schema: {openAPIV3Schema: {type: object, properties: {spec: {type: object, properties: {replicas: {type: integer}}}}}}\n"
+	for _, tc := range []struct{ name, doc, want string }{
+		{"two_versions", head + "  versions:\n  - {name: v1, served: true, storage: true}\n  - {name: v2, served: true, storage: false}\n", "spec.versions: Invalid value: 2: exactly one served version is supported yet"},
+		{"scale", head + "  versions:\n  - name: v1\n    served: true\n    storage: true\n" + schema + "    subresources: {scale: {specReplicasPath: .spec.replicas, statusReplicasPath: .status.replicas}}\n",
+			"spec.versions[0].subresources.scale: Invalid value: \"{...}\": the scale subresource is not supported yet"},
+		{"webhook_conversion", head + "  conversion: {strategy: Webhook}\n  versions:\n  - name: v1\n    served: true\n    storage: true\n" + schema, "spec.conversion.strategy: Invalid value: \"Webhook\""},
+		{"deprecated", head + "  versions:\n  - name: v1\n    served: true\n    storage: true\n    deprecated: true\n" + schema, "spec.versions[0].deprecated"},
+		{"unknown_field", head + "  versions:\n  - name: v1\n    served: true\n    storage: true\n    nonsense: 1\n" + schema, `unknown field "nonsense"`},
+		{"no_schema", head + "  versions:\n  - {name: v1, served: true, storage: true}\n", "spec.versions[0].schema.openAPIV3Schema: Required value"},
+		{"wrong_name", strings.Replace(head, "widgets.example.com", "gadgets.example.com", 1) + "  versions:\n  - name: v1\n    served: true\n    storage: true\n" + schema, "must be spec.names.plural"},
+		{"not_a_crd", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n", "want apiextensions.k8s.io/v1 CustomResourceDefinition"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := crd.Resources([]byte(tc.doc))
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("err = %v, want %q", err, tc.want)
+			}
+		})
+	}
+}
