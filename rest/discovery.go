@@ -60,7 +60,11 @@ func buildDiscovery(rs []*resourceHandler) (*discoveryDocs, error) {
 			rl := meta.APIResourceList{TypeMeta: meta.TypeMeta{Kind: "APIResourceList", APIVersion: "v1"}, GroupVersion: gv, APIResources: []meta.APIResource{}}
 			dv := meta.APIVersionDiscovery{Version: v, Resources: []meta.APIResourceDiscovery{}, Freshness: meta.DiscoveryFreshnessCurrent}
 			for _, rh := range byGV[gv] {
-				vs, hash := verbs(), meta.StorageVersionHash(rh.Group, rh.Version, rh.Kind)
+				stored := rh.Version
+				if rh.versions != nil {
+					stored = rh.versions.storageVersion
+				}
+				vs, hash := verbs(), meta.StorageVersionHash(rh.Group, stored, rh.Kind)
 				if rh.computed() {
 					// Not stored: no storage version hash, as metrics-server.
 					vs, hash = rh.computedVerbs(), ""

@@ -349,6 +349,11 @@ func (rh *resourceHandler) tryUpdate(ctx context.Context, wr *writeRequest, cur 
 	if cur.Data == nil && ((wr.verb == "patch" && !wr.applied) || wr.sub != "") {
 		return nil, meta.NewNotFound(rh.gr, wr.name)
 	}
+	// The update sees the stored object at the request's version.
+	var err error
+	if cur.Data, err = rh.asServed(ctx, cur.Data); err != nil {
+		return nil, err
+	}
 	obj, st := wr.produce(cur)
 	if st == nil {
 		st = rh.checkDecoded(obj, wr)
@@ -371,13 +376,18 @@ func (rh *resourceHandler) tryUpdate(ctx context.Context, wr *writeRequest, cur 
 			return nil, st
 		}
 	}
-	obj, err := rh.admitted(ctx, wr, obj, old)
+	obj, err = rh.admitted(ctx, wr, obj, old)
 	if err != nil {
 		return nil, err
 	}
 	finalizedNow := old != nil && finalized(obj)
 	if finalizedNow {
 		delete(metadata(obj), "finalizers") // [] or null: the answer has none, as kube's
+	}
+	if !wr.params.dryRun { // a dry run answers at the request's version
+		if obj, err = rh.toStorage(ctx, obj); err != nil {
+			return nil, err
+		}
 	}
 	data, err := rh.encode(obj)
 	if err != nil {
@@ -706,6 +716,11 @@ func (rh *resourceHandler) storeCreate(ctx context.Context, wr *writeRequest, ob
 		}
 		return rh.encode(obj)
 	}
+	obj, err := rh.toStorage(ctx, obj)
+	if err != nil {
+		return nil, err
+	}
+	md = metadata(obj)
 	for attempt := 1; ; attempt++ {
 		data, err := rh.encode(obj)
 		if err != nil {
@@ -760,5 +775,5 @@ func (rh *resourceHandler) respond(ctx context.Context, w http.ResponseWriter, o
 	for _, msg := range wr.warnings {
 		filters.AddWarning(ctx, msg)
 	}
-	rh.writeOne(w, o, code, data)
+	rh.writeOne(ctx, w, o, code, data)
 }
