@@ -30,7 +30,6 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/annexapi/annex"
-	"github.com/annexapi/annex/rest"
 	"github.com/annexapi/annex/storage/etcd"
 )
 
@@ -55,7 +54,7 @@ type options struct {
 func parseFlags(args []string) (options, error) {
 	o := options{builder: annex.Builder{
 		Name:        "environments",
-		Resources:   []rest.Resource{Resource()},
+		Resources:   Resources(),
 		DataDir:     ".annex/environments",
 		BindAddress: "127.0.0.1",
 		SecurePort:  8443,

@@ -1,0 +1,142 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/annexapi/annex/internal/kubectltest"
+	"github.com/annexapi/annex/rest"
+)
+
+// TestKubectlVersions drives both versions with kubectl: the same objects at
+// v1alpha1 and v1beta1, an object with two owners read at v1alpha1 and
+// written back without losing one, a watch at v1alpha1 seeing an update
+// made at v1beta1, and explain at each version.
+func TestKubectlVersions(t *testing.T) {
+	t.Parallel()
+	dataDir, _, _ := startExample(t)
+	k := kubectltest.New(t, filepath.Join(dataDir, "kubeconfig"))
+	const alpha, beta = "environments.v1alpha1.platform.example.com", "environments.v1beta1.platform.example.com"
+
+	manifest, err := os.ReadFile("environment.yaml") // v1alpha1
+	if err != nil {
+		t.Fatal(err)
+	}
+	k.MustRun("create", "-f", k.WriteFile("env.yaml", string(manifest)))
+	k.MustRun("apply", "-f", k.WriteFile("shared.yaml", `apiVersion: platform.example.com/v1beta1
+kind: Environment
+metadata: {name: shared, namespace: default}
+spec: {owners: [payments-team, search-team], tier: dev}
+`))
+	a, b := k.MustRun("get", alpha, "-o", "name"), k.MustRun("get", beta, "-o", "name")
+	if a != b || !strings.Contains(a, "checkout-staging") || !strings.Contains(a, "shared") {
+		t.Fatalf("v1alpha1 lists\n%s\nv1beta1 lists\n%s", a, b)
+	}
+	kubectltest.WantContains(t, "get at v1alpha1", k.MustRun("get", alpha), "OWNER", "payments-team")
+	kubectltest.WantContains(t, "get at v1beta1", k.MustRun("get", beta), "OWNERS", `["payments-team","search-team"]`)
+
+	// v1alpha1 holds one owner; the others ride in an annotation and come
+	// back when the object is written at v1alpha1.
+	y := k.MustRun("get", alpha, "shared", "-o", "yaml")
+	kubectltest.WantContains(t, "shared at v1alpha1", y, "apiVersion: platform.example.com/v1alpha1", "owner: payments-team",
+		`platform.example.com/owners: '["payments-team","search-team"]'`)
+	edited := strings.Replace(y, "tier: dev", "tier: staging", 1)
+	k.MustRun("replace", "-f", k.WriteFile("shared-alpha.yaml", edited))
+	if got := k.MustRun("get", beta, "shared", "-o", `jsonpath={.spec.owners} {.spec.tier} {.metadata.annotations.platform\.example\.com/owners}`); got != `["payments-team","search-team"] staging ` {
+		t.Errorf("after the v1alpha1 replace, v1beta1 reads %q", got)
+	}
+
+	// A watch at v1alpha1 sees an update made at v1beta1.
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	w := k.Command(ctx, "get", alpha, "-w", "--output-watch-events", "-o", "jsonpath={.type} {.object.metadata.name} {.object.spec.owner}{\"\\n\"}")
+	stdout, err := w.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Stderr = os.Stderr
+	if err := w.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { cancel(); _ = w.Wait() }()
+	sc := bufio.NewScanner(stdout)
+	want := func(line string) {
+		t.Helper()
+		for sc.Scan() {
+			if sc.Text() == line {
+				return
+			}
+		}
+		t.Fatalf("the v1alpha1 watch ended before %q", line)
+	}
+	want("ADDED checkout-staging payments-team")
+	k.MustRun("patch", beta, "checkout-staging", "--type=merge", "-p", `{"spec":{"owners":["platform-team"]}}`)
+	want("MODIFIED checkout-staging platform-team")
+
+	// explain at each version.
+	kubectltest.WantContains(t, "explain v1beta1", k.MustRun("explain", "environments.spec.owners", "--api-version=platform.example.com/v1beta1"),
+		"Owners are the teams accountable")
+	kubectltest.WantContains(t, "explain v1alpha1", k.MustRun("explain", "environments.spec.owner", "--api-version=platform.example.com/v1alpha1"),
+		"Owner is the team accountable")
+}
+
+// TestConversionRoundTrips: every object of a corpus, converted from either
+// version to the other and back, is what it was (owners after the first
+// survive v1alpha1 in the annotation).
+func TestConversionRoundTrips(t *testing.T) {
+	ctx := context.Background()
+	parse := func(s string) rest.Object {
+		var o rest.Object
+		if err := json.Unmarshal([]byte(s), &o); err != nil {
+			t.Fatal(err)
+		}
+		return o
+	}
+	betas := []string{
+		`{"apiVersion":"platform.example.com/v1beta1","kind":"Environment","metadata":{"name":"a"},"spec":{"owners":["x"],"tier":"dev"}}`,
+		`{"apiVersion":"platform.example.com/v1beta1","kind":"Environment","metadata":{"name":"b","annotations":{"k":"v"}},"spec":{"owners":["x","y","z"],"tier":"prod","replicas":3}}`,
+		`{"apiVersion":"platform.example.com/v1beta1","kind":"Environment","metadata":{"name":"c"},"spec":{"tier":"dev"}}`,
+		`{"apiVersion":"platform.example.com/v1beta1","kind":"Environment","metadata":{"name":"d"}}`,
+	}
+	alphas := []string{
+		`{"apiVersion":"platform.example.com/v1alpha1","kind":"Environment","metadata":{"name":"a"},"spec":{"owner":"x","tier":"dev"}}`,
+		`{"apiVersion":"platform.example.com/v1alpha1","kind":"Environment","metadata":{"name":"b","annotations":{"k":"v"}},"spec":{"owner":"x"}}`,
+		// The kept owners no longer start with the owner (a client changed
+		// it at v1alpha1): the owner wins.
+		`{"apiVersion":"platform.example.com/v1alpha1","kind":"Environment","metadata":{"name":"c","annotations":{"platform.example.com/owners":"[\"old\",\"y\"]"}},"spec":{"owner":"new"}}`,
+	}
+	conv := conversion()
+	conv.Hub = "v1beta1"
+	round := func(in string, there, back string) {
+		t.Helper()
+		obj := parse(in)
+		orig := parse(in)
+		objs := []rest.Object{obj}
+		if err := conv.Convert(ctx, objs, "platform.example.com/"+there); err != nil {
+			t.Fatal(err)
+		}
+		if err := conv.Convert(ctx, objs, "platform.example.com/"+back); err != nil {
+			t.Fatal(err)
+		}
+		if in == alphas[2] {
+			orig = parse(`{"apiVersion":"platform.example.com/v1alpha1","kind":"Environment","metadata":{"name":"c"},"spec":{"owner":"new"}}`)
+		}
+		if !reflect.DeepEqual(objs[0], orig) {
+			got, _ := json.Marshal(objs[0])
+			t.Errorf("%s → %s → %s:\n got %s\nwant %s", in, there, back, got, in)
+		}
+	}
+	for _, b := range betas {
+		round(b, "v1alpha1", "v1beta1")
+	}
+	for _, a := range alphas {
+		round(a, "v1beta1", "v1alpha1")
+	}
+}
