@@ -56,8 +56,12 @@ type version struct {
 		OpenAPIV3Schema json.RawMessage `json:"openAPIV3Schema"`
 	} `json:"schema,omitempty"`
 	Subresources *struct {
-		Status *struct{}        `json:"status,omitempty"`
-		Scale  *json.RawMessage `json:"scale,omitempty"`
+		Status *struct{} `json:"status,omitempty"`
+		Scale  *struct {
+			SpecReplicasPath   string  `json:"specReplicasPath"`
+			StatusReplicasPath string  `json:"statusReplicasPath"`
+			LabelSelectorPath  *string `json:"labelSelectorPath,omitempty"`
+		} `json:"scale,omitempty"`
 	} `json:"subresources,omitempty"`
 	AdditionalPrinterColumns []struct {
 		Name        string `json:"name"`
@@ -216,7 +220,18 @@ func declareVersion(v version, vp *field.Path) (rest.Resource, field.ErrorList) 
 		r.DeprecationWarning = *v.DeprecationWarning
 	}
 	if v.Subresources != nil && v.Subresources.Scale != nil {
-		errs = append(errs, field.Invalid(vp.Child("subresources", "scale"), "{...}", "the scale subresource is not supported yet"))
+		sc := v.Subresources.Scale
+		sp := vp.Child("subresources", "scale")
+		if sc.SpecReplicasPath == "" {
+			errs = append(errs, field.Required(sp.Child("specReplicasPath"), ""))
+		}
+		if sc.StatusReplicasPath == "" {
+			errs = append(errs, field.Required(sp.Child("statusReplicasPath"), ""))
+		}
+		r.Scale = &rest.Scale{SpecReplicasPath: sc.SpecReplicasPath, StatusReplicasPath: sc.StatusReplicasPath}
+		if sc.LabelSelectorPath != nil {
+			r.Scale.LabelSelectorPath = *sc.LabelSelectorPath
+		}
 	}
 	if v.Schema == nil || len(v.Schema.OpenAPIV3Schema) == 0 {
 		errs = append(errs, field.Required(vp.Child("schema", "openAPIV3Schema"), "schemas are required"))

@@ -89,6 +89,12 @@ func buildDiscovery(rs []*resourceHandler) (*discoveryDocs, error) {
 					res.Subresources = append(res.Subresources, meta.APISubresourceDiscovery{
 						Subresource: "status", ResponseKind: &meta.GroupVersionKind{Group: g, Version: v, Kind: rh.Kind}, Verbs: subresourceVerbs()})
 				}
+				if rh.Scale != nil {
+					rl.APIResources = append(rl.APIResources, meta.APIResource{
+						Name: rh.Plural + "/scale", Namespaced: rh.Namespaced, Group: "autoscaling", Version: "v1", Kind: "Scale", Verbs: subresourceVerbs()})
+					res.Subresources = append(res.Subresources, meta.APISubresourceDiscovery{
+						Subresource: "scale", ResponseKind: &meta.GroupVersionKind{Group: "autoscaling", Version: "v1", Kind: "Scale"}, Verbs: subresourceVerbs()})
+				}
 				dv.Resources = append(dv.Resources, res)
 			}
 			b, err := json.Marshal(rl)

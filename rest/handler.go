@@ -201,7 +201,7 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	rh := h.resources[resourceKey{info.APIGroup, info.APIVersion, info.Resource}]
-	if rh == nil || (info.Subresource != "" && (info.Subresource != "status" || !rh.StatusSubresource)) {
+	if rh == nil || (info.Subresource != "" && !(info.Subresource == "status" && rh.StatusSubresource) && !(info.Subresource == "scale" && rh.Scale != nil)) {
 		filters.WriteStatus(w, errNotFoundPath())
 		return
 	}
@@ -273,6 +273,17 @@ func (rh *resourceHandler) serve(w http.ResponseWriter, r *http.Request, info *f
 	}
 	if rh.computed() {
 		rh.serveComputed(w, r, out, info, urlName)
+		return
+	}
+	if sub == "scale" {
+		switch info.Verb {
+		case "get":
+			rh.getScale(w, r, info.Namespace, urlName)
+		case "update":
+			rh.updateScale(w, r, info.Namespace, urlName)
+		case "patch":
+			rh.patchScale(w, r, info.Namespace, urlName)
+		}
 		return
 	}
 	switch info.Verb {

@@ -66,6 +66,10 @@ type Resource struct {
 	// only .status, and writes to the main resource ignore .status. Without
 	// it, .status is an ordinary field.
 	StatusSubresource bool
+	// Scale, when not nil, serves <plural>/scale: an autoscaling/v1 Scale
+	// of the object's replicas, as a CRD's scale subresource (kubectl
+	// scale, HorizontalPodAutoscalers).
+	Scale *Scale
 	// Strategy holds the optional hooks of the write path.
 	Strategy Strategy
 
@@ -307,6 +311,19 @@ func validateResources(rs []Resource) error {
 		for _, f := range r.Strategy.SelectableFields {
 			if !isFieldPath(f) {
 				bad(r, ErrInvalidResource, "selectable field "+strconv.Quote(f)+": want a dotted path of field names, as spec.owner")
+			}
+		}
+		if s := r.Scale; s != nil {
+			for _, p := range []struct{ name, path, under string }{
+				{"specReplicasPath", s.SpecReplicasPath, ".spec."}, {"statusReplicasPath", s.StatusReplicasPath, ".status."},
+				{"labelSelectorPath", s.LabelSelectorPath, ""}} {
+				switch {
+				case p.path == "" && p.name == "labelSelectorPath":
+				case !strings.HasPrefix(p.path, p.under) || !isFieldPath(p.path[1:]):
+					bad(r, ErrInvalidResource, "scale "+p.name+" "+strconv.Quote(p.path)+": want a path under "+p.under+" such as "+p.under+"replicas")
+				case p.name == "labelSelectorPath" && !strings.HasPrefix(p.path, ".spec.") && !strings.HasPrefix(p.path, ".status."):
+					bad(r, ErrInvalidResource, "scale labelSelectorPath "+strconv.Quote(p.path)+": want a path under .spec. or .status.")
+				}
 			}
 		}
 		switch computed := r.Getter != nil || r.Lister != nil; {

@@ -70,7 +70,9 @@ func twoVersions(s storage.Interface) []Resource {
 
 // newVersionedEnv serves twoVersions over a watch cache on bbolt, and
 // counts conversions and encoded watch frames.
-func newVersionedEnv(t *testing.T) (*testEnv, *handler) {
+func newVersionedEnv(t *testing.T) (*testEnv, *handler) { return newVersionedEnvB(t) }
+
+func newVersionedEnvB(t testing.TB) (*testEnv, *handler) {
 	t.Helper()
 	s := openStore(t)
 	c, err := watch.New(s, watch.Config{Prefix: storage.ResourcePrefix("platform.example.com", "environments", "")})

@@ -565,7 +565,7 @@ func (rh *resourceHandler) prepareCreate(ctx context.Context, wr *writeRequest, 
 // metadata.generation one above the stored one when anything but metadata
 // (and status, when a subresource) changed.
 func (rh *resourceHandler) prepareUpdate(ctx context.Context, wr *writeRequest, obj, old Object) {
-	if f := rh.Strategy.PrepareForUpdate; f != nil && wr.sub == "" {
+	if f := rh.Strategy.PrepareForUpdate; f != nil && wr.sub != "status" {
 		f(ctx, obj, old)
 	}
 	if rh.specChanged(obj, old) {
