@@ -103,6 +103,8 @@ func splitAPIVersion(av string) (group, version string) {
 // versionSet is what the versions of one resource share: the storage
 // version and the converter. A resource served at one version has none.
 type versionSet struct {
+	// versions are the served versions, preferred (declared) first.
+	versions          []string
 	storageVersion    string
 	storageAPIVersion string // group/storageVersion
 	conv              Converter
@@ -231,6 +233,27 @@ func (rh *resourceHandler) convertData(ctx context.Context, data [][]byte, desir
 		out[i] = b
 	}
 	return out, nil
+}
+
+// convertObject returns a copy of obj at another version of the resource
+// (attrs.Admission.Convert: admission rules written for another version).
+func (rh *resourceHandler) convertObject(ctx context.Context, obj Object, version string) (Object, error) {
+	desired := rh.Group + "/" + version
+	if av, _ := obj["apiVersion"].(string); av == desired {
+		return obj, nil
+	}
+	cp := deepCopyJSON(obj).(Object)
+	if cp["apiVersion"] == nil || cp["apiVersion"] == "" {
+		cp["apiVersion"] = rh.apiVersion // a body may leave it out
+	}
+	if cp["kind"] == nil || cp["kind"] == "" {
+		cp["kind"] = rh.Kind
+	}
+	objs := []Object{cp}
+	if err := rh.convert(ctx, objs, desired); err != nil {
+		return nil, err
+	}
+	return objs[0], nil
 }
 
 // toStorage returns obj (at this handler's version) converted to the

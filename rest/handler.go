@@ -108,6 +108,7 @@ func NewHandler(cfg Config) (http.Handler, error) {
 		vs := &versionSet{conv: noConversion{}}
 		var conv Converter
 		for _, r := range set {
+			vs.versions = append(vs.versions, r.Version)
 			if r.StorageVersion {
 				vs.storageVersion = r.Version
 			}

@@ -32,6 +32,12 @@ func startExample(t *testing.T, flags ...string) (dataDir, url string, stop func
 // startExampleIn is startExample on an existing data directory (a restart).
 func startExampleIn(t *testing.T, dataDir string, flags ...string) (_, url string, stop func()) {
 	t.Helper()
+	return startExampleWith(t, dataDir, nil, flags...)
+}
+
+// startExampleWith is startExampleIn with edit applied to the Builder.
+func startExampleWith(t *testing.T, dataDir string, edit func(*annex.Builder), flags ...string) (_, url string, stop func()) {
+	t.Helper()
 	o, err := parseFlags(append([]string{"--data-dir", dataDir}, flags...))
 	if err != nil {
 		t.Fatal(err)
@@ -39,6 +45,9 @@ func startExampleIn(t *testing.T, dataDir string, flags ...string) (_, url strin
 	b, err := builder(o, zap.NewNop())
 	if err != nil {
 		t.Fatal(err)
+	}
+	if edit != nil {
+		edit(&b)
 	}
 	b.Listener, err = net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

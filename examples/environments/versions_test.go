@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/annexapi/annex"
 	"github.com/annexapi/annex/internal/kubectltest"
 	"github.com/annexapi/annex/rest"
 )
@@ -138,5 +139,72 @@ func TestConversionRoundTrips(t *testing.T) {
 	}
 	for _, a := range alphas {
 		round(a, "v1beta1", "v1alpha1")
+	}
+}
+
+// v1beta1Policies are admission policies written for v1beta1 only (its
+// spec.owners): matchPolicy Equivalent, the default, applies them to
+// requests at v1alpha1 too, on the object converted to v1beta1.
+const v1beta1Policies = `apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicy
+metadata: {name: owners-are-teams}
+spec:
+  failurePolicy: Fail
+  matchConstraints:
+    resourceRules:
+    - {apiGroups: [platform.example.com], apiVersions: [v1beta1], operations: [CREATE, UPDATE], resources: [environments]}
+  validations:
+  - expression: "object.spec.owners.all(o, o.endsWith('-team')) && request.kind.version == 'v1beta1'"
+    messageExpression: "'owners must be teams (' + object.spec.owners.join(',') + '), request at ' + request.requestKind.version"
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicyBinding
+metadata: {name: owners-are-teams}
+spec: {policyName: owners-are-teams, validationActions: [Deny]}
+---
+apiVersion: admissionregistration.k8s.io/v1beta1
+kind: MutatingAdmissionPolicy
+metadata: {name: platform-co-owns}
+spec:
+  failurePolicy: Fail
+  reinvocationPolicy: Never
+  matchConstraints:
+    resourceRules:
+    - {apiGroups: [platform.example.com], apiVersions: [v1beta1], operations: [CREATE], resources: [environments]}
+  mutations:
+  - patchType: JSONPatch
+    jsonPatch:
+      expression: "[JSONPatch{op: 'add', path: '/spec/owners/-', value: 'platform-team'}]"
+---
+apiVersion: admissionregistration.k8s.io/v1beta1
+kind: MutatingAdmissionPolicyBinding
+metadata: {name: platform-co-owns}
+spec: {policyName: platform-co-owns}
+`
+
+// TestAdmissionAtTheRuleVersion: policies written for v1beta1 see a
+// v1alpha1 request's object at v1beta1 (matchPolicy Equivalent), and a
+// mutation made there comes back to the v1alpha1 object.
+func TestAdmissionAtTheRuleVersion(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	file := filepath.Join(dir, "v1beta1-policies.yaml")
+	if err := os.WriteFile(file, []byte(v1beta1Policies), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	dataDir, _, _ := startExampleWith(t, filepath.Join(dir, "data"), func(b *annex.Builder) {
+		b.AdmissionPolicyFiles = []string{file}
+	})
+	k := kubectltest.New(t, filepath.Join(dataDir, "kubeconfig"))
+	out, ok := k.Run("apply", "-f", k.WriteFile("bad.yaml", "apiVersion: platform.example.com/v1alpha1\nkind: Environment\n"+
+		"metadata: {name: bad, namespace: default}\nspec: {owner: alice, tier: dev}\n"))
+	if ok {
+		t.Fatalf("a v1alpha1 object the v1beta1 policy denies was created:\n%s", out)
+	}
+	kubectltest.WantContains(t, "denied at v1alpha1", out, "owners must be teams (alice,platform-team), request at v1alpha1")
+	k.MustRun("apply", "-f", k.WriteFile("good.yaml", "apiVersion: platform.example.com/v1alpha1\nkind: Environment\n"+
+		"metadata: {name: good, namespace: default}\nspec: {owner: payments-team, tier: dev}\n"))
+	if got := k.MustRun("get", "environments.v1beta1.platform.example.com", "good", "-o", "jsonpath={.spec.owners}"); got != `["payments-team","platform-team"]` {
+		t.Errorf("the v1beta1 mutation of a v1alpha1 create left owners %s", got)
 	}
 }
