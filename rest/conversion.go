@@ -15,6 +15,7 @@ import (
 
 	"github.com/annexapi/annex/internal/jsonscan"
 	"github.com/annexapi/annex/meta"
+	"github.com/annexapi/annex/schema"
 	"github.com/annexapi/annex/storage"
 )
 
@@ -105,6 +106,7 @@ func splitAPIVersion(av string) (group, version string) {
 type versionSet struct {
 	// versions are the served versions, preferred (declared) first.
 	versions          []string
+	schemas           map[string]*schema.Props // by apiVersion
 	storageVersion    string
 	storageAPIVersion string // group/storageVersion
 	conv              Converter

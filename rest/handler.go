@@ -17,6 +17,7 @@ import (
 	"github.com/annexapi/annex/filters"
 	"github.com/annexapi/annex/managedfields"
 	"github.com/annexapi/annex/meta"
+	"github.com/annexapi/annex/schema"
 	"github.com/annexapi/annex/storage"
 )
 
@@ -105,10 +106,11 @@ func NewHandler(cfg Config) (http.Handler, error) {
 		if len(set) < 2 {
 			continue
 		}
-		vs := &versionSet{conv: noConversion{}}
+		vs := &versionSet{conv: noConversion{}, schemas: map[string]*schema.Props{}}
 		var conv Converter
 		for _, r := range set {
 			vs.versions = append(vs.versions, r.Version)
+			vs.schemas[r.Group+"/"+r.Version] = r.Schema
 			if r.StorageVersion {
 				vs.storageVersion = r.Version
 			}
@@ -166,7 +168,22 @@ func NewHandler(cfg Config) (http.Handler, error) {
 			}
 		}
 		if !cfg.DisableManagedFields {
-			fm, err := managedfields.New(managedfields.Config{APIVersion: gv, Kind: r.Kind, Schema: r.Schema, StatusSubresource: r.StatusSubresource})
+			mc := managedfields.Config{APIVersion: gv, Kind: r.Kind, Schema: r.Schema, StatusSubresource: r.StatusSubresource}
+			if vs := rh.versions; vs != nil {
+				// Entries recorded at another version compare on the
+				// object converted to it.
+				mc.Versions = map[string]*schema.Props{}
+				for av, s := range vs.schemas {
+					if av != gv {
+						mc.Versions[av] = s
+					}
+				}
+				mc.Convert = func(obj map[string]any, apiVersion string) (map[string]any, error) {
+					_, v := splitAPIVersion(apiVersion)
+					return rh.convertObject(context.Background(), obj, v)
+				}
+			}
+			fm, err := managedfields.New(mc)
 			if err != nil {
 				return nil, err
 			}

@@ -208,3 +208,29 @@ func TestAdmissionAtTheRuleVersion(t *testing.T) {
 		t.Errorf("the v1beta1 mutation of a v1alpha1 create left owners %s", got)
 	}
 }
+
+// TestServerSideApplyAcrossVersions: field ownership recorded at one version
+// holds at the other: a manager that applied spec.owner at v1alpha1 owns
+// spec.owners at v1beta1 (an atomic list whose first item is the owner), so
+// another manager's apply there conflicts on .spec.owner, the path at the
+// version the first one applied.
+func TestServerSideApplyAcrossVersions(t *testing.T) {
+	t.Parallel()
+	dataDir, _, _ := startExample(t)
+	k := kubectltest.New(t, filepath.Join(dataDir, "kubeconfig"))
+	k.MustRun("apply", "--server-side", "--field-manager=alpha-team", "-f", k.WriteFile("a.yaml",
+		"apiVersion: platform.example.com/v1alpha1\nkind: Environment\nmetadata: {name: ssa, namespace: default}\nspec: {owner: alice-team, tier: dev}\n"))
+	out, ok := k.Run("apply", "--server-side", "--field-manager=beta-team", "-f", k.WriteFile("b.yaml",
+		"apiVersion: platform.example.com/v1beta1\nkind: Environment\nmetadata: {name: ssa, namespace: default}\nspec: {owners: [bob-team]}\n"))
+	if ok {
+		t.Fatalf("the v1beta1 apply took spec.owners from the v1alpha1 manager without a conflict:\n%s", out)
+	}
+	// kube names an Apply manager without its version (only Update ones get
+	// "using <apiVersion>"); the path is at the version it applied.
+	kubectltest.WantContains(t, "conflict", out, `conflict with "alpha-team": .spec.owner`)
+	k.MustRun("apply", "--server-side", "--force-conflicts", "--field-manager=beta-team", "-f", k.WriteFile("b.yaml",
+		"apiVersion: platform.example.com/v1beta1\nkind: Environment\nmetadata: {name: ssa, namespace: default}\nspec: {owners: [bob-team]}\n"))
+	if got := k.MustRun("get", "environments.v1alpha1.platform.example.com", "ssa", "-o", "jsonpath={.spec.owner}"); got != "bob-team" {
+		t.Errorf("after the forced apply, owner %q", got)
+	}
+}
