@@ -166,7 +166,9 @@ func (c versionConverter) Convert(v *typed.TypedValue, to fieldpath.APIVersion) 
 	return t.FromUnstructured(smdObject(out))
 }
 
-func (c versionConverter) IsMissingVersionError(err error) bool { return errors.Is(err, errMissingVersion) }
+func (c versionConverter) IsMissingVersionError(err error) bool {
+	return errors.Is(err, errMissingVersion)
+}
 
 // noConversion is the converter of a resource served at one version.
 type noConversion struct{}
