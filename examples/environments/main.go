@@ -1,6 +1,6 @@
 // Command environments is the annex example of a stored resource: a platform
-// team's Environment (platform.example.com/v1alpha1), namespaced, kept in an
-// embedded bbolt file.
+// team's Environment (platform.example.com, v1beta1 and v1alpha1, declared
+// by crd.yaml), namespaced, kept in an embedded bbolt file.
 //
 //	go run ./examples/environments --data-dir .annex/environments
 //	export KUBECONFIG=.annex/environments/kubeconfig

@@ -46,9 +46,10 @@ func policies() ([]admission.Mutator, []admission.Validator, error) {
 const ownersAnnotation = "platform.example.com/owners"
 
 // conversion converts v1alpha1 to and from v1beta1, the hub: spec.owner is
-// the first of spec.owners.
+// the first of spec.owners. The hub is named, not left to be the storage
+// version, so that the storage version can change without new functions.
 func conversion() rest.ConversionFuncs {
-	return rest.ConversionFuncs{Funcs: map[string]rest.VersionConversion{
+	return rest.ConversionFuncs{Hub: "v1beta1", Funcs: map[string]rest.VersionConversion{
 		"v1alpha1": {ToHub: ownerToOwners, FromHub: ownersToOwner},
 	}}
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"os"
@@ -114,7 +115,6 @@ func TestConversionRoundTrips(t *testing.T) {
 		`{"apiVersion":"platform.example.com/v1alpha1","kind":"Environment","metadata":{"name":"c","annotations":{"platform.example.com/owners":"[\"old\",\"y\"]"}},"spec":{"owner":"new"}}`,
 	}
 	conv := conversion()
-	conv.Hub = "v1beta1"
 	round := func(in string, there, back string) {
 		t.Helper()
 		obj := parse(in)
@@ -232,5 +232,47 @@ func TestServerSideApplyAcrossVersions(t *testing.T) {
 		"apiVersion: platform.example.com/v1beta1\nkind: Environment\nmetadata: {name: ssa, namespace: default}\nspec: {owners: [bob-team]}\n"))
 	if got := k.MustRun("get", "environments.v1alpha1.platform.example.com", "ssa", "-o", "jsonpath={.spec.owner}"); got != "bob-team" {
 		t.Errorf("after the forced apply, owner %q", got)
+	}
+}
+
+// TestStorageMigration: objects stored while v1alpha1 was the storage
+// version are read at v1beta1 after the switch, and a no-op update rewrites
+// each at v1beta1, as a storage version migration does.
+func TestStorageMigration(t *testing.T) {
+	t.Parallel()
+	dataDir := t.TempDir()
+	alphaStorage := func(b *annex.Builder) {
+		for i := range b.Resources {
+			b.Resources[i].StorageVersion = b.Resources[i].Version == "v1alpha1"
+		}
+	}
+	_, _, stop := startExampleWith(t, dataDir, alphaStorage)
+	k := kubectltest.New(t, filepath.Join(dataDir, "kubeconfig"))
+	k.MustRun("apply", "-f", k.WriteFile("env.yaml", "apiVersion: platform.example.com/v1beta1\nkind: Environment\n"+
+		"metadata: {name: migrating, namespace: default}\nspec: {owners: [payments-team, search-team], tier: dev}\n"))
+	stop()
+	db := filepath.Join(dataDir, "storage.db")
+	if v := storedValues(t, db); !containsText(v, `"apiVersion":"platform.example.com/v1alpha1"`) || !containsText(v, `"owner":"payments-team"`) {
+		t.Fatalf("stored while v1alpha1 was the storage version: %q", v)
+	}
+
+	_, _, stop = startExampleWith(t, dataDir, nil) // v1beta1 stores again
+	if got := k.MustRun("get", "environment", "migrating", "-o", "jsonpath={.apiVersion} {.spec.owners}"); got != `platform.example.com/v1beta1 ["payments-team","search-team"]` {
+		t.Fatalf("the old object read at v1beta1: %q", got)
+	}
+	obj := k.MustRun("get", "environment", "migrating", "-o", "json")
+	k.MustRun("replace", "-f", k.WriteFile("same.json", obj))
+	stop()
+	// The store keeps earlier revisions until compaction: the newest is
+	// the update's, resourceVersion 3.
+	var latest []byte
+	for _, v := range storedValues(t, db) {
+		if bytes.Contains(v, []byte(`"resourceVersion":"3"`)) {
+			latest = v
+		}
+	}
+	if !bytes.Contains(latest, []byte(`{"apiVersion":"platform.example.com/v1beta1"`)) ||
+		!bytes.Contains(latest, []byte(`"owners":["payments-team","search-team"]`)) || bytes.Contains(latest, []byte(`"platform.example.com/owners"`)) {
+		t.Fatalf("after the no-op update, stored %s", latest)
 	}
 }
