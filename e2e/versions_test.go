@@ -3,8 +3,6 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -16,8 +14,6 @@ import (
 	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/clientcmd"
-
-	"github.com/annexapi/annex/internal/kubectltest"
 )
 
 // TestInformersAtEachVersion runs a client-go dynamic informer at each
@@ -25,16 +21,7 @@ import (
 // storage version: spec.owners) and writes at the other one: both stores
 // follow every create, update and delete, each at its own version.
 func TestInformersAtEachVersion(t *testing.T) {
-	bin := buildEnvironments(t)
-	dir := t.TempDir()
-	logs := &lockedBuffer{}
-	process(t, "environments", logs, bin, "--data-dir", dir, "--secure-port", strconv.Itoa(freePort(t)))
-	kubeconfig := filepath.Join(dir, "kubeconfig")
-	k := kubectltest.New(t, kubeconfig)
-	waitUntil(t, 30*time.Second, "the example ready", logs, func() bool {
-		out, ok := k.Run("get", "--raw", "/readyz")
-		return ok && strings.TrimSpace(out) == "ok"
-	})
+	_, kubeconfig, logs := runExample(t, buildEnvironments(t), "environments")
 	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
 	if err != nil {
 		t.Fatal(err)

@@ -254,11 +254,8 @@ func (rh *resourceHandler) patchScale(w http.ResponseWriter, r *http.Request, na
 // storeScale stores a scale write and answers the new Scale.
 func (rh *resourceHandler) storeScale(w http.ResponseWriter, r *http.Request, wr *writeRequest) {
 	ctx := r.Context()
-	step := startStorage(ctx)
-	data, err := rh.storeUpdate(ctx, wr)
-	step.storageDone(ctx, err)
-	if err != nil {
-		rh.fail(w, err, wr.errorContext())
+	data, ok := rh.storeUpdateStep(w, r, wr)
+	if !ok {
 		return
 	}
 	for _, msg := range wr.warnings {

@@ -215,11 +215,8 @@ func (rh *resourceHandler) update(w http.ResponseWriter, r *http.Request, o outp
 // 200, or 201 when a PUT created the object.
 func (rh *resourceHandler) storeAndRespond(w http.ResponseWriter, r *http.Request, o output, wr *writeRequest) {
 	ctx := r.Context()
-	step := startStorage(ctx)
-	data, err := rh.storeUpdate(ctx, wr)
-	step.storageDone(ctx, err)
-	if err != nil {
-		rh.fail(w, err, wr.errorContext())
+	data, ok := rh.storeUpdateStep(w, r, wr)
+	if !ok {
 		return
 	}
 	code := http.StatusOK
@@ -227,6 +224,20 @@ func (rh *resourceHandler) storeAndRespond(w http.ResponseWriter, r *http.Reques
 		code = http.StatusCreated
 	}
 	rh.respond(ctx, w, o, wr, code, data)
+}
+
+// storeUpdateStep is the timed store step of an update or patch; on an
+// error it answers it and returns false.
+func (rh *resourceHandler) storeUpdateStep(w http.ResponseWriter, r *http.Request, wr *writeRequest) ([]byte, bool) {
+	ctx := r.Context()
+	step := startStorage(ctx)
+	data, err := rh.storeUpdate(ctx, wr)
+	step.storageDone(ctx, err)
+	if err != nil {
+		rh.fail(w, err, wr.errorContext())
+		return nil, false
+	}
+	return data, true
 }
 
 // decode is the first step of a create or update: its options (optionsKind
