@@ -95,11 +95,17 @@ func (s *Server) Handler() http.Handler { return s.httpServer.Handler }
 // one upstream watch per resource, reads and watches served from memory. Each
 // cache is started by Run and reported in /readyz until its initial list is in.
 func (s *Server) addWatchCaches(c *Builder, resources []rest.Resource) error {
+	// The versions of a resource share its store, and so its cache.
+	caches := map[string]*watch.Cacher{}
 	for i, r := range resources {
 		if r.Storage == nil { // computed on read: nothing to cache
 			continue
 		}
 		resource := r.Plural + "." + r.Group
+		if ch, ok := caches[resource]; ok {
+			resources[i].Storage = ch
+			continue
+		}
 		ch, err := watch.New(r.Storage, watch.Config{
 			Prefix:     storage.ResourcePrefix(r.Group, r.Plural, ""),
 			Resource:   resource,
@@ -111,6 +117,7 @@ func (s *Server) addWatchCaches(c *Builder, resources []rest.Resource) error {
 			return fmt.Errorf("watch cache for %s: %w", resource, err)
 		}
 		resources[i].Storage = ch
+		caches[resource] = ch
 		s.runners = append(s.runners, ch.Start)
 		s.readyChecks = append(s.readyChecks, healthz.ReadyCheck("watch-cache/"+resource, ch))
 	}

@@ -131,6 +131,30 @@ type Rule struct {
 	ResourceNames []string `json:"resourceNames,omitempty"`
 }
 
+// matchedVersion returns the version at which matches holds: a's own, or,
+// unless policy is Exact, the first other of a.Versions (kube's matchPolicy
+// Equivalent, the default): the request is then admitted as converted to
+// that version (Attributes.AtVersion).
+func matchedVersion(a *Attributes, policy *string, matches func(*Attributes) bool) (string, bool) {
+	if matches(a) {
+		return a.Version, true
+	}
+	if (policy != nil && *policy == "Exact") || a.Convert == nil {
+		return "", false
+	}
+	b := *a
+	for _, v := range a.Versions {
+		if v == a.Version {
+			continue
+		}
+		b.Version = v
+		if matches(&b) {
+			return v, true
+		}
+	}
+	return "", false
+}
+
 func matchAny(list []string, v string) bool {
 	return slices.Contains(list, "*") || slices.Contains(list, v)
 }
@@ -257,8 +281,14 @@ func userInfo(a *Attributes) map[string]any {
 func requestObject(a *Attributes, uid string) map[string]any {
 	gvk := map[string]any{"group": a.Group, "version": a.Version, "kind": a.Kind}
 	gvr := map[string]any{"group": a.Group, "version": a.Version, "resource": a.Resource}
+	reqGVK, reqGVR := gvk, gvr
+	if v := a.RequestVersion; v != "" && v != a.Version {
+		// Converted for a rule of another version (matchPolicy Equivalent).
+		reqGVK = map[string]any{"group": a.Group, "version": v, "kind": a.Kind}
+		reqGVR = map[string]any{"group": a.Group, "version": v, "resource": a.Resource}
+	}
 	r := map[string]any{
-		"kind": gvk, "resource": gvr, "requestKind": gvk, "requestResource": gvr,
+		"kind": gvk, "resource": gvr, "requestKind": reqGVK, "requestResource": reqGVR,
 		"name": a.ObjectName(), "namespace": a.Namespace, "operation": a.Operation,
 		"userInfo": userInfo(a), "dryRun": a.DryRun,
 	}

@@ -372,27 +372,42 @@ func compilePolicies(policies []Policy, bindings []Binding, kind string) ([]*com
 }
 
 // matchResources applies a MatchResources: the rules (an empty rule list
-// matches nothing, as in k8s), exclusions and selectors.
-func matchResources(ctx context.Context, m *MatchResources, a *Attributes, ns NamespaceGetter, emptyMatches bool) (bool, error) {
+// matches nothing, as in k8s), exclusions and selectors. It returns the
+// attributes to admit: a, or a converted to the version of the rule that
+// matched (matchPolicy Equivalent).
+func matchResources(ctx context.Context, m *MatchResources, a *Attributes, ns NamespaceGetter, emptyMatches bool) (*Attributes, bool, error) {
 	if m == nil {
-		return emptyMatches, nil
+		return a, emptyMatches, nil
 	}
-	ok := len(m.ResourceRules) == 0 && emptyMatches
-	for i := range m.ResourceRules {
-		if m.ResourceRules[i].Matches(a) {
-			ok = true
-			break
+	v, ok := matchedVersion(a, m.MatchPolicy, func(a *Attributes) bool {
+		ok := len(m.ResourceRules) == 0 && emptyMatches
+		for i := range m.ResourceRules {
+			if m.ResourceRules[i].Matches(a) {
+				ok = true
+				break
+			}
 		}
-	}
+		if !ok {
+			return false
+		}
+		for i := range m.ExcludeResourceRules {
+			if m.ExcludeResourceRules[i].Matches(a) {
+				return false
+			}
+		}
+		return true
+	})
 	if !ok {
-		return false, nil
+		return a, false, nil
 	}
-	for i := range m.ExcludeResourceRules {
-		if m.ExcludeResourceRules[i].Matches(a) {
-			return false, nil
-		}
+	if ok, err := matchSelectors(ctx, m.NamespaceSelector, m.ObjectSelector, a, ns); err != nil || !ok {
+		return a, ok, err
 	}
-	return matchSelectors(ctx, m.NamespaceSelector, m.ObjectSelector, a, ns)
+	at, err := a.AtVersion(ctx, v)
+	if err != nil {
+		return a, false, meta.NewInternalError(err)
+	}
+	return at, true, nil
 }
 
 // evaluator holds the shared per-request state of policy evaluation.
@@ -551,7 +566,7 @@ func (v *ValidatingPolicies) Validate(ctx context.Context, a *Attributes) error 
 		if len(p.bindings) == 0 {
 			continue
 		}
-		ok, err := matchResources(ctx, p.Spec.MatchConstraints, a, v.e.opts.Namespaces, false)
+		pa, ok, err := matchResources(ctx, p.Spec.MatchConstraints, a, v.e.opts.Namespaces, false)
 		if err != nil {
 			if !p.failOpen {
 				deny(denial{policy: p.Metadata.Name, message: "failed to configure policy: " + err.Error()})
@@ -564,8 +579,10 @@ func (v *ValidatingPolicies) Validate(ctx context.Context, a *Attributes) error 
 		annotations := map[string][]string{}
 		for bi := range p.bindings {
 			b := &p.bindings[bi]
+			ba := pa
 			if b.Spec.MatchResources != nil {
-				ok, err := matchResources(ctx, b.Spec.MatchResources, a, v.e.opts.Namespaces, true)
+				var ok bool
+				ba, ok, err = matchResources(ctx, b.Spec.MatchResources, pa, v.e.opts.Namespaces, true)
 				if err != nil || !ok {
 					if err != nil && !p.failOpen {
 						deny(denial{policy: p.Metadata.Name, binding: b.Metadata.Name, message: "failed to configure binding: " + err.Error()})
@@ -573,7 +590,7 @@ func (v *ValidatingPolicies) Validate(ctx context.Context, a *Attributes) error 
 					continue
 				}
 			}
-			params, err := v.e.params(a, p, b)
+			params, err := v.e.params(ba, p, b)
 			if err != nil {
 				if !p.failOpen {
 					deny(denial{policy: p.Metadata.Name, binding: b.Metadata.Name, message: "failed to configure binding: " + err.Error()})
@@ -581,7 +598,7 @@ func (v *ValidatingPolicies) Validate(ctx context.Context, a *Attributes) error 
 				continue
 			}
 			for _, param := range params {
-				v.evalOne(ctx, a, p, b, param, deny, annotations)
+				v.evalOne(ctx, ba, p, b, param, deny, annotations)
 			}
 		}
 		keys := make([]string, 0, len(annotations))
@@ -758,19 +775,23 @@ func (m *MutatingPolicies) Mutate(ctx context.Context, a *Attributes) error {
 		if a.IsReinvoke() && (p.Spec.ReinvocationPolicy == nil || *p.Spec.ReinvocationPolicy != "IfNeeded") {
 			continue
 		}
-		ok, err := matchResources(ctx, p.Spec.MatchConstraints, a, m.e.opts.Namespaces, false)
+		pa, ok, err := matchResources(ctx, p.Spec.MatchConstraints, a, m.e.opts.Namespaces, false)
 		if err != nil || !ok {
 			if err != nil && !p.failOpen {
 				return forbidden(a, fmt.Sprintf("policy '%s' failed to configure: %v", p.Metadata.Name, err))
 			}
 			continue
 		}
+		version := pa.Version
 		for bi := range p.bindings {
 			b := &p.bindings[bi]
+			bversion := version
 			if b.Spec.MatchResources != nil {
-				if ok, err := matchResources(ctx, b.Spec.MatchResources, a, m.e.opts.Namespaces, true); err != nil || !ok {
+				ba, ok, err := matchResources(ctx, b.Spec.MatchResources, pa, m.e.opts.Namespaces, true)
+				if err != nil || !ok {
 					continue
 				}
+				bversion = ba.Version
 			}
 			params, err := m.e.params(a, p, b)
 			if err != nil {
@@ -780,10 +801,19 @@ func (m *MutatingPolicies) Mutate(ctx context.Context, a *Attributes) error {
 				continue
 			}
 			for _, param := range params {
-				if err := m.apply(ctx, a, p, b, param); err != nil {
+				// Each application sees the object as the last one left
+				// it, at the version its rules matched.
+				at, err := a.AtVersion(ctx, bversion)
+				if err != nil {
+					return meta.NewInternalError(err)
+				}
+				if err := m.apply(ctx, at, p, b, param); err != nil {
 					if !p.failOpen {
 						return forbidden(a, fmt.Sprintf("policy '%s' with binding '%s' denied request: %v", p.Metadata.Name, b.Metadata.Name, err))
 					}
+				}
+				if err := a.TakeMutation(ctx, at); err != nil {
+					return meta.NewInternalError(err)
 				}
 			}
 		}

@@ -294,26 +294,47 @@ func (w *Webhooks) Reinvocable() bool {
 // shouldCall applies namespaceSelector, objectSelector, rules and
 // matchConditions, in that order (a selector error counts only if the
 // rules match).
-func (w *Webhooks) shouldCall(ctx context.Context, h *hook, a *Attributes, ns NamespaceGetter) (bool, error) {
-	selOK, selErr := matchSelectors(ctx, h.NamespaceSelector, h.ObjectSelector, a, ns)
-	ruleOK := false
-	for i := range h.Rules {
-		if h.Rules[i].Matches(a) {
-			ruleOK = true
-			break
-		}
+// It returns the attributes to send: a, or a converted to the version of
+// the rule that matched (matchPolicy Equivalent).
+func (w *Webhooks) shouldCall(ctx context.Context, h *hook, a *Attributes, ns NamespaceGetter) (*Attributes, bool, error) {
+	at, ok, err := w.shouldCallAt(ctx, h, a, ns)
+	if err != nil || !ok {
+		return a, ok, err
 	}
+	return at, true, nil
+}
+
+func (w *Webhooks) shouldCallAt(ctx context.Context, h *hook, a *Attributes, ns NamespaceGetter) (*Attributes, bool, error) {
+	selOK, selErr := matchSelectors(ctx, h.NamespaceSelector, h.ObjectSelector, a, ns)
+	version, ruleOK := matchedVersion(a, h.MatchPolicy, func(a *Attributes) bool {
+		for i := range h.Rules {
+			if h.Rules[i].Matches(a) {
+				return true
+			}
+		}
+		return false
+	})
 	if !ruleOK {
-		return false, nil
+		return a, false, nil
 	}
 	if selErr != nil {
-		return false, meta.NewInternalError(selErr)
+		return a, false, meta.NewInternalError(selErr)
 	}
 	if !selOK {
-		return false, nil
+		return a, false, nil
+	}
+	a, err := a.AtVersion(ctx, version)
+	if err != nil {
+		return a, false, meta.NewInternalError(err)
+	}
+	if selErr != nil {
+		return a, false, meta.NewInternalError(selErr)
+	}
+	if !selOK {
+		return a, false, nil
 	}
 	if len(h.conditions) == 0 {
-		return true, nil
+		return a, true, nil
 	}
 	budget := int64(MatchConditionBudget)
 	act := map[string]any{"object": nilOr(a.Object), "oldObject": nilOr(a.OldObject), "request": celValue(requestObject(a, "")),
@@ -328,16 +349,16 @@ func (w *Webhooks) shouldCall(ctx context.Context, h *hook, a *Attributes, ns Na
 			continue
 		}
 		if v == types.False {
-			return false, nil
+			return a, false, nil
 		}
 	}
 	if firstErr != nil {
 		if h.failOpen {
-			return false, nil
+			return a, false, nil
 		}
-		return false, forbidden(a, firstErr.Error())
+		return a, false, forbidden(a, firstErr.Error())
 	}
-	return true, nil
+	return a, true, nil
 }
 
 func nilOr(m map[string]any) any {
@@ -373,16 +394,19 @@ func (w *Webhooks) Mutate(ctx context.Context, a *Attributes) error {
 				continue
 			}
 		}
-		ok, err := w.shouldCall(ctx, h, a, w.namespaces)
+		at, ok, err := w.shouldCall(ctx, h, a, w.namespaces)
 		if err != nil {
 			return err
 		}
 		if !ok {
 			continue
 		}
-		changed, err := w.callMutating(ctx, h, a, round, i)
+		changed, err := w.callMutating(ctx, h, at, round, i)
 		if err != nil {
 			return err
+		}
+		if err := a.TakeMutation(ctx, at); err != nil {
+			return meta.NewInternalError(err)
 		}
 		if ifNeeded {
 			st.invoked[h.id] = true
@@ -405,13 +429,15 @@ func (w *Webhooks) Validate(ctx context.Context, a *Attributes) error {
 		return nil
 	}
 	var relevant []*hook
+	var at []*Attributes // each relevant hook's attributes
 	for _, h := range w.hooks {
-		ok, err := w.shouldCall(ctx, h, a, w.namespaces)
+		ha, ok, err := w.shouldCall(ctx, h, a, w.namespaces)
 		if err != nil {
 			return err
 		}
 		if ok {
 			relevant = append(relevant, h)
+			at = append(at, ha)
 		}
 	}
 	if len(relevant) == 0 {
@@ -419,7 +445,8 @@ func (w *Webhooks) Validate(ctx context.Context, a *Attributes) error {
 	}
 	errs := make(chan error, len(relevant))
 	var wg sync.WaitGroup
-	for _, h := range relevant {
+	for i, h := range relevant {
+		a := at[i]
 		wg.Add(1)
 		go func() {
 			defer wg.Done()

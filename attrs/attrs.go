@@ -4,6 +4,9 @@
 package attrs
 
 import (
+	"context"
+	"errors"
+
 	"github.com/annexapi/annex/filters"
 	"github.com/annexapi/annex/meta"
 )
@@ -43,11 +46,65 @@ type Admission struct {
 	// It returns a new object. Nil means maps merged recursively and
 	// anything else replaced.
 	MergeApply func(obj, applyConfiguration map[string]any) (map[string]any, error)
+	// Versions are the versions the resource is served at, preferred
+	// first, when it is served at more than one; Convert converts an
+	// object of these attributes to another of them. Rules written for
+	// another version match through them (matchPolicy Equivalent): see
+	// AtVersion.
+	Versions []string
+	Convert  func(ctx context.Context, obj map[string]any, version string) (map[string]any, error)
+	// RequestVersion is the version of the request when these attributes
+	// were converted to Version by AtVersion; "" means Version.
+	RequestVersion string
 
 	// reinvocation state of this request; see IsReinvoke.
 	reinvoking, reinvokeWanted bool
 	// perPlugin lets a plugin keep state across the two mutating passes.
 	perPlugin map[any]any
+}
+
+// AtVersion returns the attributes at another of Versions: a copy with
+// Version set, RequestVersion the request's, and Object and OldObject
+// converted, for a rule written for that version (kube's matchPolicy
+// Equivalent). A mutator's changes go back with TakeMutation.
+func (a *Admission) AtVersion(ctx context.Context, version string) (*Admission, error) {
+	if version == a.Version {
+		return a, nil
+	}
+	if a.Convert == nil {
+		return nil, errors.New("attrs: no conversion to " + version)
+	}
+	b := *a
+	b.Version = version
+	if b.RequestVersion == "" {
+		b.RequestVersion = a.Version
+	}
+	var err error
+	for _, o := range []*map[string]any{&b.Object, &b.OldObject} {
+		if *o != nil {
+			if *o, err = a.Convert(ctx, *o, version); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return &b, nil
+}
+
+// TakeMutation takes the Object of m, attributes from a.AtVersion that a
+// mutator changed, back to a's version, with m's reinvocation request.
+func (a *Admission) TakeMutation(ctx context.Context, m *Admission) error {
+	if m == a {
+		return nil
+	}
+	obj, err := a.Convert(ctx, m.Object, a.Version)
+	if err != nil {
+		return err
+	}
+	a.Object = obj
+	if m.reinvokeWanted {
+		a.RequestReinvocation()
+	}
+	return nil
 }
 
 // GroupResource is the attributes' resource in its group.

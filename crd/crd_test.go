@@ -13,6 +13,7 @@ import (
 	"github.com/annexapi/annex"
 	"github.com/annexapi/annex/crd"
 	"github.com/annexapi/annex/internal/kubectltest"
+	"github.com/annexapi/annex/rest"
 )
 
 // TestCertManagerCRDServes declares cert-manager's CertificateRequest from
@@ -84,11 +85,15 @@ func TestRefusals(t *testing.T) {
 	const head = "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata: {name: widgets.example.com}\nspec:\n  group: example.com\n  names: {plural: widgets, kind: Widget}\n  scope: Namespaced\n"
 	schema := "    schema: {openAPIV3Schema: {type: object, properties: {spec: {type: object, properties: {replicas: {type: integer}}}}}}\n"
 	for _, tc := range []struct{ name, doc, want string }{
-		{"two_versions", head + "  versions:\n  - {name: v1, served: true, storage: true}\n  - {name: v2, served: true, storage: false}\n", "spec.versions: Invalid value: 2: exactly one served version is supported yet"},
-		{"scale", head + "  versions:\n  - name: v1\n    served: true\n    storage: true\n" + schema + "    subresources: {scale: {specReplicasPath: .spec.replicas, statusReplicasPath: .status.replicas}}\n",
-			"spec.versions[0].subresources.scale: Invalid value: \"{...}\": the scale subresource is not supported yet"},
-		{"webhook_conversion", head + "  conversion: {strategy: Webhook}\n  versions:\n  - name: v1\n    served: true\n    storage: true\n" + schema, "spec.conversion.strategy: Invalid value: \"Webhook\""},
-		{"deprecated", head + "  versions:\n  - name: v1\n    served: true\n    storage: true\n    deprecated: true\n" + schema, "spec.versions[0].deprecated"},
+		{"two_storage_versions", head + "  versions:\n  - name: v1\n    served: true\n    storage: true\n" + schema + "  - name: v2\n    served: true\n    storage: true\n" + schema, "spec.versions: Invalid value: 2: must have exactly one version marked as storage version"},
+		{"unserved_storage", head + "  versions:\n  - name: v1\n    served: false\n    storage: true\n" + schema + "  - name: v2\n    served: true\n    storage: false\n" + schema, "spec.versions[0].served: Invalid value: false: the storage version must be served here"},
+		{"warning_not_deprecated", head + "  versions:\n  - name: v1\n    served: true\n    storage: true\n    deprecationWarning: old\n" + schema, "spec.versions[0].deprecationWarning: Invalid value: \"old\": can only be set for deprecated versions"},
+		{"unknown_strategy", head + "  conversion: {strategy: Magic}\n  versions:\n  - name: v1\n    served: true\n    storage: true\n" + schema, `spec.conversion.strategy: Unsupported value: "Magic"`},
+		{"webhook_without_versions", head + "  conversion: {strategy: Webhook, webhook: {clientConfig: {url: \"https://x/convert\"}}}\n  versions:\n  - name: v1\n    served: true\n    storage: true\n" + schema, "spec.conversion.webhook.conversionReviewVersions: Required value"},
+		{"webhook_http", head + "  conversion: {strategy: Webhook, webhook: {conversionReviewVersions: [v1], clientConfig: {url: \"http://x/convert\"}}}\n  versions:\n  - name: v1\n    served: true\n    storage: true\n" + schema, "must be an https URL"},
+		{"scale", head + "  versions:\n  - name: v1\n    served: true\n    storage: true\n" + schema + "    subresources: {scale: {specReplicasPath: .spec.replicas}}\n",
+			"spec.versions[0].subresources.scale.statusReplicasPath: Required value"},
+		{"webhook_conversion", head + "  conversion: {strategy: Webhook}\n  versions:\n  - name: v1\n    served: true\n    storage: true\n" + schema, "spec.conversion.webhook.clientConfig: Required value"},
 		{"unknown_field", head + "  versions:\n  - name: v1\n    served: true\n    storage: true\n    nonsense: 1\n" + schema, `unknown field "nonsense"`},
 		{"no_schema", head + "  versions:\n  - {name: v1, served: true, storage: true}\n", "spec.versions[0].schema.openAPIV3Schema: Required value"},
 		{"wrong_name", strings.Replace(head, "widgets.example.com", "gadgets.example.com", 1) + "  versions:\n  - name: v1\n    served: true\n    storage: true\n" + schema, "must be spec.names.plural"},
@@ -100,5 +105,60 @@ func TestRefusals(t *testing.T) {
 				t.Fatalf("err = %v, want %q", err, tc.want)
 			}
 		})
+	}
+}
+
+// TestSeveralVersions reads a definition of three versions, one not
+// served: the served ones in kube's discovery order, the storage version
+// marked and carrying the webhook, the deprecated one with its warning.
+func TestSeveralVersions(t *testing.T) {
+	const schema = "    schema: {openAPIV3Schema: {type: object, properties: {spec: {type: object}}}}\n"
+	manifest := `apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: widgets.example.com}
+spec:
+  group: example.com
+  names: {plural: widgets, kind: Widget}
+  scope: Namespaced
+  conversion:
+    strategy: Webhook
+    webhook:
+      conversionReviewVersions: [v1]
+      clientConfig:
+        service: {namespace: system, name: converter, path: /convert}
+  versions:
+  - name: v1alpha1
+    served: false
+    storage: false
+` + schema + `  - name: v1beta1
+    served: true
+    storage: true
+    deprecated: true
+    deprecationWarning: use v1
+` + schema + `  - name: v1
+    served: true
+    storage: false
+` + schema
+	rs, err := crd.Resources([]byte(manifest))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rs) != 2 || rs[0].Version != "v1" || rs[1].Version != "v1beta1" {
+		t.Fatalf("versions %v", rs)
+	}
+	if rs[0].StorageVersion || rs[0].Conversion != nil || rs[0].Deprecated {
+		t.Errorf("v1: %+v", rs[0])
+	}
+	if !rs[1].StorageVersion || rs[1].Conversion == nil || !rs[1].Deprecated || rs[1].DeprecationWarning != "use v1" {
+		t.Errorf("v1beta1: %+v", rs[1])
+	}
+	// Converters from the caller replace the manifest's strategy.
+	conv := rest.ConversionFuncs{Funcs: map[string]rest.VersionConversion{}}
+	rs, err = crd.Config{Converters: map[string]rest.Converter{"widgets.example.com": conv}}.Resources([]byte(manifest))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := rs[1].Conversion.(rest.ConversionFuncs); !ok {
+		t.Errorf("conversion %T, want the caller's ConversionFuncs", rs[1].Conversion)
 	}
 }

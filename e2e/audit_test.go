@@ -146,10 +146,7 @@ func TestAuditEventsMatchKubeAPIServer(t *testing.T) {
 	noCert := &http.Client{Timeout: 15 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: p.clusterCA.Pool()}}}
 
 	// The CRD and the admission policy, in kube-apiserver.
-	schemaYAML, err := os.ReadFile("../examples/environments/schema.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
+	schemaYAML := environmentSchemaYAML(t)
 	var openAPI map[string]any
 	if err := yaml.Unmarshal(schemaYAML, &openAPI); err != nil {
 		t.Fatal(err)

@@ -101,13 +101,38 @@ func environmentResource(t *testing.T, group, version string) rest.Resource {
 		Kind: "Environment", ListKind: "EnvironmentList", Namespaced: true, Schema: props, StatusSubresource: true}
 }
 
+// environmentSchemaYAML is the v1alpha1 openAPIV3Schema of the
+// environments example's CRD manifest, as YAML.
 func environmentSchemaYAML(t *testing.T) []byte {
 	t.Helper()
-	b, err := os.ReadFile("../examples/environments/schema.yaml")
+	b, err := os.ReadFile("../examples/environments/crd.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
-	return b
+	var def struct {
+		Spec struct {
+			Versions []struct {
+				Name   string `json:"name"`
+				Schema struct {
+					OpenAPIV3Schema map[string]any `json:"openAPIV3Schema"`
+				} `json:"schema"`
+			} `json:"versions"`
+		} `json:"spec"`
+	}
+	if err := yaml.Unmarshal(b, &def); err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range def.Spec.Versions {
+		if v.Name == "v1alpha1" {
+			out, err := yaml.Marshal(v.Schema.OpenAPIV3Schema)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return out
+		}
+	}
+	t.Fatal("crd.yaml has no v1alpha1")
+	return nil
 }
 
 // runAnnex builds b and runs it until the test ends.

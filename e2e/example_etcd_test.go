@@ -19,15 +19,7 @@ func TestEnvironmentsExampleOnEtcd(t *testing.T) {
 	etcdURL := binaries.Etcd(t)
 	bin := buildEnvironments(t)
 	replica := func(name string) *kubectltest.Kubectl {
-		dir := t.TempDir()
-		logs := &lockedBuffer{}
-		process(t, name, logs, bin, "--data-dir", dir, "--secure-port", strconv.Itoa(freePort(t)),
-			"--etcd-servers", etcdURL, "--etcd-prefix", "/example-test")
-		k := kubectltest.New(t, filepath.Join(dir, "kubeconfig"))
-		waitUntil(t, 30*time.Second, name+" ready", logs, func() bool {
-			out, ok := k.Run("get", "--raw", "/readyz")
-			return ok && strings.TrimSpace(out) == "ok"
-		})
+		k, _, _ := runExample(t, bin, name, "--etcd-servers", etcdURL, "--etcd-prefix", "/example-test")
 		return k
 	}
 	a, b := replica("replica-a"), replica("replica-b")
@@ -41,7 +33,7 @@ spec: {owner: payments-team, tier: staging, replicas: 2}
 	if out := a.MustRun("create", "-f", manifest); !strings.Contains(out, "environment.platform.example.com/shared created") {
 		t.Fatalf("create through replica a: %s", out)
 	}
-	if out := b.MustRun("get", "environment", "shared", "-o", "jsonpath={.spec.owner} {.metadata.labels.managed-by}"); out != "payments-team annex" {
+	if out := b.MustRun("get", "environment", "shared", "-o", "jsonpath={.spec.owners[0]} {.metadata.labels.managed-by}"); out != "payments-team annex" {
 		t.Fatalf("get through replica b: %q", out)
 	}
 	if out := b.MustRun("get", "environments", "-A"); !strings.Contains(out, "shared") || !strings.Contains(out, "staging") {
@@ -52,6 +44,23 @@ spec: {owner: payments-team, tier: staging, replicas: 2}
 		out, ok := a.Run("get", "environment", "shared")
 		return !ok && strings.Contains(out, "NotFound")
 	})
+}
+
+// runExample runs the example binary bin as process name, on a free port
+// with its own data directory and args, until it is ready; it returns
+// kubectl on its kubeconfig, the kubeconfig's path and the process's logs.
+func runExample(t *testing.T, bin, name string, args ...string) (*kubectltest.Kubectl, string, *lockedBuffer) {
+	t.Helper()
+	dir := t.TempDir()
+	logs := &lockedBuffer{}
+	process(t, name, logs, bin, append([]string{"--data-dir", dir, "--secure-port", strconv.Itoa(freePort(t))}, args...)...)
+	kubeconfig := filepath.Join(dir, "kubeconfig")
+	k := kubectltest.New(t, kubeconfig)
+	waitUntil(t, 30*time.Second, name+" ready", logs, func() bool {
+		out, ok := k.Run("get", "--raw", "/readyz")
+		return ok && strings.TrimSpace(out) == "ok"
+	})
+	return k, kubeconfig, logs
 }
 
 // buildEnvironments builds examples/environments from this checkout.

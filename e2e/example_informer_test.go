@@ -2,11 +2,7 @@ package e2e
 
 import (
 	"context"
-	"github.com/annexapi/annex/internal/kubectltest"
 	"net/http"
-	"path/filepath"
-	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -22,16 +18,7 @@ import (
 func TestWatchListInformerAgainstTheExample(t *testing.T) {
 	clientGates.watchList.Store(true)
 	t.Cleanup(func() { clientGates.watchList.Store(false) })
-	bin := buildEnvironments(t)
-	dir := t.TempDir()
-	logs := &lockedBuffer{}
-	process(t, "environments", logs, bin, "--data-dir", dir, "--secure-port", strconv.Itoa(freePort(t)))
-	kubeconfig := filepath.Join(dir, "kubeconfig")
-	k := kubectltest.New(t, kubeconfig)
-	waitUntil(t, 30*time.Second, "the example ready", logs, func() bool {
-		out, ok := k.Run("get", "--raw", "/readyz")
-		return ok && strings.TrimSpace(out) == "ok"
-	})
+	_, kubeconfig, logs := runExample(t, buildEnvironments(t), "environments")
 	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
 	if err != nil {
 		t.Fatal(err)

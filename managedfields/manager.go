@@ -52,6 +52,14 @@ type Config struct {
 	// subresource: the main resource ignores it and the status subresource
 	// ignores .spec, as a CRD's reset fields.
 	StatusSubresource bool
+	// Versions are the schemas of the resource's other versions, by
+	// apiVersion, when it is served at several; Convert converts an object
+	// to one of them. With both, the fields a manager recorded at another
+	// version are compared on the object converted to that version, as
+	// kube-apiserver's field manager does; without, entries of another
+	// version are compared as they are.
+	Versions map[string]*schema.Props
+	Convert  func(obj map[string]any, apiVersion string) (map[string]any, error)
 }
 
 // Manager tracks field ownership for one resource. It is safe for
@@ -78,13 +86,29 @@ func New(cfg Config) (*Manager, error) {
 	if !m.typ.IsValid() {
 		return nil, errors.New("managedfields: the derived schema is not valid")
 	}
-	m.main = (&merge.UpdaterBuilder{Converter: noConversion{}}).BuildUpdater()
-	m.status = (&merge.UpdaterBuilder{Converter: noConversion{}}).BuildUpdater()
+	var conv merge.Converter = noConversion{}
+	if cfg.Convert != nil && len(cfg.Versions) > 0 {
+		vc := versionConverter{convert: cfg.Convert, types: map[fieldpath.APIVersion]typed.ParseableType{gv: m.typ}}
+		for av, props := range cfg.Versions {
+			t := (&typed.Parser{Schema: *buildSchema(props)}).Type(rootType)
+			if !t.IsValid() {
+				return nil, errors.New("managedfields: the derived schema of " + av + " is not valid")
+			}
+			vc.types[fieldpath.APIVersion(av)] = t
+		}
+		conv = vc
+	}
+	m.main = (&merge.UpdaterBuilder{Converter: conv}).BuildUpdater()
+	m.status = (&merge.UpdaterBuilder{Converter: conv}).BuildUpdater()
 	if cfg.StatusSubresource {
-		m.main = (&merge.UpdaterBuilder{Converter: noConversion{}, IgnoreFilter: map[fieldpath.APIVersion]fieldpath.Filter{
-			gv: fieldpath.NewExcludeSetFilter(fieldpath.NewSet(fieldpath.MakePathOrDie("status")))}}).BuildUpdater()
-		m.status = (&merge.UpdaterBuilder{Converter: noConversion{}, IgnoreFilter: map[fieldpath.APIVersion]fieldpath.Filter{
-			gv: fieldpath.NewExcludeSetFilter(fieldpath.NewSet(fieldpath.MakePathOrDie("spec")))}}).BuildUpdater()
+		// Reset fields, at every version.
+		mainFilter, statusFilter := map[fieldpath.APIVersion]fieldpath.Filter{}, map[fieldpath.APIVersion]fieldpath.Filter{}
+		for _, av := range append([]string{cfg.APIVersion}, keys(cfg.Versions)...) {
+			mainFilter[fieldpath.APIVersion(av)] = fieldpath.NewExcludeSetFilter(fieldpath.NewSet(fieldpath.MakePathOrDie("status")))
+			statusFilter[fieldpath.APIVersion(av)] = fieldpath.NewExcludeSetFilter(fieldpath.NewSet(fieldpath.MakePathOrDie("spec")))
+		}
+		m.main = (&merge.UpdaterBuilder{Converter: conv, IgnoreFilter: mainFilter}).BuildUpdater()
+		m.status = (&merge.UpdaterBuilder{Converter: conv, IgnoreFilter: statusFilter}).BuildUpdater()
 	}
 	m.stripMe = fieldpath.NewSet(
 		fieldpath.MakePathOrDie("apiVersion"),
@@ -101,6 +125,49 @@ func New(cfg Config) (*Manager, error) {
 		fieldpath.MakePathOrDie("metadata", "resourceVersion"),
 	)
 	return m, nil
+}
+
+func keys(m map[string]*schema.Props) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	return out
+}
+
+// versionConverter converts typed values between the versions of a
+// resource through Config.Convert.
+type versionConverter struct {
+	convert func(obj map[string]any, apiVersion string) (map[string]any, error)
+	types   map[fieldpath.APIVersion]typed.ParseableType
+}
+
+// errMissingVersion is a conversion to a version the resource does not
+// have (an entry recorded at a version since removed): structured-merge-diff
+// then drops that entry's fields, as kube does.
+var errMissingVersion = errors.New("managedfields: no such version")
+
+func (c versionConverter) Convert(v *typed.TypedValue, to fieldpath.APIVersion) (*typed.TypedValue, error) {
+	t, ok := c.types[to]
+	if !ok {
+		return nil, errMissingVersion
+	}
+	obj, ok := v.AsValue().Unstructured().(map[string]any)
+	if !ok {
+		return nil, errors.New("managedfields: not an object")
+	}
+	if av, _ := obj["apiVersion"].(string); av == string(to) {
+		return t.FromUnstructured(obj)
+	}
+	out, err := c.convert(obj, string(to))
+	if err != nil {
+		return nil, err
+	}
+	return t.FromUnstructured(smdObject(out))
+}
+
+func (c versionConverter) IsMissingVersionError(err error) bool {
+	return errors.Is(err, errMissingVersion)
 }
 
 // noConversion is the converter of a resource served at one version.

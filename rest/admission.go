@@ -67,6 +67,9 @@ func (rh *resourceHandler) attributes(ctx context.Context, op string, wr *writeR
 	if rh.fields != nil {
 		a.MergeApply = rh.fields.Merge
 	}
+	if rh.versions != nil {
+		a.Versions, a.Convert = rh.versions.versions, rh.convertObject
+	}
 	if u, ok := filters.UserFrom(ctx); ok {
 		a.User = u
 	}

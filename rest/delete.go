@@ -259,7 +259,7 @@ func (rh *resourceHandler) delete(w http.ResponseWriter, r *http.Request, o outp
 	if !deleted && opts.orphanDependents != nil && !*opts.orphanDependents {
 		code = http.StatusAccepted
 	}
-	rh.writeOne(w, o, code, obj.Data)
+	rh.writeOne(r.Context(), w, o, code, obj.Data)
 }
 
 // storeDelete is the store step of a delete: once the preconditions and
@@ -322,7 +322,11 @@ func (rh *resourceHandler) storeDelete(ctx context.Context, key string, opts del
 // admitDelete runs validating admission on the deletion of cur, decoded as
 // the old object.
 func (rh *resourceHandler) admitDelete(ctx context.Context, cur storage.Object, opts deleteOptions) error {
-	old, st := rh.decodeObject(cur.Data)
+	data, err := rh.asServed(ctx, cur.Data)
+	if err != nil {
+		return err
+	}
+	old, st := rh.decodeObject(data)
 	if st != nil {
 		return meta.NewInternalError(errors.New(st.Message))
 	}
@@ -360,7 +364,7 @@ func (rh *resourceHandler) deleteCollection(w http.ResponseWriter, r *http.Reque
 		rh.fail(w, err, ErrorContext{Name: item.Meta.Name, Verb: "delete"})
 		return
 	}
-	rh.writeList(w, o, res.Items, res.ResourceVersion, "", nil)
+	rh.writeList(r.Context(), w, o, res.Items, res.ResourceVersion, "", nil)
 }
 
 // deleteAll deletes items with the handler's deleteWorkers at once (kube's

@@ -60,7 +60,11 @@ func buildDiscovery(rs []*resourceHandler) (*discoveryDocs, error) {
 			rl := meta.APIResourceList{TypeMeta: meta.TypeMeta{Kind: "APIResourceList", APIVersion: "v1"}, GroupVersion: gv, APIResources: []meta.APIResource{}}
 			dv := meta.APIVersionDiscovery{Version: v, Resources: []meta.APIResourceDiscovery{}, Freshness: meta.DiscoveryFreshnessCurrent}
 			for _, rh := range byGV[gv] {
-				vs, hash := verbs(), meta.StorageVersionHash(rh.Group, rh.Version, rh.Kind)
+				stored := rh.Version
+				if rh.versions != nil {
+					stored = rh.versions.storageVersion
+				}
+				vs, hash := verbs(), meta.StorageVersionHash(rh.Group, stored, rh.Kind)
 				if rh.computed() {
 					// Not stored: no storage version hash, as metrics-server.
 					vs, hash = rh.computedVerbs(), ""
@@ -84,6 +88,12 @@ func buildDiscovery(rs []*resourceHandler) (*discoveryDocs, error) {
 						Name: rh.Plural + "/status", Namespaced: rh.Namespaced, Kind: rh.Kind, Verbs: subresourceVerbs()})
 					res.Subresources = append(res.Subresources, meta.APISubresourceDiscovery{
 						Subresource: "status", ResponseKind: &meta.GroupVersionKind{Group: g, Version: v, Kind: rh.Kind}, Verbs: subresourceVerbs()})
+				}
+				if rh.Scale != nil {
+					rl.APIResources = append(rl.APIResources, meta.APIResource{
+						Name: rh.Plural + "/scale", Namespaced: rh.Namespaced, Group: "autoscaling", Version: "v1", Kind: "Scale", Verbs: subresourceVerbs()})
+					res.Subresources = append(res.Subresources, meta.APISubresourceDiscovery{
+						Subresource: "scale", ResponseKind: &meta.GroupVersionKind{Group: "autoscaling", Version: "v1", Kind: "Scale"}, Verbs: subresourceVerbs()})
 				}
 				dv.Resources = append(dv.Resources, res)
 			}

@@ -4,6 +4,7 @@
 package rest
 
 import (
+	"context"
 	"encoding/base64"
 	"io"
 	"net/http"
@@ -16,6 +17,7 @@ import (
 	"github.com/annexapi/annex/filters"
 	"github.com/annexapi/annex/managedfields"
 	"github.com/annexapi/annex/meta"
+	"github.com/annexapi/annex/schema"
 	"github.com/annexapi/annex/storage"
 )
 
@@ -40,6 +42,10 @@ type handler struct {
 	// JSON passes: each decode or encode of a whole object or of its
 	// metadata (see jsonPass).
 	jsonPasses *atomic.Int64
+	// conversions and frameEncodes, set only by tests and benchmarks,
+	// count the objects converted between versions and the watch frames
+	// encoded.
+	conversions, frameEncodes *atomic.Int64
 }
 
 // jsonPass records n JSON passes when a test asked for the count.
@@ -69,7 +75,12 @@ type resourceHandler struct {
 	blueprint string
 	// fields is the field manager; nil when field management is off.
 	fields *managedfields.Manager
-	h      *handler
+	// versions is shared by the versions of a resource served at several;
+	// nil for one version.
+	versions *versionSet
+	// warning is the deprecation warning of a deprecated version.
+	warning string
+	h       *handler
 }
 
 var _ http.Handler = (*handler)(nil)
@@ -89,6 +100,47 @@ func NewHandler(cfg Config) (http.Handler, error) {
 	if cfg.Shutdown != nil {
 		h.shutdown = cfg.Shutdown.Done()
 	}
+	sets := map[[2]string]*versionSet{}
+	warnings := map[resourceKey]string{}
+	for _, set := range versionSets(cfg.Resources) {
+		if len(set) < 2 {
+			continue
+		}
+		vs := &versionSet{conv: noConversion{}, schemas: map[string]*schema.Props{}}
+		var conv Converter
+		for _, r := range set {
+			vs.versions = append(vs.versions, r.Version)
+			vs.schemas[r.Group+"/"+r.Version] = r.Schema
+			if r.StorageVersion {
+				vs.storageVersion = r.Version
+			}
+			if r.Conversion != nil {
+				conv = r.Conversion
+			}
+		}
+		vs.storageAPIVersion = set[0].Group + "/" + vs.storageVersion
+		if cf, ok := funcsOf(conv); ok {
+			if cf.Hub == "" {
+				cf.Hub = vs.storageVersion
+			}
+			conv = cf
+		}
+		if conv != nil {
+			vs.conv = conv
+		}
+		for _, r := range set {
+			sets[[2]string{r.Group, r.Plural}] = vs
+		}
+		for _, r := range set {
+			if r.Deprecated {
+				w := r.DeprecationWarning
+				if w == "" {
+					w = deprecationWarning(r, set)
+				}
+				warnings[resourceKey{r.Group, r.Version, r.Plural}] = w
+			}
+		}
+	}
 	var rs []*resourceHandler
 	for _, r := range cfg.Resources {
 		r = r.complete()
@@ -105,8 +157,33 @@ func NewHandler(cfg Config) (http.Handler, error) {
 				`,"apiVersion":` + strconv.Quote(gv) + `,"metadata":{},"items":[]}`)),
 			h: h,
 		}
+		if r.Storage != nil {
+			rh.versions = sets[[2]string{r.Group, r.Plural}]
+		}
+		rh.warning = warnings[resourceKey{r.Group, r.Version, r.Plural}]
+		if r.Deprecated && rh.warning == "" {
+			rh.warning = r.DeprecationWarning
+			if rh.warning == "" {
+				rh.warning = deprecationWarning(r, nil)
+			}
+		}
 		if !cfg.DisableManagedFields {
-			fm, err := managedfields.New(managedfields.Config{APIVersion: gv, Kind: r.Kind, Schema: r.Schema, StatusSubresource: r.StatusSubresource})
+			mc := managedfields.Config{APIVersion: gv, Kind: r.Kind, Schema: r.Schema, StatusSubresource: r.StatusSubresource}
+			if vs := rh.versions; vs != nil {
+				// Entries recorded at another version compare on the
+				// object converted to it.
+				mc.Versions = map[string]*schema.Props{}
+				for av, s := range vs.schemas {
+					if av != gv {
+						mc.Versions[av] = s
+					}
+				}
+				mc.Convert = func(obj map[string]any, apiVersion string) (map[string]any, error) {
+					_, v := splitAPIVersion(apiVersion)
+					return rh.convertObject(context.Background(), obj, v)
+				}
+			}
+			fm, err := managedfields.New(mc)
 			if err != nil {
 				return nil, err
 			}
@@ -142,9 +219,12 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	rh := h.resources[resourceKey{info.APIGroup, info.APIVersion, info.Resource}]
-	if rh == nil || (info.Subresource != "" && (info.Subresource != "status" || !rh.StatusSubresource)) {
+	if rh == nil || (info.Subresource != "" && !(info.Subresource == "status" && rh.StatusSubresource) && !(info.Subresource == "scale" && rh.Scale != nil)) {
 		filters.WriteStatus(w, errNotFoundPath())
 		return
+	}
+	if rh.warning != "" {
+		filters.AddWarning(r.Context(), rh.warning)
 	}
 	rh.serve(w, r, info)
 }
@@ -213,6 +293,17 @@ func (rh *resourceHandler) serve(w http.ResponseWriter, r *http.Request, info *f
 		rh.serveComputed(w, r, out, info, urlName)
 		return
 	}
+	if sub == "scale" {
+		switch info.Verb {
+		case "get":
+			rh.getScale(w, r, info.Namespace, urlName)
+		case "update":
+			rh.updateScale(w, r, info.Namespace, urlName)
+		case "patch":
+			rh.patchScale(w, r, info.Namespace, urlName)
+		}
+		return
+	}
 	switch info.Verb {
 	case "get":
 		rh.get(w, r, out, info.Namespace, urlName)
@@ -279,8 +370,16 @@ func (rh *resourceHandler) fail(w http.ResponseWriter, err error, ec ErrorContex
 	filters.WriteStatus(w, StatusForError(err, ec))
 }
 
-// writeOne writes one object in the negotiated output.
-func (rh *resourceHandler) writeOne(w http.ResponseWriter, o output, code int, data []byte) {
+// writeOne writes one object (stored bytes, or a dry run's answer) in the
+// negotiated output, at the version asked for.
+func (rh *resourceHandler) writeOne(ctx context.Context, w http.ResponseWriter, o output, code int, data []byte) {
+	if o.kind != outPartial {
+		var err error
+		if data, err = rh.asServed(ctx, data); err != nil {
+			rh.fail(w, err, ErrorContext{})
+			return
+		}
+	}
 	switch o.kind {
 	case outTable:
 		data = rh.encodeTable(o, []storage.Object{{Data: data}}, meta.ListMeta{ResourceVersion: storage.FormatResourceVersion(resourceVersionOf(data))}, true)

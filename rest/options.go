@@ -4,6 +4,7 @@
 package rest
 
 import (
+	"context"
 	"net/url"
 	"strconv"
 	"strings"
@@ -184,7 +185,12 @@ func (rh *resourceHandler) predicate(p listParams) storage.Predicate {
 		}
 		set := map[string]string{"metadata.name": o.Meta.Name, "metadata.namespace": o.Meta.Namespace}
 		if decode {
-			addSelectableFields(set, o.Data, extra)
+			// Selectable fields are read at the version asked for.
+			data, err := rh.asServed(context.Background(), o.Data)
+			if err != nil {
+				return false
+			}
+			addSelectableFields(set, data, extra)
 		}
 		return fields.Matches(set)
 	})

@@ -5,6 +5,7 @@
 package rest
 
 import (
+	"context"
 	"net/http"
 	"strconv"
 
@@ -30,7 +31,7 @@ func (rh *resourceHandler) get(w http.ResponseWriter, r *http.Request, o output,
 		rh.fail(w, err, ErrorContext{Name: name, Verb: "get", ResourceVersion: rv})
 		return
 	}
-	rh.writeOne(w, o, http.StatusOK, obj.Data)
+	rh.writeOne(r.Context(), w, o, http.StatusOK, obj.Data)
 }
 
 func (rh *resourceHandler) list(w http.ResponseWriter, r *http.Request, o output, namespace string) {
@@ -46,7 +47,7 @@ func (rh *resourceHandler) list(w http.ResponseWriter, r *http.Request, o output
 		rh.fail(w, err, ErrorContext{Verb: "list", ResourceVersion: p.resourceVersion, Continue: p.continueToken})
 		return
 	}
-	rh.writeList(w, o, res.Items, res.ResourceVersion, res.Continue, res.RemainingItemCount)
+	rh.writeList(r.Context(), w, o, res.Items, res.ResourceVersion, res.Continue, res.RemainingItemCount)
 }
 
 func (rh *resourceHandler) storageListOptions(p listParams) storage.ListOptions {
@@ -64,7 +65,14 @@ func (rh *resourceHandler) storageListOptions(p listParams) storage.ListOptions 
 // its Content-Length, in chunks of at most listChunk bytes (the items' stored
 // bytes copied once, into a pooled buffer); or the Table or
 // PartialObjectMetadataList of them.
-func (rh *resourceHandler) writeList(w http.ResponseWriter, o output, items []storage.Object, rev uint64, cont string, remaining *int64) {
+func (rh *resourceHandler) writeList(ctx context.Context, w http.ResponseWriter, o output, items []storage.Object, rev uint64, cont string, remaining *int64) {
+	if o.kind != outPartialList {
+		var err error
+		if items, err = rh.asServedItems(ctx, items); err != nil {
+			rh.fail(w, err, ErrorContext{Verb: "list"})
+			return
+		}
+	}
 	switch o.kind {
 	case outTable:
 		writeObject(w, http.StatusOK, rh.encodeTable(o, items, meta.ListMeta{ResourceVersion: storage.FormatResourceVersion(rev), Continue: cont, RemainingItemCount: remaining}, true))

@@ -6,6 +6,7 @@ package rest
 import (
 	"context"
 	"errors"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -65,8 +66,35 @@ type Resource struct {
 	// only .status, and writes to the main resource ignore .status. Without
 	// it, .status is an ordinary field.
 	StatusSubresource bool
+	// Scale, when not nil, serves <plural>/scale: an autoscaling/v1 Scale
+	// of the object's replicas, as a CRD's scale subresource (kubectl
+	// scale, HorizontalPodAutoscalers).
+	Scale *Scale
 	// Strategy holds the optional hooks of the write path.
 	Strategy Strategy
+
+	// StorageVersion marks the version objects are stored at, when a
+	// stored resource is served at several versions: Resources with the
+	// same Group and Plural and different Versions are the versions of one
+	// resource. They share Storage, Kind, ListKind, Singular, Namespaced,
+	// ShortNames and Categories; each has its own Schema, PrinterColumns,
+	// Strategy and StatusSubresource. Exactly one of them is the storage
+	// version; a resource of one version needs no mark. Objects written at
+	// any version are stored at the storage version and read back at the
+	// version asked for; objects stored at an earlier storage version are
+	// converted when read, and stored at the new one by their next write.
+	// Discovery prefers the version declared first.
+	StorageVersion bool
+	// Deprecated marks a deprecated version: every request to it gets a
+	// "Warning: 299" header, DeprecationWarning or kube's default text
+	// ("<group>/<version> <Kind> is deprecated; use <group>/<newer> <Kind>").
+	Deprecated         bool
+	DeprecationWarning string
+	// Conversion converts objects between the versions of the resource. Set
+	// it on one of them (the storage version, by convention); nil means
+	// None, as a CRD's default: only apiVersion changes. ConversionFuncs
+	// converts with Go functions; package conversion has the webhook.
+	Conversion Converter
 }
 
 // Strategy holds a resource's optional hooks, as k8s.io/apiserver's
@@ -280,14 +308,22 @@ func validateResources(rs []Resource) error {
 				bad(r, ErrInvalidResource, "printer column "+c.Name+": "+err.Error())
 			}
 		}
-		if r.Schema != nil {
-			for _, e := range schema.ValidateStructural(r.Schema) {
-				bad(r, ErrInvalidResource, "schema: "+e.Error())
-			}
-		}
 		for _, f := range r.Strategy.SelectableFields {
 			if !isFieldPath(f) {
 				bad(r, ErrInvalidResource, "selectable field "+strconv.Quote(f)+": want a dotted path of field names, as spec.owner")
+			}
+		}
+		if s := r.Scale; s != nil {
+			for _, p := range []struct{ name, path, under string }{
+				{"specReplicasPath", s.SpecReplicasPath, ".spec."}, {"statusReplicasPath", s.StatusReplicasPath, ".status."},
+				{"labelSelectorPath", s.LabelSelectorPath, ""}} {
+				switch {
+				case p.path == "" && p.name == "labelSelectorPath":
+				case !strings.HasPrefix(p.path, p.under) || !isFieldPath(p.path[1:]):
+					bad(r, ErrInvalidResource, "scale "+p.name+" "+strconv.Quote(p.path)+": want a path under "+p.under+" such as "+p.under+"replicas")
+				case p.name == "labelSelectorPath" && !strings.HasPrefix(p.path, ".spec.") && !strings.HasPrefix(p.path, ".status."):
+					bad(r, ErrInvalidResource, "scale labelSelectorPath "+strconv.Quote(p.path)+": want a path under .spec. or .status.")
+				}
 			}
 		}
 		switch computed := r.Getter != nil || r.Lister != nil; {
@@ -320,7 +356,133 @@ func validateResources(rs []Resource) error {
 			names[r.Group][s] = r.Plural
 		}
 	}
+	errs = append(errs, validateVersionSets(rs)...)
 	return errors.Join(errs...)
+}
+
+// versionSets groups the stored resources by group and plural, in the
+// order of their first declaration; each group holds the versions of one
+// resource, completed.
+func versionSets(rs []Resource) [][]Resource {
+	type gr struct{ g, p string }
+	at := map[gr]int{}
+	var sets [][]Resource
+	for _, r := range rs {
+		if r.Storage == nil {
+			continue // computed: each version stands alone
+		}
+		k := gr{r.Group, r.Plural}
+		i, ok := at[k]
+		if !ok {
+			i = len(sets)
+			at[k] = i
+			sets = append(sets, nil)
+		}
+		sets[i] = append(sets[i], r.complete())
+	}
+	return sets
+}
+
+// validateVersionSets checks the versions of each resource served at
+// several: one storage version, what they share, one Conversion.
+func validateVersionSets(rs []Resource) []error {
+	var errs []error
+	for _, set := range versionSets(rs) {
+		first := set[0]
+		bad := func(msg string) {
+			errs = append(errs, &ConfigError{Resource: first.Plural + "." + first.Group, Err: ErrInvalidResource, Msg: msg})
+		}
+		var storageVersions []string
+		var conv Converter
+		convs := 0
+		for _, r := range set {
+			if r.StorageVersion {
+				storageVersions = append(storageVersions, r.Version)
+			}
+			if r.Conversion != nil {
+				conv = r.Conversion
+				convs++
+			}
+		}
+		if len(set) == 1 {
+			continue
+		}
+		switch {
+		case len(storageVersions) == 0:
+			bad("served at several versions: exactly one must be the StorageVersion, none is")
+		case len(storageVersions) > 1:
+			bad("served at several versions: exactly one must be the StorageVersion, not " + strings.Join(storageVersions, " and "))
+		}
+		if convs > 1 {
+			bad("Conversion is set on more than one version; set it once")
+		}
+		for _, r := range set[1:] {
+			for _, d := range []struct {
+				what string
+				same bool
+			}{
+				{"Kind", r.Kind == first.Kind},
+				{"ListKind", r.ListKind == first.ListKind},
+				{"Singular", r.Singular == first.Singular},
+				{"Namespaced", r.Namespaced == first.Namespaced},
+				{"ShortNames", slices.Equal(r.ShortNames, first.ShortNames)},
+				{"Categories", slices.Equal(r.Categories, first.Categories)},
+				{"Storage", sameStore(r.Storage, first.Storage)},
+			} {
+				if !d.same {
+					bad("versions " + first.Version + " and " + r.Version + " differ in " + d.what + "; the versions of a resource share it")
+				}
+			}
+		}
+		if cf, ok := funcsOf(conv); ok && len(storageVersions) == 1 {
+			hub := cf.Hub
+			if hub == "" {
+				hub = storageVersions[0]
+			}
+			served := map[string]bool{}
+			for _, r := range set {
+				served[r.Version] = true
+			}
+			if !served[hub] {
+				bad("ConversionFuncs.Hub " + hub + " is not one of the versions")
+			}
+			for _, r := range set {
+				f := cf.Funcs[r.Version]
+				if r.Version != hub && (f.ToHub == nil || f.FromHub == nil) {
+					bad("ConversionFuncs: version " + r.Version + " needs ToHub and FromHub (the hub is " + hub + ")")
+				}
+			}
+			for v := range cf.Funcs {
+				if !served[v] {
+					bad("ConversionFuncs: functions for " + v + ", which is not one of the versions")
+				}
+			}
+		}
+	}
+	return errs
+}
+
+// funcsOf returns the ConversionFuncs a Converter is, by value or pointer.
+func funcsOf(c Converter) (ConversionFuncs, bool) {
+	switch c := c.(type) {
+	case ConversionFuncs:
+		return c, true
+	case *ConversionFuncs:
+		if c != nil {
+			return *c, true
+		}
+	}
+	return ConversionFuncs{}, false
+}
+
+// sameStore compares two stores, false for values that cannot be compared.
+func sameStore(a, b storage.Interface) (same bool) {
+	defer func() {
+		if recover() != nil {
+			same = false
+		}
+	}()
+	return a == b
 }
 
 // isFieldPath says whether f is a dotted path of JSON field names

@@ -4,6 +4,7 @@
 package rest
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -141,11 +142,18 @@ func (rh *resourceHandler) watch(w http.ResponseWriter, r *http.Request, o outpu
 				if o.kind == outTable && first {
 					buf = rh.appendTableEvent(buf[:0], o, ev, true)
 				} else {
-					buf = append(buf[:0], ev.Memo.Get(o.frameKey()+"/"+string(ev.Type), func() []byte {
+					// Frames are shared by the watchers of every version of
+					// the resource: the version is part of the key.
+					buf = append(buf[:0], ev.Memo.Get(o.frameKey()+"/"+rh.Version+"/"+string(ev.Type), func() []byte {
 						return rh.encodeEvent(o, ev)
 					})...)
 				}
 				first = false
+				if isErrorFrame(buf) { // the object could not be converted
+					_, _ = w.Write(buf)
+					_ = rc.Flush()
+					return
+				}
 			}
 			if _, err := w.Write(buf); err != nil {
 				return
@@ -169,6 +177,16 @@ func (rh *resourceHandler) watch(w http.ResponseWriter, r *http.Request, o outpu
 // encodeEvent encodes one watch event in the output o; the bytes may be
 // shared by every watcher of the event (see output.frameKey).
 func (rh *resourceHandler) encodeEvent(o output, ev storage.Event) []byte {
+	if rh.h.frameEncodes != nil {
+		rh.h.frameEncodes.Add(1)
+	}
+	if o.kind != outPartial {
+		data, err := rh.asServed(context.Background(), ev.Object.Data)
+		if err != nil {
+			return rh.appendError(nil, err, ErrorContext{Verb: "watch"})
+		}
+		ev.Object.Data = data
+	}
 	switch o.kind {
 	case outTable:
 		return rh.appendTableEvent(nil, o, ev, false)
@@ -180,6 +198,11 @@ func (rh *resourceHandler) encodeEvent(o output, ev storage.Event) []byte {
 
 // appendTableEvent appends an event whose object is a one-row Table.
 func (rh *resourceHandler) appendTableEvent(buf []byte, o output, ev storage.Event, withColumns bool) []byte {
+	data, err := rh.asServed(context.Background(), ev.Object.Data)
+	if err != nil {
+		return rh.appendError(buf, err, ErrorContext{Verb: "watch"})
+	}
+	ev.Object.Data = data
 	t := rh.encodeTable(o, []storage.Object{ev.Object}, meta.ListMeta{ResourceVersion: storage.FormatResourceVersion(ev.Object.ResourceVersion)}, withColumns)
 	return appendEvent(buf, ev.Type, t)
 }
@@ -208,6 +231,9 @@ func (rh *resourceHandler) bookmarkFrame(o output, ev storage.Event) []byte {
 	}
 	return appendEvent(nil, storage.EventBookmark, b)
 }
+
+// isErrorFrame says whether a frame is an ERROR event.
+func isErrorFrame(b []byte) bool { return bytes.HasPrefix(b, []byte(`{"type":"ERROR"`)) }
 
 // appendEvent appends {"type":"<t>","object":<data>}\n.
 func appendEvent(buf []byte, t storage.EventType, data []byte) []byte {

@@ -215,11 +215,8 @@ func (rh *resourceHandler) update(w http.ResponseWriter, r *http.Request, o outp
 // 200, or 201 when a PUT created the object.
 func (rh *resourceHandler) storeAndRespond(w http.ResponseWriter, r *http.Request, o output, wr *writeRequest) {
 	ctx := r.Context()
-	step := startStorage(ctx)
-	data, err := rh.storeUpdate(ctx, wr)
-	step.storageDone(ctx, err)
-	if err != nil {
-		rh.fail(w, err, wr.errorContext())
+	data, ok := rh.storeUpdateStep(w, r, wr)
+	if !ok {
 		return
 	}
 	code := http.StatusOK
@@ -227,6 +224,20 @@ func (rh *resourceHandler) storeAndRespond(w http.ResponseWriter, r *http.Reques
 		code = http.StatusCreated
 	}
 	rh.respond(ctx, w, o, wr, code, data)
+}
+
+// storeUpdateStep is the timed store step of an update or patch; on an
+// error it answers it and returns false.
+func (rh *resourceHandler) storeUpdateStep(w http.ResponseWriter, r *http.Request, wr *writeRequest) ([]byte, bool) {
+	ctx := r.Context()
+	step := startStorage(ctx)
+	data, err := rh.storeUpdate(ctx, wr)
+	step.storageDone(ctx, err)
+	if err != nil {
+		rh.fail(w, err, wr.errorContext())
+		return nil, false
+	}
+	return data, true
 }
 
 // decode is the first step of a create or update: its options (optionsKind
@@ -349,6 +360,11 @@ func (rh *resourceHandler) tryUpdate(ctx context.Context, wr *writeRequest, cur 
 	if cur.Data == nil && ((wr.verb == "patch" && !wr.applied) || wr.sub != "") {
 		return nil, meta.NewNotFound(rh.gr, wr.name)
 	}
+	// The update sees the stored object at the request's version.
+	var err error
+	if cur.Data, err = rh.asServed(ctx, cur.Data); err != nil {
+		return nil, err
+	}
 	obj, st := wr.produce(cur)
 	if st == nil {
 		st = rh.checkDecoded(obj, wr)
@@ -371,13 +387,18 @@ func (rh *resourceHandler) tryUpdate(ctx context.Context, wr *writeRequest, cur 
 			return nil, st
 		}
 	}
-	obj, err := rh.admitted(ctx, wr, obj, old)
+	obj, err = rh.admitted(ctx, wr, obj, old)
 	if err != nil {
 		return nil, err
 	}
 	finalizedNow := old != nil && finalized(obj)
 	if finalizedNow {
 		delete(metadata(obj), "finalizers") // [] or null: the answer has none, as kube's
+	}
+	if !wr.params.dryRun { // a dry run answers at the request's version
+		if obj, err = rh.toStorage(ctx, obj); err != nil {
+			return nil, err
+		}
 	}
 	data, err := rh.encode(obj)
 	if err != nil {
@@ -555,7 +576,7 @@ func (rh *resourceHandler) prepareCreate(ctx context.Context, wr *writeRequest, 
 // metadata.generation one above the stored one when anything but metadata
 // (and status, when a subresource) changed.
 func (rh *resourceHandler) prepareUpdate(ctx context.Context, wr *writeRequest, obj, old Object) {
-	if f := rh.Strategy.PrepareForUpdate; f != nil && wr.sub == "" {
+	if f := rh.Strategy.PrepareForUpdate; f != nil && wr.sub != "status" {
 		f(ctx, obj, old)
 	}
 	if rh.specChanged(obj, old) {
@@ -706,6 +727,11 @@ func (rh *resourceHandler) storeCreate(ctx context.Context, wr *writeRequest, ob
 		}
 		return rh.encode(obj)
 	}
+	obj, err := rh.toStorage(ctx, obj)
+	if err != nil {
+		return nil, err
+	}
+	md = metadata(obj)
 	for attempt := 1; ; attempt++ {
 		data, err := rh.encode(obj)
 		if err != nil {
@@ -760,5 +786,5 @@ func (rh *resourceHandler) respond(ctx context.Context, w http.ResponseWriter, o
 	for _, msg := range wr.warnings {
 		filters.AddWarning(ctx, msg)
 	}
-	rh.writeOne(w, o, code, data)
+	rh.writeOne(ctx, w, o, code, data)
 }

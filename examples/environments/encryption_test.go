@@ -38,7 +38,7 @@ func TestEncryptionAtRest(t *testing.T) {
 	k := kubectltest.New(t, filepath.Join(dataDir, "kubeconfig"))
 	k.MustRun("apply", "-f", k.WriteFile("env.yaml", "apiVersion: platform.example.com/v1alpha1\nkind: Environment\n"+
 		"metadata: {name: vault, namespace: default}\nspec: {owner: payments-team-secret, tier: dev}\n"))
-	if got := k.MustRun("get", "environment", "vault", "-o", "jsonpath={.spec.owner}"); got != "payments-team-secret" {
+	if got := k.MustRun("get", "environment", "vault", "-o", "jsonpath={.spec.owners[0]}"); got != "payments-team-secret" {
 		t.Fatalf("read back %q", got)
 	}
 	stop()
@@ -51,7 +51,7 @@ func TestEncryptionAtRest(t *testing.T) {
 	write("      - aesgcm: {keys: [{name: second, secret: " + aesgcm + "}]}\n      - secretbox: {keys: [{name: first, secret: " + secretbox + "}]}\n")
 	_, _, stop = startExampleIn(t, dataDir, "--encryption-provider-config", cfg)
 	k.MustRun("label", "environment", "vault", "rotated=yes")
-	if got := k.MustRun("get", "environment", "vault", "-o", "jsonpath={.spec.owner}"); got != "payments-team-secret" {
+	if got := k.MustRun("get", "environment", "vault", "-o", "jsonpath={.spec.owners[0]}"); got != "payments-team-secret" {
 		t.Fatalf("after rotation: %q", got)
 	}
 	stop()

@@ -32,6 +32,12 @@ func startExample(t *testing.T, flags ...string) (dataDir, url string, stop func
 // startExampleIn is startExample on an existing data directory (a restart).
 func startExampleIn(t *testing.T, dataDir string, flags ...string) (_, url string, stop func()) {
 	t.Helper()
+	return startExampleWith(t, dataDir, nil, flags...)
+}
+
+// startExampleWith is startExampleIn with edit applied to the Builder.
+func startExampleWith(t *testing.T, dataDir string, edit func(*annex.Builder), flags ...string) (_, url string, stop func()) {
+	t.Helper()
 	o, err := parseFlags(append([]string{"--data-dir", dataDir}, flags...))
 	if err != nil {
 		t.Fatal(err)
@@ -39,6 +45,9 @@ func startExampleIn(t *testing.T, dataDir string, flags ...string) (_, url strin
 	b, err := builder(o, zap.NewNop())
 	if err != nil {
 		t.Fatal(err)
+	}
+	if edit != nil {
+		edit(&b)
 	}
 	b.Listener, err = net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -71,7 +80,7 @@ func TestKubectlSession(t *testing.T) {
 	k := kubectltest.New(t, filepath.Join(dataDir, "kubeconfig"))
 
 	kubectltest.WantContains(t, "api-resources", k.MustRun("api-resources", "--api-group=platform.example.com"),
-		"environments", "env", "platform.example.com/v1alpha1", "true", "Environment")
+		"environments", "env", "platform.example.com/v1beta1", "true", "Environment")
 
 	manifest, err := os.ReadFile("environment.yaml")
 	if err != nil {
@@ -86,12 +95,13 @@ func TestKubectlSession(t *testing.T) {
 	kubectltest.WantContains(t, "second create", out,
 		`Error from server (AlreadyExists)`, `environments.platform.example.com "checkout-staging" already exists`)
 
-	kubectltest.WantContains(t, "get", k.MustRun("get", "environments"), "NAME", "TIER", "OWNER", "PHASE", "AGE",
-		"checkout-staging", "staging", "payments-team", "Pending")
+	// kubectl reads the preferred version, v1beta1, and its columns.
+	kubectltest.WantContains(t, "get", k.MustRun("get", "environments"), "NAME", "TIER", "OWNERS", "PHASE", "AGE",
+		"checkout-staging", "staging", `["payments-team"]`, "Pending")
 	kubectltest.WantContains(t, "explain", k.MustRun("explain", "environment.spec.tier"), "Tier is the kind of environment: dev, staging or prod.")
 	y := k.MustRun("get", "environment", "checkout-staging", "-o", "yaml")
-	kubectltest.WantContains(t, "get -o yaml", y, "apiVersion: platform.example.com/v1alpha1", "kind: Environment",
-		"name: checkout-staging", "namespace: default", "owner: payments-team", "phase: Pending", "resourceVersion:", "uid:")
+	kubectltest.WantContains(t, "get -o yaml", y, "apiVersion: platform.example.com/v1beta1", "kind: Environment",
+		"name: checkout-staging", "namespace: default", "owners:", "- payments-team", "phase: Pending", "resourceVersion:", "uid:")
 	kubectltest.WantContains(t, "label selector", k.MustRun("get", "environments", "-l", "team=payments", "-o", "name"), "environment.platform.example.com/checkout-staging")
 	if out := k.MustRun("get", "environments", "-l", "team=other", "-o", "name"); strings.TrimSpace(out) != "" {
 		t.Errorf("label selector team=other matched:\n%s", out)
@@ -224,7 +234,7 @@ func TestKubectlAsOrdinaryUser(t *testing.T) {
 	k := kubectltest.New(t, filepath.Join(dataDir, "kubeconfig"))
 
 	kubectltest.WantContains(t, "api-resources as bob", k.MustRun("--as=bob", "api-resources", "--api-group=platform.example.com"),
-		"environments", "platform.example.com/v1alpha1", "Environment")
+		"environments", "platform.example.com/v1beta1", "Environment")
 	// The server's version is the Kubernetes release annex follows, with
 	// the program's own version as build metadata: no skew warning.
 	v := k.MustRun("--as=bob", "version")

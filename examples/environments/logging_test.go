@@ -81,7 +81,7 @@ func TestKubectlSessionWithJSONLogs(t *testing.T) {
 		case m["msg"] == "HTTP" && m["verb"] == "CREATE" && strings.HasPrefix(ua, "kubectl/") && m["resp"] == float64(201) && m["audit-ID"] != "":
 			sawCreate = true
 		case m["msg"] == "HTTP" && m["verb"] == "LIST" && strings.HasPrefix(ua, "kubectl/") && m["v"] == float64(3) &&
-			strings.HasPrefix(m["URI"].(string), "/apis/platform.example.com/v1alpha1/namespaces/default/environments"):
+			strings.HasPrefix(m["URI"].(string), "/apis/platform.example.com/v1beta1/namespaces/default/environments"):
 			sawList = true
 		}
 	}

@@ -1,6 +1,6 @@
 // Command environments is the annex example of a stored resource: a platform
-// team's Environment (platform.example.com/v1alpha1), namespaced, kept in an
-// embedded bbolt file.
+// team's Environment (platform.example.com, v1beta1 and v1alpha1, declared
+// by crd.yaml), namespaced, kept in an embedded bbolt file.
 //
 //	go run ./examples/environments --data-dir .annex/environments
 //	export KUBECONFIG=.annex/environments/kubeconfig
@@ -30,7 +30,6 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/annexapi/annex"
-	"github.com/annexapi/annex/rest"
 	"github.com/annexapi/annex/storage/etcd"
 )
 
@@ -55,7 +54,7 @@ type options struct {
 func parseFlags(args []string) (options, error) {
 	o := options{builder: annex.Builder{
 		Name:        "environments",
-		Resources:   []rest.Resource{Resource()},
+		Resources:   Resources(),
 		DataDir:     ".annex/environments",
 		BindAddress: "127.0.0.1",
 		SecurePort:  8443,

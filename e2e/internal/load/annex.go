@@ -66,10 +66,11 @@ func StartAnnex(ctx context.Context, dir string) (t Target, stop func(), err err
 		stop()
 		return t, nil, err
 	}
-	t = Target{Name: "annex", Collection: cfg.Host + "/apis/platform.example.com/v1alpha1/namespaces/default/environments", TLS: tc,
+	// v1beta1 is the storage version: no conversion on any path.
+	t = Target{Name: "annex", Collection: cfg.Host + "/apis/platform.example.com/v1beta1/namespaces/default/environments", TLS: tc,
 		PIDs: []int{cmd.Process.Pid}, Object: func(name string) []byte {
-			return []byte(`{"apiVersion":"platform.example.com/v1alpha1","kind":"Environment","metadata":{"name":"` + name +
-				`","labels":{"app":"load","team":"payments"}},"spec":{"owner":"payments-team","tier":"dev","replicas":2}}`)
+			return []byte(`{"apiVersion":"platform.example.com/v1beta1","kind":"Environment","metadata":{"name":"` + name +
+				`","labels":{"app":"load","team":"payments"}},"spec":{"owners":["payments-team"],"tier":"dev","replicas":2}}`)
 		}}
 	if err := waitReady(t); err != nil {
 		stop()
