@@ -125,7 +125,10 @@ func StartReference(ctx context.Context, dir string) (t Target, stop func(), err
 		"--bind-address=127.0.0.1", "--secure-port="+strconv.Itoa(port),
 		"--tls-cert-file="+file("serving.crt"), "--tls-private-key-file="+file("serving.key"),
 		"--kubeconfig="+kubeconfig, "--authentication-kubeconfig="+kubeconfig, "--authorization-kubeconfig="+kubeconfig,
-		"--client-ca-file="+file("ca.crt"), "--profiling=false")
+		"--client-ca-file="+file("ca.crt"), "--authentication-skip-lookup", "--profiling=false",
+		// Its MutatingAdmissionPolicy plugin watches the v1 API, which
+		// kube-apiserver 1.33 does not serve: it would never be ready.
+		"--disable-admission-plugins=MutatingAdmissionPolicy")
 	if err != nil {
 		return t, stop, err
 	}
