@@ -4,9 +4,12 @@
 //
 //	go run ./cmd/annexload run --short   # annex alone, a few seconds per scenario (CI)
 //	go run ./cmd/annexload run           # annex alone, issue 18's sizes
+//	go run ./cmd/annexload compare       # annex beside k8s.io/sample-apiserver
 //
-// The side-by-side comparison with k8s.io/sample-apiserver (issue 18) is
-// not built yet: "compare" says so.
+// compare builds k8s.io/sample-apiserver, etcd and kube-apiserver from the
+// Go module proxy (cached), and runs the suite on fresh servers of each in
+// alternating order, --passes times (3 by default); each cell is the median
+// pass, and the last column the ratio annex ÷ sample-apiserver.
 package main
 
 import (
@@ -15,6 +18,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"path/filepath"
 
 	"github.com/annexapi/annex/e2e/internal/load"
 )
@@ -61,7 +65,49 @@ func run(args []string) error {
 		}
 		return nil
 	case "compare":
-		return errors.New("compare: not built yet: k8s.io/sample-apiserver needs a kube-apiserver for delegated authentication; see issue 18")
+		fs := flag.NewFlagSet("compare", flag.ContinueOnError)
+		short := fs.Bool("short", false, "a few seconds per scenario")
+		passes := fs.Int("passes", 3, "runs of the suite on each server")
+		if err := fs.Parse(args[1:]); err != nil {
+			return err
+		}
+		sizes := load.Full()
+		if *short {
+			sizes = load.Short()
+		}
+		return compare(sizes, *passes)
 	}
 	return fmt.Errorf("unknown command %q", args[0])
+}
+
+// compare runs the suite on fresh annex and sample-apiserver servers,
+// alternating which goes first, and prints the median pass of each.
+func compare(sizes load.Sizes, passes int) error {
+	dir, err := os.MkdirTemp("", "annexload-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	ctx := context.Background()
+	starts := []func(ctx context.Context, dir string) (load.Target, func(), error){load.StartAnnex, load.StartReference}
+	results := make([][][]load.Result, len(starts)) // target, pass, scenario
+	for pass := range passes {
+		for k := range starts {
+			i := (k + pass) % len(starts) // alternate who goes first
+			d := filepath.Join(dir, fmt.Sprintf("%d-%d", i, pass))
+			if err := os.MkdirAll(d, 0o755); err != nil {
+				return err
+			}
+			t, stop, err := starts[i](ctx, d)
+			if err != nil {
+				return fmt.Errorf("pass %d: %w", pass+1, err)
+			}
+			fmt.Fprintf(os.Stderr, "pass %d: %s\n", pass+1, t.Name)
+			results[i] = append(results[i], t.Suite(ctx, sizes))
+			stop()
+		}
+	}
+	names := []string{"annex", "sample-apiserver"}
+	load.Table(os.Stdout, names, [][]load.Result{load.Median(results[0]), load.Median(results[1])})
+	return nil
 }

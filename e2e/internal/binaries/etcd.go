@@ -80,6 +80,9 @@ type EtcdOptions struct {
 	// HealthTLS is the client TLS configuration the health check uses for
 	// an https server.
 	HealthTLS *tls.Config
+	// Fsync keeps etcd's fsync on; tests leave it off (--unsafe-no-fsync),
+	// a comparison of write throughput turns it on.
+	Fsync bool
 }
 
 // StartEtcd starts a single-member etcd on loopback with free ports and its
@@ -112,6 +115,15 @@ func StartEtcdWith(t testing.TB, opts EtcdOptions) *EtcdServer {
 	return nil
 }
 
+// StartEtcdProcess starts etcd from bin with its data under dir, outside a
+// test (the load tool); the caller stops it.
+func StartEtcdProcess(bin, dir string, opts EtcdOptions) (*EtcdServer, error) {
+	return startEtcd(bin, dir, opts)
+}
+
+// PID is the server's process id.
+func (s *EtcdServer) PID() int { return s.cmd.Process.Pid }
+
 func startEtcd(bin, dir string, opts EtcdOptions) (*EtcdServer, error) {
 	ports, err := freePorts(2)
 	if err != nil {
@@ -142,9 +154,11 @@ func startEtcd(bin, dir string, opts EtcdOptions) (*EtcdServer, error) {
 		"--initial-cluster=annex-e2e=" + peer,
 		"--initial-cluster-state=new",
 		"--log-level=warn",
-		// Tests kill annex, never etcd: skip fsync for speed.
-		"--unsafe-no-fsync",
 		"--quota-backend-bytes=2147483648",
+	}
+	if !opts.Fsync {
+		// Tests kill annex, never etcd: skip fsync for speed.
+		args = append(args, "--unsafe-no-fsync")
 	}
 	if opts.CertFile != "" {
 		args = append(args, "--cert-file="+opts.CertFile, "--key-file="+opts.KeyFile)

@@ -1,9 +1,11 @@
 package load
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"time"
 )
@@ -72,6 +74,28 @@ func Table(w io.Writer, names []string, results [][]Result) {
 		}
 		fmt.Fprintln(w)
 	}
+}
+
+// Median returns, scenario by scenario, the result of the pass with the
+// median headline figure (the lower middle one for an even count).
+func Median(passes [][]Result) []Result {
+	if len(passes) == 0 {
+		return nil
+	}
+	out := make([]Result, len(passes[0]))
+	for i := range out {
+		rs := make([]Result, len(passes))
+		for p := range passes {
+			rs[p] = passes[p][i]
+		}
+		slices.SortFunc(rs, func(a, b Result) int {
+			fa, _ := figure(a)
+			fb, _ := figure(b)
+			return cmp.Compare(fa, fb)
+		})
+		out[i] = rs[(len(rs)-1)/2]
+	}
+	return out
 }
 
 // figure is a result's headline number and its cell.
