@@ -109,7 +109,9 @@ func (rh *resourceHandler) watch(w http.ResponseWriter, r *http.Request, o outpu
 	case !initial || len(events) == 0:
 		filters.WatchInitialized(ctx)
 	}
-	buf := make([]byte, 0, 4096)
+	// Frames shared by every watcher of an event (the memo's) are written
+	// as they are; buf holds only the frames built for this watcher.
+	var buf, frame []byte
 	var sent func(size int)
 	if rh.h.watchEvents != nil {
 		sent = rh.h.watchEvents(rh.Group, rh.Version, rh.Plural)
@@ -127,7 +129,7 @@ func (rh *resourceHandler) watch(w http.ResponseWriter, r *http.Request, o outpu
 			}
 			switch ev.Type {
 			case storage.EventError:
-				_, _ = w.Write(rh.appendError(buf[:0], ev.Err, ec))
+				_, _ = w.Write(rh.appendError(nil, ev.Err, ec))
 				_ = rc.Flush()
 				return
 			case storage.EventBookmark:
@@ -137,29 +139,30 @@ func (rh *resourceHandler) watch(w http.ResponseWriter, r *http.Request, o outpu
 				if !p.allowBookmarks {
 					continue
 				}
-				buf = append(buf[:0], rh.bookmarkFrame(o, ev)...)
+				frame = rh.bookmarkFrame(o, ev)
 			default:
 				if o.kind == outTable && first {
 					buf = rh.appendTableEvent(buf[:0], o, ev, true)
+					frame = buf
 				} else {
 					// Frames are shared by the watchers of every version of
 					// the resource: the version is part of the key.
-					buf = append(buf[:0], ev.Memo.Get(o.frameKey()+"/"+rh.Version+"/"+string(ev.Type), func() []byte {
+					frame = ev.Memo.Get(o.frameKey()+"/"+rh.Version+"/"+string(ev.Type), func() []byte {
 						return rh.encodeEvent(o, ev)
-					})...)
+					})
 				}
 				first = false
-				if isErrorFrame(buf) { // the object could not be converted
-					_, _ = w.Write(buf)
+				if isErrorFrame(frame) { // the object could not be converted
+					_, _ = w.Write(frame)
 					_ = rc.Flush()
 					return
 				}
 			}
-			if _, err := w.Write(buf); err != nil {
+			if _, err := w.Write(frame); err != nil {
 				return
 			}
 			if sent != nil {
-				sent(len(buf))
+				sent(len(frame))
 			}
 			if len(events) == 0 {
 				if err := rc.Flush(); err != nil {

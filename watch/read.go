@@ -226,7 +226,7 @@ func (c *Cacher) List(ctx context.Context, prefix string, opts storage.ListOptio
 	} else {
 		snap, at, ok = c.snap, c.rev, c.snap != nil
 	}
-	if ok && req.Limit > 0 && req.Predicate == nil {
+	if ok && req.Predicate == nil {
 		from = c.countFrom(snap, req)
 	}
 	c.mu.RUnlock()
@@ -262,6 +262,13 @@ func (c *Cacher) countFrom(snap *tree, req backend.ListRequest) int64 {
 // are walked to count them (remainingItemCount).
 func page(snap *tree, rev uint64, pr, start string, limit int64, pred storage.Predicate, from int64) (storage.ListResult, error) {
 	res := storage.ListResult{ResourceVersion: rev}
+	if from > 0 { // the page's size is known: no growing copies of it
+		n := from
+		if limit > 0 {
+			n = min(n, limit)
+		}
+		res.Items = make([]storage.Object, 0, n)
+	}
 	more := false
 	var remaining int64
 	snap.AscendGreaterOrEqual(&entry{obj: storage.Object{Key: start}}, func(en *entry) bool {
