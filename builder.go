@@ -223,9 +223,13 @@ type Builder struct {
 
 	// TracingConfigFile is kube's TracingConfiguration file
 	// (--tracing-config-file); Tracing is the same in code. Either exports a
-	// span per request, per stage and per storage call over OTLP/gRPC.
+	// span per request, per stage and per storage call through
+	// TraceExporter, which must then be set: otlp.GRPCExporter is
+	// kube-apiserver's OTLP/gRPC (a separate package, so that programs that
+	// do not trace do not link gRPC).
 	TracingConfigFile string
 	Tracing           *TracingConfiguration
+	TraceExporter     TraceExporter
 
 	// DisableManagedFields turns field management off: no
 	// metadata.managedFields is recorded and server-side apply
@@ -425,7 +429,7 @@ func (c *Builder) assemble(p *plan) (*Server, error) {
 		return nil, errors.New("EncryptionProviderConfig: has no effect: no resource uses the store the Builder opens")
 	}
 	if p.tracing != nil {
-		t, err := newTracer(p.tracing, c.Name)
+		t, err := newTracer(p.tracing, c.Name, c.TraceExporter)
 		if err != nil {
 			return nil, fmt.Errorf("tracing: %w", err)
 		}

@@ -2,7 +2,8 @@
 // an OpenTelemetry span per request (the parent taken from a traceparent
 // header, as kube-aggregator sends it), a span per stage of the chain the
 // request went through, and one per storage call, exported over OTLP/gRPC
-// with the OpenTelemetry Go SDK.
+// with the OpenTelemetry Go SDK through Builder.TraceExporter (package otlp),
+// so that a program that does not trace does not link gRPC.
 
 package annex
 
@@ -16,7 +17,6 @@ import (
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracegrpc"
 	"go.opentelemetry.io/otel/propagation"
 	sdkresource "go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
@@ -76,6 +76,11 @@ func (c *TracingConfiguration) validate() error {
 	return nil
 }
 
+// TraceExporter returns the exporter of a server's spans to endpoint, the
+// TracingConfiguration's (localhost:4317 by default): package otlp's
+// GRPCExporter is kube-apiserver's OTLP/gRPC.
+type TraceExporter func(ctx context.Context, endpoint string) (sdktrace.SpanExporter, error)
+
 // tracer is the server's tracing: the provider (shut down with the server)
 // and the tracer of its spans.
 type tracer struct {
@@ -84,12 +89,12 @@ type tracer struct {
 	prop     propagation.TextMapPropagator
 }
 
-func newTracer(c *TracingConfiguration, service string) (*tracer, error) {
+func newTracer(c *TracingConfiguration, service string, exporter TraceExporter) (*tracer, error) {
 	ep := c.Endpoint
 	if ep == "" {
 		ep = "localhost:4317"
 	}
-	exp, err := otlptracegrpc.New(context.Background(), otlptracegrpc.WithEndpoint(ep), otlptracegrpc.WithInsecure())
+	exp, err := exporter(context.Background(), ep)
 	if err != nil {
 		return nil, err
 	}

@@ -14,6 +14,8 @@ import (
 	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 	"google.golang.org/grpc"
+
+	"github.com/annexapi/annex/otlp"
 )
 
 // otlpReceiver is an in-process OTLP/gRPC trace collector.
@@ -55,7 +57,7 @@ func TestTracingExportsSpans(t *testing.T) {
 	if err := os.WriteFile(cfg, []byte("apiVersion: apiserver.config.k8s.io/v1beta1\nkind: TracingConfiguration\nendpoint: "+ln.Addr().String()+"\nsamplingRatePerMillion: 0\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	ts := startServer(t, Builder{TracingConfigFile: cfg})
+	ts := startServer(t, Builder{TracingConfigFile: cfg, TraceExporter: otlp.GRPCExporter})
 	coll := ts.srv.URL() + "/apis/test.annex.dev/v1/namespaces/t/widgets"
 	const traceID, parentID = "4bf92f3577b34da6a3ce929d0e0e4736", "00f067aa0ba902b7"
 	req, _ := http.NewRequest("POST", coll, strings.NewReader(`{"apiVersion":"test.annex.dev/v1","kind":"Widget","metadata":{"name":"traced"}}`))
@@ -101,5 +103,19 @@ func TestTracingExportsSpans(t *testing.T) {
 		if string(s.ParentSpanId) != string(server.SpanId) || s.StartTimeUnixNano < server.StartTimeUnixNano || s.EndTimeUnixNano > server.EndTimeUnixNano {
 			t.Errorf("span %q is not within the request's span", want)
 		}
+	}
+}
+
+// TestTracingNeedsAnExporter: a tracing configuration in a program that
+// linked no exporter is a Build error naming the setting, not a silent
+// no-op.
+func TestTracingNeedsAnExporter(t *testing.T) {
+	cfg := filepath.Join(t.TempDir(), "tracing.yaml")
+	if err := os.WriteFile(cfg, []byte("apiVersion: apiserver.config.k8s.io/v1\nkind: TracingConfiguration\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, err := (&Builder{TracingConfigFile: cfg, DataDir: t.TempDir()}).Build()
+	if err == nil || !strings.Contains(err.Error(), "TracingConfigFile") || !strings.Contains(err.Error(), "no trace exporter") {
+		t.Fatalf("Build = %v", err)
 	}
 }

@@ -113,6 +113,13 @@ func (c *Builder) validate() (*plan, error) {
 		p.tracing = c.Tracing
 		bad("Tracing", c.Tracing.validate())
 	}
+	if p.tracing != nil && c.TraceExporter == nil {
+		what := "Tracing"
+		if c.TracingConfigFile != "" {
+			what = "TracingConfigFile"
+		}
+		bad(what, errors.New("this program has no trace exporter: its Builder.TraceExporter is nil (otlp.GRPCExporter is kube's OTLP/gRPC)"))
+	}
 	if lg := c.Logging; c.loggerInCode && (lg.Verbosity != 0 || lg.VModule != "" || (lg.Format != "" && lg.Format != "text")) {
 		bad("Logging and Logger", errors.New("both set: Logging configures the logger made when Logger is nil"))
 	}

@@ -33,6 +33,18 @@
 // the generation check and the status subresource work on the decoded
 // values, not on JSON. TestWriteJSONPasses holds these counts.
 //
+// # Versions
+//
+// Resources with the same Group and Plural are the versions of one resource
+// (Resource.StorageVersion marks the one objects are stored at). Stored
+// bytes already at the requested version are served as they are, which is
+// the usual case at the storage version; others are decoded, converted
+// (Resource.Conversion: ConversionFuncs, a conversion webhook from package
+// conversion, or None) and encoded, once per LIST for all its items, once
+// per event and version for watches. Writes convert to the storage version
+// just before the one encode. Admission rules written for another served
+// version see the object converted to it (attrs.Admission.AtVersion).
+//
 // # Which validation to use
 //
 // Three mechanisms check a write, run in this order, and refuse it with

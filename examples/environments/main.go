@@ -30,6 +30,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/annexapi/annex"
+	"github.com/annexapi/annex/otlp"
 	"github.com/annexapi/annex/storage/etcd"
 )
 
@@ -58,6 +59,8 @@ func parseFlags(args []string) (options, error) {
 		DataDir:     ".annex/environments",
 		BindAddress: "127.0.0.1",
 		SecurePort:  8443,
+		// --tracing-config-file exports over OTLP/gRPC, as kube's.
+		TraceExporter: otlp.GRPCExporter,
 	}}
 	fs := pflag.NewFlagSet("environments", pflag.ContinueOnError)
 	o.builder.AddPFlags(fs)
