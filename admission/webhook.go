@@ -11,7 +11,6 @@ import (
 	"context"
 	"crypto/rand"
 	"crypto/tls"
-	"crypto/x509"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -29,6 +28,7 @@ import (
 	"cel.dev/cel-go/common/types"
 
 	"github.com/annexapi/annex/filters"
+	"github.com/annexapi/annex/internal/hookclient"
 	"github.com/annexapi/annex/meta"
 )
 
@@ -188,9 +188,9 @@ func newWebhooks(configs []WebhookConfiguration, opts WebhookOptions, mutating b
 			}
 			switch {
 			case wh.ClientConfig.URL != nil:
-				u, err := url.Parse(*wh.ClientConfig.URL)
-				if err != nil || u.Scheme != "https" || u.User != nil || u.Fragment != "" || u.RawQuery != "" {
-					return nil, bad("clientConfig.url: must be an https URL without user, query or fragment")
+				u, err := hookclient.ParseURL(*wh.ClientConfig.URL)
+				if err != nil {
+					return nil, bad("clientConfig.url: %v", err)
 				}
 				h.url = u
 			case wh.ClientConfig.Service != nil:
@@ -205,7 +205,7 @@ func newWebhooks(configs []WebhookConfiguration, opts WebhookOptions, mutating b
 					if s.Port != nil {
 						port = *s.Port
 					}
-					u = &url.URL{Scheme: "https", Host: fmt.Sprintf("%s.%s.svc:%d", s.Name, s.Namespace, port)}
+					u = hookclient.ServiceURL(s.Name, s.Namespace, port)
 				}
 				if s.Path != nil {
 					u.Path = *s.Path
@@ -214,16 +214,13 @@ func newWebhooks(configs []WebhookConfiguration, opts WebhookOptions, mutating b
 			default:
 				return nil, bad("clientConfig: exactly one of url or service is required")
 			}
-			tlsCfg := &tls.Config{MinVersion: tls.VersionTLS12}
-			if len(wh.ClientConfig.CABundle) > 0 {
-				pool := x509.NewCertPool()
-				if !pool.AppendCertsFromPEM(wh.ClientConfig.CABundle) {
-					return nil, bad("clientConfig.caBundle: no PEM certificates")
-				}
-				tlsCfg.RootCAs = pool
+			serverName := ""
+			if s := wh.ClientConfig.Service; s != nil {
+				serverName = s.Name + "." + s.Namespace + ".svc"
 			}
-			if wh.ClientConfig.Service != nil {
-				tlsCfg.ServerName = fmt.Sprintf("%s.%s.svc", wh.ClientConfig.Service.Name, wh.ClientConfig.Service.Namespace)
+			tlsCfg, err := hookclient.TLSConfig(wh.ClientConfig.CABundle, serverName)
+			if err != nil {
+				return nil, bad("clientConfig.%v", err)
 			}
 			if opts.Credentials != nil {
 				target := h.url.Host
@@ -245,13 +242,7 @@ func newWebhooks(configs []WebhookConfiguration, opts WebhookOptions, mutating b
 					h.creds = creds
 				}
 			}
-			h.client = &http.Client{
-				Transport: &http.Transport{TLSClientConfig: tlsCfg, ForceAttemptHTTP2: true, MaxIdleConnsPerHost: 16, IdleConnTimeout: 90 * time.Second},
-				// Never follow redirects (CVE-2022-3172).
-				CheckRedirect: func(*http.Request, []*http.Request) error {
-					return errors.New("the server responded with a redirect, which is not followed")
-				},
-			}
+			h.client = hookclient.Client(tlsCfg)
 			h.timeout = 10 * time.Second
 			if wh.TimeoutSeconds != nil {
 				if *wh.TimeoutSeconds < 1 || *wh.TimeoutSeconds > 30 {

@@ -3,10 +3,7 @@ package conversion
 import (
 	"bytes"
 	"context"
-	"crypto/tls"
-	"crypto/x509"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -14,6 +11,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/annexapi/annex/internal/hookclient"
 	"github.com/annexapi/annex/meta"
 	"github.com/annexapi/annex/storage"
 )
@@ -68,15 +66,14 @@ func NewWebhook(cfg WebhookConfig) (*Webhook, error) {
 		return nil, bad("conversionReviewVersions %v: this server speaks only v1", cfg.ConversionReviewVersions)
 	}
 	var u *url.URL
-	tlsCfg := &tls.Config{MinVersion: tls.VersionTLS12}
+	serverName := ""
 	switch {
 	case cfg.URL != "" && cfg.Service != nil:
 		return nil, bad("exactly one of url or service is required, not both")
 	case cfg.URL != "":
 		var err error
-		u, err = url.Parse(cfg.URL)
-		if err != nil || u.Scheme != "https" || u.User != nil || u.Fragment != "" || u.RawQuery != "" {
-			return nil, bad("url: must be an https URL without user, query or fragment")
+		if u, err = hookclient.ParseURL(cfg.URL); err != nil {
+			return nil, bad("url: %v", err)
 		}
 	case cfg.Service != nil:
 		s := *cfg.Service
@@ -89,30 +86,21 @@ func NewWebhook(cfg WebhookConfig) (*Webhook, error) {
 				return nil, bad("service: %v", err)
 			}
 		} else {
-			u = &url.URL{Scheme: "https", Host: fmt.Sprintf("%s.%s.svc:%d", s.Name, s.Namespace, s.Port)}
+			u = hookclient.ServiceURL(s.Name, s.Namespace, s.Port)
 		}
 		u.Path = s.Path
-		tlsCfg.ServerName = s.Name + "." + s.Namespace + ".svc"
+		serverName = s.Name + "." + s.Namespace + ".svc"
 	default:
 		return nil, bad("exactly one of url or service is required")
 	}
-	if len(bytes.TrimSpace(cfg.CABundle)) > 0 {
-		pool := x509.NewCertPool()
-		if !pool.AppendCertsFromPEM(cfg.CABundle) {
-			return nil, bad("caBundle: no PEM certificates")
-		}
-		tlsCfg.RootCAs = pool
+	// A caBundle of whitespace is none, as kube-apiserver reads it.
+	tlsCfg, err := hookclient.TLSConfig(bytes.TrimSpace(cfg.CABundle), serverName)
+	if err != nil {
+		return nil, bad("%v", err)
 	}
-	w := &Webhook{url: u.String(), timeout: cfg.Timeout}
+	w := &Webhook{url: u.String(), timeout: cfg.Timeout, client: hookclient.Client(tlsCfg)}
 	if w.timeout <= 0 {
 		w.timeout = 30 * time.Second
-	}
-	w.client = &http.Client{
-		Transport: &http.Transport{TLSClientConfig: tlsCfg, ForceAttemptHTTP2: true, MaxIdleConnsPerHost: 16, IdleConnTimeout: 90 * time.Second},
-		// Never follow redirects (CVE-2022-3172).
-		CheckRedirect: func(*http.Request, []*http.Request) error {
-			return errors.New("the server responded with a redirect, which is not followed")
-		},
 	}
 	return w, nil
 }

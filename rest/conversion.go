@@ -12,6 +12,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sync"
 
 	"github.com/annexapi/annex/internal/jsonscan"
 	"github.com/annexapi/annex/meta"
@@ -104,12 +105,80 @@ func splitAPIVersion(av string) (group, version string) {
 // versionSet is what the versions of one resource share: the storage
 // version and the converter. A resource served at one version has none.
 type versionSet struct {
+	// cache keeps recent conversions of stored objects.
+	cache convCache
 	// versions are the served versions, preferred (declared) first.
 	versions          []string
 	schemas           map[string]*schema.Props // by apiVersion
 	storageVersion    string
 	storageAPIVersion string // group/storageVersion
 	conv              Converter
+}
+
+// convCache keeps the most recent conversions of stored objects, by key,
+// revision and version: an object at one revision converts the same way
+// every time, so a selector evaluated for each watcher of an event, or a
+// LIST repeated, converts it once (a conversion webhook must be
+// deterministic, as kube-apiserver requires). It holds at most
+// convCacheSize entries, evicted oldest first.
+type convCache struct {
+	mu   sync.Mutex
+	m    map[convKey][]byte
+	ring []convKey
+	next int
+}
+
+type convKey struct {
+	key     string
+	rev     uint64
+	version string
+}
+
+const convCacheSize = 4096
+
+func (c *convCache) get(k convKey) ([]byte, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	b, ok := c.m[k]
+	return b, ok
+}
+
+func (c *convCache) put(k convKey, b []byte) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.m == nil {
+		c.m = make(map[convKey][]byte, convCacheSize)
+		c.ring = make([]convKey, convCacheSize)
+	}
+	if _, ok := c.m[k]; ok {
+		return
+	}
+	if old := c.ring[c.next]; old.key != "" {
+		delete(c.m, old)
+	}
+	c.ring[c.next] = k
+	c.next = (c.next + 1) % convCacheSize
+	c.m[k] = b
+}
+
+// asServedObject is asServed for a stored object: conversions are cached
+// by its key and revision.
+func (rh *resourceHandler) asServedObject(ctx context.Context, o *storage.Object) ([]byte, error) {
+	if o.Data == nil || rh.isServed(o.Data) {
+		return o.Data, nil
+	}
+	if o.Key == "" || o.ResourceVersion == 0 {
+		return rh.asServed(ctx, o.Data)
+	}
+	k := convKey{o.Key, o.ResourceVersion, rh.Version}
+	if b, ok := rh.versions.cache.get(k); ok {
+		return b, nil
+	}
+	b, err := rh.asServed(ctx, o.Data)
+	if err == nil {
+		rh.versions.cache.put(k, b)
+	}
+	return b, err
 }
 
 // storedAt returns the apiVersion of stored bytes: read from the front
@@ -193,22 +262,35 @@ func (rh *resourceHandler) asServedItems(ctx context.Context, items []storage.Ob
 	}
 	var idx []int
 	var data [][]byte
+	var out []storage.Object
 	for i := range items {
-		if !rh.isServed(items[i].Data) {
-			idx = append(idx, i)
-			data = append(data, items[i].Data)
+		if rh.isServed(items[i].Data) {
+			continue
 		}
+		if out == nil {
+			out = append([]storage.Object(nil), items...)
+		}
+		if b, ok := rh.versions.cache.get(convKey{items[i].Key, items[i].ResourceVersion, rh.Version}); ok && items[i].ResourceVersion != 0 {
+			out[i].Data = b
+			continue
+		}
+		idx = append(idx, i)
+		data = append(data, items[i].Data)
 	}
-	if len(idx) == 0 {
+	if out == nil {
 		return items, nil
 	}
-	conv, err := rh.convertData(ctx, data, rh.apiVersion)
-	if err != nil {
-		return nil, err
-	}
-	out := append([]storage.Object(nil), items...)
-	for j, i := range idx {
-		out[i].Data = conv[j]
+	if len(idx) > 0 {
+		conv, err := rh.convertData(ctx, data, rh.apiVersion)
+		if err != nil {
+			return nil, err
+		}
+		for j, i := range idx {
+			out[i].Data = conv[j]
+			if items[i].Key != "" && items[i].ResourceVersion != 0 {
+				rh.versions.cache.put(convKey{items[i].Key, items[i].ResourceVersion, rh.Version}, conv[j])
+			}
+		}
 	}
 	return out, nil
 }

@@ -186,7 +186,7 @@ func (rh *resourceHandler) predicate(p listParams) storage.Predicate {
 		set := map[string]string{"metadata.name": o.Meta.Name, "metadata.namespace": o.Meta.Namespace}
 		if decode {
 			// Selectable fields are read at the version asked for.
-			data, err := rh.asServed(context.Background(), o.Data)
+			data, err := rh.asServedObject(context.Background(), o)
 			if err != nil {
 				return false
 			}

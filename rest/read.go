@@ -31,7 +31,12 @@ func (rh *resourceHandler) get(w http.ResponseWriter, r *http.Request, o output,
 		rh.fail(w, err, ErrorContext{Name: name, Verb: "get", ResourceVersion: rv})
 		return
 	}
-	rh.writeOne(r.Context(), w, o, http.StatusOK, obj.Data)
+	data, err := rh.asServedObject(r.Context(), &obj)
+	if err != nil {
+		rh.fail(w, err, ErrorContext{Name: name, Verb: "get"})
+		return
+	}
+	rh.writeOne(r.Context(), w, o, http.StatusOK, data)
 }
 
 func (rh *resourceHandler) list(w http.ResponseWriter, r *http.Request, o output, namespace string) {

@@ -362,3 +362,36 @@ func TestStoredAt(t *testing.T) {
 		}
 	}
 }
+
+// TestVersionsConversionsCached: an object at one revision is converted
+// once per version, however many GETs, LISTs and selector-filtered watchers
+// read it; a new revision converts again.
+func TestVersionsConversionsCached(t *testing.T) {
+	e, h := newVersionedEnv(t)
+	var watchers []*watchStream
+	for range 3 {
+		watchers = append(watchers, e.watch(t, envBase+"/namespaces/ns/environments?watch=true&resourceVersion=1&fieldSelector=spec.owner%3Dana"))
+	}
+	time.Sleep(100 * time.Millisecond)
+	before := h.conversions.Load()
+	if r := e.do(t, "POST", betaBase+"/namespaces/ns/environments",
+		`{"apiVersion":"platform.example.com/v1beta1","kind":"Environment","metadata":{"name":"a"},"spec":{"team":"ana"}}`); r.code != 201 {
+		t.Fatalf("create: %d %s", r.code, r.body)
+	}
+	for _, ws := range watchers {
+		if ev := ws.next(t); ev.Type != "ADDED" || fieldAt(ev.Object, "spec", "owner") != "ana" {
+			t.Fatalf("watcher: %v", ev)
+		}
+	}
+	for range 3 {
+		if r := e.do(t, "GET", envBase+"/namespaces/ns/environments/a", ""); r.code != 200 || fieldAt(r.object(t), "spec", "owner") != "ana" {
+			t.Fatalf("get: %d %s", r.code, r.body)
+		}
+		if r := e.do(t, "GET", envBase+"/namespaces/ns/environments", ""); r.code != 200 {
+			t.Fatalf("list: %d %s", r.code, r.body)
+		}
+	}
+	if n := h.conversions.Load() - before; n != 1 {
+		t.Errorf("%d conversions for one revision read by 3 selector watchers, 3 GETs and 3 LISTs at v1alpha1; want 1", n)
+	}
+}

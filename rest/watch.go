@@ -184,7 +184,7 @@ func (rh *resourceHandler) encodeEvent(o output, ev storage.Event) []byte {
 		rh.h.frameEncodes.Add(1)
 	}
 	if o.kind != outPartial {
-		data, err := rh.asServed(context.Background(), ev.Object.Data)
+		data, err := rh.asServedObject(context.Background(), &ev.Object)
 		if err != nil {
 			return rh.appendError(nil, err, ErrorContext{Verb: "watch"})
 		}
@@ -201,7 +201,7 @@ func (rh *resourceHandler) encodeEvent(o output, ev storage.Event) []byte {
 
 // appendTableEvent appends an event whose object is a one-row Table.
 func (rh *resourceHandler) appendTableEvent(buf []byte, o output, ev storage.Event, withColumns bool) []byte {
-	data, err := rh.asServed(context.Background(), ev.Object.Data)
+	data, err := rh.asServedObject(context.Background(), &ev.Object)
 	if err != nil {
 		return rh.appendError(buf, err, ErrorContext{Verb: "watch"})
 	}

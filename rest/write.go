@@ -362,7 +362,7 @@ func (rh *resourceHandler) tryUpdate(ctx context.Context, wr *writeRequest, cur 
 	}
 	// The update sees the stored object at the request's version.
 	var err error
-	if cur.Data, err = rh.asServed(ctx, cur.Data); err != nil {
+	if cur.Data, err = rh.asServedObject(ctx, &cur); err != nil {
 		return nil, err
 	}
 	obj, st := wr.produce(cur)
