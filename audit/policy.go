@@ -88,12 +88,21 @@ func LoadPolicyFile(path string) (*Policy, error) {
 // start with "/" and have "*" only at the end, and no rule with both
 // resources and non-resource URLs.
 func ParsePolicy(data []byte) (*Policy, error) {
-	var doc any
+	var root yaml.Node
 	dec := yaml.NewDecoder(bytes.NewReader(data))
-	if err := dec.Decode(&doc); err != nil {
+	if err := dec.Decode(&root); err != nil {
 		if errors.Is(err, io.EOF) {
 			return nil, fmt.Errorf("%w: empty policy", ErrInvalidPolicy)
 		}
+		return nil, fmt.Errorf("%w: %v", ErrInvalidPolicy, err)
+	}
+	// Aliases make a small file a large value (each use a copy when it is
+	// turned into JSON below): refuse what expands past maxPolicyNodes.
+	if expandsPast(&root, maxPolicyNodes) {
+		return nil, fmt.Errorf("%w: the document expands to more than %d YAML nodes (through aliases)", ErrInvalidPolicy, maxPolicyNodes)
+	}
+	var doc any
+	if err := root.Decode(&doc); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrInvalidPolicy, err)
 	}
 	var extra any
@@ -114,6 +123,33 @@ func ParsePolicy(data []byte) (*Policy, error) {
 		return nil, err
 	}
 	return &p, nil
+}
+
+// maxPolicyNodes bounds a policy document's size with its aliases expanded:
+// kube's largest published policies have a few hundred nodes.
+const maxPolicyNodes = 100000
+
+// expandsPast reports whether n, with every alias expanded, has more than
+// limit nodes; it stops counting once past it.
+func expandsPast(n *yaml.Node, limit int) bool {
+	count := 0
+	var walk func(n *yaml.Node) bool
+	walk = func(n *yaml.Node) bool {
+		count++
+		if count > limit {
+			return true
+		}
+		if n.Kind == yaml.AliasNode && n.Alias != nil {
+			return walk(n.Alias)
+		}
+		for _, c := range n.Content {
+			if walk(c) {
+				return true
+			}
+		}
+		return false
+	}
+	return walk(n)
 }
 
 // Validate returns every problem with p, joined, each wrapping

@@ -222,3 +222,18 @@ func FuzzParsePolicy(f *testing.F) {
 		}
 	})
 }
+
+// TestParsePolicyRefusesAliasBombs: aliases that expand a small file into
+// millions of nodes are refused before the document is turned into JSON.
+func TestParsePolicyRefusesAliasBombs(t *testing.T) {
+	doc := "a: &a [x, x, x, x, x, x, x, x, x, x]\n"
+	prev := "a"
+	for _, n := range []string{"b", "c", "d", "e", "f", "g"} {
+		doc += n + ": &" + n + " [" + strings.Repeat("*"+prev+", ", 9) + "*" + prev + "]\n"
+		prev = n
+	}
+	_, err := audit.ParsePolicy([]byte(doc))
+	if err == nil || !strings.Contains(err.Error(), "expands to more than 100000 YAML nodes") {
+		t.Fatalf("ParsePolicy = %v", err)
+	}
+}

@@ -34,6 +34,7 @@ func StartAnnex(ctx context.Context, dir string) (t Target, stop func(), err err
 	data := filepath.Join(dir, "data")
 	cmd := exec.Command(bin, "--data-dir", data, "--bind-address", "127.0.0.1", "--secure-port", strconv.Itoa(port))
 	cmd.Stdout, cmd.Stderr = nil, nil
+	started := time.Now()
 	if err := cmd.Start(); err != nil {
 		return t, nil, err
 	}
@@ -59,7 +60,7 @@ func StartAnnex(ctx context.Context, dir string) (t Target, stop func(), err err
 			stop()
 			return t, nil, fmt.Errorf("no kubeconfig from the example: %w", err)
 		}
-		time.Sleep(50 * time.Millisecond)
+		time.Sleep(2 * time.Millisecond)
 	}
 	tc, err := tlsConfig(cfg)
 	if err != nil {
@@ -76,6 +77,7 @@ func StartAnnex(ctx context.Context, dir string) (t Target, stop func(), err err
 		stop()
 		return t, nil, err
 	}
+	t.Ready = time.Since(started)
 	return t, stop, nil
 }
 
@@ -104,6 +106,6 @@ func waitReady(t Target) error {
 		if time.Now().After(deadline) {
 			return fmt.Errorf("not ready: %d %v", code, err)
 		}
-		time.Sleep(50 * time.Millisecond)
+		time.Sleep(2 * time.Millisecond)
 	}
 }

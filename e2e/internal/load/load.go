@@ -32,6 +32,9 @@ type Target struct {
 	Object func(name string) []byte
 	// PIDs are the server processes whose footprint is read.
 	PIDs []int
+	// Ready is how long the server took from its process's start to
+	// answering the collection (fresh data directory).
+	Ready time.Duration
 }
 
 // client is one connection: its own transport, so its own TLS connection.

@@ -120,6 +120,7 @@ func StartReference(ctx context.Context, dir string) (t Target, stop func(), err
 	if err != nil {
 		return t, stop, err
 	}
+	started := time.Now()
 	sample, samplePID, err := startProcess(dir, "sample-apiserver", sampleBin,
 		"--etcd-servers="+etcd.ClientURL,
 		"--bind-address=127.0.0.1", "--secure-port="+strconv.Itoa(port),
@@ -143,6 +144,7 @@ func StartReference(ctx context.Context, dir string) (t Target, stop func(), err
 	if err = waitReady(t); err != nil {
 		return t, stop, fmt.Errorf("sample-apiserver: %w (log: %s)", err, file("sample-apiserver.log"))
 	}
+	t.Ready = time.Since(started)
 	return t, stop, nil
 }
 

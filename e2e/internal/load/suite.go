@@ -31,7 +31,7 @@ func Full() Sizes {
 // Suite runs every scenario against t, in order, and the footprint.
 func (t Target) Suite(ctx context.Context, s Sizes) []Result {
 	rss := func(label string) Result { return Result{Scenario: label, Ops: int(t.RSS() >> 20)} }
-	out := []Result{rss("RSS idle (MiB)")}
+	out := []Result{{Scenario: "start → ready, fresh data (ms)", Ops: int(t.Ready.Milliseconds())}, rss("RSS idle (MiB)")}
 	out = append(out,
 		t.Create("obj", s.Objects, s.Clients),
 		t.Get("obj", s.Objects, s.Reads, s.Clients),
@@ -101,7 +101,7 @@ func Median(passes [][]Result) []Result {
 // figure is a result's headline number and its cell.
 func figure(r Result) (float64, string) {
 	switch {
-	case strings.HasPrefix(r.Scenario, "RSS"):
+	case strings.HasPrefix(r.Scenario, "RSS"), strings.HasPrefix(r.Scenario, "start"):
 		return float64(r.Ops), fmt.Sprintf("%d", r.Ops)
 	case strings.HasPrefix(r.Scenario, "watch"):
 		p99 := r.Quantile(0.99)
