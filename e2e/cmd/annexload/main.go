@@ -5,6 +5,7 @@
 //	go run ./cmd/annexload run --short   # annex alone, a few seconds per scenario (CI)
 //	go run ./cmd/annexload run           # annex alone, issue 18's sizes
 //	go run ./cmd/annexload compare       # annex beside k8s.io/sample-apiserver
+//	go run ./cmd/annexload scale         # annex filled to 10k then 100k objects, bbolt and etcd
 //
 // compare builds k8s.io/sample-apiserver, etcd and kube-apiserver from the
 // Go module proxy (cached), and runs the suite on fresh servers of each in
@@ -19,6 +20,11 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/annexapi/annex/e2e/internal/binaries"
 
 	"github.com/annexapi/annex/e2e/internal/load"
 )
@@ -76,6 +82,21 @@ func run(args []string) error {
 			sizes = load.Short()
 		}
 		return compare(sizes, *passes)
+	case "scale":
+		fs := flag.NewFlagSet("scale", flag.ContinueOnError)
+		objects := fs.String("objects", "10000,100000", "the sizes to fill to, in order")
+		if err := fs.Parse(args[1:]); err != nil {
+			return err
+		}
+		var sizes []int
+		for _, f := range strings.Split(*objects, ",") {
+			n, err := strconv.Atoi(f)
+			if err != nil {
+				return fmt.Errorf("--objects: %w", err)
+			}
+			sizes = append(sizes, n)
+		}
+		return scale(sizes)
 	}
 	return fmt.Errorf("unknown command %q", args[0])
 }
@@ -109,5 +130,54 @@ func compare(sizes load.Sizes, passes int) error {
 	}
 	names := []string{"annex", "sample-apiserver"}
 	load.Table(os.Stdout, names, [][]load.Result{load.Median(results[0]), load.Median(results[1])})
+	return nil
+}
+
+// scale runs the scaling scenario on bbolt, then on etcd (fsync on), and
+// prints one table.
+func scale(sizes []int) error {
+	dir, err := os.MkdirTemp("", "annexload-scale-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	ctx := context.Background()
+	bin, err := binaries.Build(ctx, binaries.EtcdModule())
+	if err != nil {
+		return err
+	}
+	etcd, err := binaries.StartEtcdProcess(bin, dir, binaries.EtcdOptions{Fsync: true})
+	if err != nil {
+		return err
+	}
+	defer etcd.Stop()
+	backends := []struct {
+		name  string
+		flags []string
+	}{{"bbolt", nil}, {"etcd", []string{"--etcd-servers", etcd.ClientURL}}}
+	fmt.Println("| backend | objects | fill | full LIST | first page (500) | middle page (500) | RSS after fill (MiB) | peak RSS (MiB) | restart → ready |")
+	fmt.Println("|---|---|---|---|---|---|---|---|---|")
+	for _, b := range backends {
+		d := filepath.Join(dir, b.name)
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return err
+		}
+		start := func(ctx context.Context, dir string) (load.Target, func(), error) {
+			return load.StartAnnexWith(ctx, dir, b.flags...)
+		}
+		reports, err := load.Scale(ctx, d, sizes, 16, start)
+		if err != nil {
+			return fmt.Errorf("%s: %w", b.name, err)
+		}
+		for _, r := range reports {
+			restart := "—"
+			if r.Restart > 0 {
+				restart = r.Restart.Round(time.Millisecond).String()
+			}
+			fmt.Printf("| %s | %d | %.0f/s | %v | %v | %v | %d | %d | %s |\n", b.name, r.Objects, r.Fill.PerSecond(),
+				r.FullList.Round(100*time.Microsecond), r.FirstPage.Round(10*time.Microsecond), r.MiddlePage.Round(10*time.Microsecond),
+				r.RSS, r.PeakRSS, restart)
+		}
+	}
 	return nil
 }

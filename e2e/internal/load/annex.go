@@ -20,6 +20,12 @@ import (
 // module's replace of the library) into dir, runs it fresh on bbolt with
 // fsync in dir, and returns its target; stop ends the process.
 func StartAnnex(ctx context.Context, dir string) (t Target, stop func(), err error) {
+	return StartAnnexWith(ctx, dir)
+}
+
+// StartAnnexWith is StartAnnex with extra flags (--etcd-servers); started
+// again on the same dir, it restarts on the data already there.
+func StartAnnexWith(ctx context.Context, dir string, flags ...string) (t Target, stop func(), err error) {
 	bin := filepath.Join(dir, "environments")
 	build := exec.CommandContext(ctx, "go", "build", "-o", bin, "github.com/annexapi/annex/examples/environments")
 	if out, err := build.CombinedOutput(); err != nil {
@@ -32,8 +38,11 @@ func StartAnnex(ctx context.Context, dir string) (t Target, stop func(), err err
 	port := ln.Addr().(*net.TCPAddr).Port
 	ln.Close()
 	data := filepath.Join(dir, "data")
-	cmd := exec.Command(bin, "--data-dir", data, "--bind-address", "127.0.0.1", "--secure-port", strconv.Itoa(port))
+	cmd := exec.Command(bin, append([]string{"--data-dir", data, "--bind-address", "127.0.0.1", "--secure-port", strconv.Itoa(port)}, flags...)...)
 	cmd.Stdout, cmd.Stderr = nil, nil
+	// On a restart the kubeconfig of the last run names its port: wait for
+	// the new one.
+	_ = os.Remove(filepath.Join(data, "kubeconfig"))
 	started := time.Now()
 	if err := cmd.Start(); err != nil {
 		return t, nil, err

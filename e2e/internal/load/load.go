@@ -351,7 +351,14 @@ func (t Target) cpu() time.Duration {
 }
 
 // RSS is the resident memory of the target's processes (VmRSS).
-func (t Target) RSS() int64 {
+func (t Target) RSS() int64 { return t.status("VmRSS:") }
+
+// PeakRSS is the most resident memory the target's processes have had
+// (VmHWM).
+func (t Target) PeakRSS() int64 { return t.status("VmHWM:") }
+
+// status sums a kB field of /proc/<pid>/status over the processes.
+func (t Target) status(field string) int64 {
 	var total int64
 	for _, pid := range t.PIDs {
 		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
@@ -359,7 +366,7 @@ func (t Target) RSS() int64 {
 			continue
 		}
 		for _, line := range strings.Split(string(b), "\n") {
-			if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			if rest, ok := strings.CutPrefix(line, field); ok {
 				kb, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
 				total += kb << 10
 			}
