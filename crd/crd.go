@@ -124,6 +124,13 @@ func (c Config) Resources(manifest []byte) ([]rest.Resource, error) {
 	if len(out) == 0 {
 		return nil, errors.New("no CustomResourceDefinition in the manifest")
 	}
+	// A converter for a definition the manifest does not have would be
+	// silently unused (a misspelt name): refuse it.
+	for name := range c.Converters {
+		if !slices.ContainsFunc(out, func(r rest.Resource) bool { return r.Plural+"."+r.Group == name }) {
+			return nil, fmt.Errorf("Converters: no CustomResourceDefinition named %q in the manifest", name)
+		}
+	}
 	return out, nil
 }
 

@@ -162,3 +162,16 @@ spec:
 		t.Errorf("conversion %T, want the caller's ConversionFuncs", rs[1].Conversion)
 	}
 }
+
+// TestConverterForAnUnknownDefinition: a converter whose name matches no
+// definition is refused, not silently unused.
+func TestConverterForAnUnknownDefinition(t *testing.T) {
+	manifest, err := os.ReadFile("testdata/cert-manager-v1.21.1-certificaterequests.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = crd.Config{Converters: map[string]rest.Converter{"certificaterequest.cert-manager.io": rest.ConversionFuncs{}}}.Resources(manifest)
+	if err == nil || !strings.Contains(err.Error(), `Converters: no CustomResourceDefinition named "certificaterequest.cert-manager.io"`) {
+		t.Fatalf("err = %v", err)
+	}
+}

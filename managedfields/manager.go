@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"strconv"
@@ -98,18 +99,17 @@ func New(cfg Config) (*Manager, error) {
 		}
 		conv = vc
 	}
-	m.main = (&merge.UpdaterBuilder{Converter: conv}).BuildUpdater()
-	m.status = (&merge.UpdaterBuilder{Converter: conv}).BuildUpdater()
+	var mainFilter, statusFilter map[fieldpath.APIVersion]fieldpath.Filter
 	if cfg.StatusSubresource {
 		// Reset fields, at every version.
-		mainFilter, statusFilter := map[fieldpath.APIVersion]fieldpath.Filter{}, map[fieldpath.APIVersion]fieldpath.Filter{}
-		for _, av := range append([]string{cfg.APIVersion}, keys(cfg.Versions)...) {
+		mainFilter, statusFilter = map[fieldpath.APIVersion]fieldpath.Filter{}, map[fieldpath.APIVersion]fieldpath.Filter{}
+		for _, av := range append([]string{cfg.APIVersion}, slices.Collect(maps.Keys(cfg.Versions))...) {
 			mainFilter[fieldpath.APIVersion(av)] = fieldpath.NewExcludeSetFilter(fieldpath.NewSet(fieldpath.MakePathOrDie("status")))
 			statusFilter[fieldpath.APIVersion(av)] = fieldpath.NewExcludeSetFilter(fieldpath.NewSet(fieldpath.MakePathOrDie("spec")))
 		}
-		m.main = (&merge.UpdaterBuilder{Converter: conv, IgnoreFilter: mainFilter}).BuildUpdater()
-		m.status = (&merge.UpdaterBuilder{Converter: conv, IgnoreFilter: statusFilter}).BuildUpdater()
 	}
+	m.main = (&merge.UpdaterBuilder{Converter: conv, IgnoreFilter: mainFilter}).BuildUpdater()
+	m.status = (&merge.UpdaterBuilder{Converter: conv, IgnoreFilter: statusFilter}).BuildUpdater()
 	m.stripMe = fieldpath.NewSet(
 		fieldpath.MakePathOrDie("apiVersion"),
 		fieldpath.MakePathOrDie("kind"),
@@ -125,14 +125,6 @@ func New(cfg Config) (*Manager, error) {
 		fieldpath.MakePathOrDie("metadata", "resourceVersion"),
 	)
 	return m, nil
-}
-
-func keys(m map[string]*schema.Props) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	return out
 }
 
 // versionConverter converts typed values between the versions of a

@@ -12,6 +12,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 
 	"github.com/annexapi/annex/internal/jsonscan"
@@ -96,7 +97,7 @@ func (noConversion) Convert(_ context.Context, objs []Object, desiredAPIVersion 
 }
 
 func splitAPIVersion(av string) (group, version string) {
-	if i := bytes.LastIndexByte([]byte(av), '/'); i >= 0 {
+	if i := strings.LastIndexByte(av, '/'); i >= 0 {
 		return av[:i], av[i+1:]
 	}
 	return "", av
@@ -167,10 +168,10 @@ func (rh *resourceHandler) asServedObject(ctx context.Context, o *storage.Object
 	if o.Data == nil || rh.isServed(o.Data) {
 		return o.Data, nil
 	}
-	if o.Key == "" || o.ResourceVersion == 0 {
+	k, ok := rh.cacheKey(o)
+	if !ok {
 		return rh.asServed(ctx, o.Data)
 	}
-	k := convKey{o.Key, o.ResourceVersion, rh.Version}
 	if b, ok := rh.versions.cache.get(k); ok {
 		return b, nil
 	}
@@ -226,17 +227,15 @@ func storedAt(data []byte) string {
 }
 
 // isServed says whether stored bytes are already at this version (always,
-// for a resource of one version).
+// for a resource of one version): one prefix comparison in the usual case.
 func (rh *resourceHandler) isServed(data []byte) bool {
-	if rh.versions == nil {
-		return true
-	}
-	const head = `{"apiVersion":"`
-	if len(data) > len(head)+len(rh.apiVersion) && string(data[:len(head)]) == head &&
-		string(data[len(head):len(head)+len(rh.apiVersion)]) == rh.apiVersion && data[len(head)+len(rh.apiVersion)] == '"' {
-		return true
-	}
-	return storedAt(data) == rh.apiVersion
+	return rh.versions == nil || bytes.HasPrefix(data, rh.servedPrefix) || storedAt(data) == rh.apiVersion
+}
+
+// cacheKey is the conversion cache's key of a stored object at this
+// version; false for bytes that are not a stored revision.
+func (rh *resourceHandler) cacheKey(o *storage.Object) (convKey, bool) {
+	return convKey{o.Key, o.ResourceVersion, rh.Version}, o.Key != "" && o.ResourceVersion != 0
 }
 
 // asServed returns stored bytes at this handler's version: the bytes
@@ -270,9 +269,11 @@ func (rh *resourceHandler) asServedItems(ctx context.Context, items []storage.Ob
 		if out == nil {
 			out = append([]storage.Object(nil), items...)
 		}
-		if b, ok := rh.versions.cache.get(convKey{items[i].Key, items[i].ResourceVersion, rh.Version}); ok && items[i].ResourceVersion != 0 {
-			out[i].Data = b
-			continue
+		if k, ok := rh.cacheKey(&items[i]); ok {
+			if b, ok := rh.versions.cache.get(k); ok {
+				out[i].Data = b
+				continue
+			}
 		}
 		idx = append(idx, i)
 		data = append(data, items[i].Data)
@@ -287,8 +288,8 @@ func (rh *resourceHandler) asServedItems(ctx context.Context, items []storage.Ob
 		}
 		for j, i := range idx {
 			out[i].Data = conv[j]
-			if items[i].Key != "" && items[i].ResourceVersion != 0 {
-				rh.versions.cache.put(convKey{items[i].Key, items[i].ResourceVersion, rh.Version}, conv[j])
+			if k, ok := rh.cacheKey(&items[i]); ok {
+				rh.versions.cache.put(k, conv[j])
 			}
 		}
 	}

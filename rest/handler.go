@@ -4,6 +4,7 @@
 package rest
 
 import (
+	"cmp"
 	"context"
 	"encoding/base64"
 	"io"
@@ -80,6 +81,9 @@ type resourceHandler struct {
 	versions *versionSet
 	// warning is the deprecation warning of a deprecated version.
 	warning string
+	// servedPrefix is how stored bytes at this version begin:
+	// {"apiVersion":"<group/version>" (see isServed).
+	servedPrefix []byte
 	h       *handler
 }
 
@@ -101,8 +105,9 @@ func NewHandler(cfg Config) (http.Handler, error) {
 		h.shutdown = cfg.Shutdown.Done()
 	}
 	sets := map[[2]string]*versionSet{}
-	warnings := map[resourceKey]string{}
+	siblings := map[[2]string][]Resource{} // the versions of each stored resource
 	for _, set := range versionSets(cfg.Resources) {
+		siblings[[2]string{set[0].Group, set[0].Plural}] = set
 		if len(set) < 2 {
 			continue
 		}
@@ -128,18 +133,7 @@ func NewHandler(cfg Config) (http.Handler, error) {
 		if conv != nil {
 			vs.conv = conv
 		}
-		for _, r := range set {
-			sets[[2]string{r.Group, r.Plural}] = vs
-		}
-		for _, r := range set {
-			if r.Deprecated {
-				w := r.DeprecationWarning
-				if w == "" {
-					w = deprecationWarning(r, set)
-				}
-				warnings[resourceKey{r.Group, r.Version, r.Plural}] = w
-			}
-		}
+		sets[[2]string{set[0].Group, set[0].Plural}] = vs
 	}
 	var rs []*resourceHandler
 	for _, r := range cfg.Resources {
@@ -157,15 +151,12 @@ func NewHandler(cfg Config) (http.Handler, error) {
 				`,"apiVersion":` + strconv.Quote(gv) + `,"metadata":{},"items":[]}`)),
 			h: h,
 		}
+		rh.servedPrefix = []byte(`{"apiVersion":` + strconv.Quote(gv))
 		if r.Storage != nil {
 			rh.versions = sets[[2]string{r.Group, r.Plural}]
 		}
-		rh.warning = warnings[resourceKey{r.Group, r.Version, r.Plural}]
-		if r.Deprecated && rh.warning == "" {
-			rh.warning = r.DeprecationWarning
-			if rh.warning == "" {
-				rh.warning = deprecationWarning(r, nil)
-			}
+		if r.Deprecated {
+			rh.warning = cmp.Or(r.DeprecationWarning, deprecationWarning(r, siblings[[2]string{r.Group, r.Plural}]))
 		}
 		if !cfg.DisableManagedFields {
 			mc := managedfields.Config{APIVersion: gv, Kind: r.Kind, Schema: r.Schema, StatusSubresource: r.StatusSubresource}

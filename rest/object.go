@@ -173,14 +173,7 @@ func addSelectableFields(set map[string]string, data []byte, fields []string) {
 // fieldValue is the selector value of a dotted path in obj: a string as is,
 // a number or bool in its JSON spelling, anything else or missing "".
 func fieldValue(obj map[string]any, path string) string {
-	var cur any = obj
-	for _, seg := range strings.Split(path, ".") {
-		m, ok := cur.(map[string]any)
-		if !ok {
-			return ""
-		}
-		cur = m[seg]
-	}
+	cur, _ := lookup(obj, strings.Split(path, "."))
 	switch v := cur.(type) {
 	case string:
 		return v
@@ -190,6 +183,22 @@ func fieldValue(obj map[string]any, path string) string {
 		return strconv.FormatBool(v)
 	}
 	return ""
+}
+
+// lookup walks a path of field names in generic JSON; false when a step
+// is missing or not an object.
+func lookup(obj map[string]any, path []string) (any, bool) {
+	var cur any = obj
+	for _, k := range path {
+		m, ok := cur.(map[string]any)
+		if !ok {
+			return nil, false
+		}
+		if cur, ok = m[k]; !ok {
+			return nil, false
+		}
+	}
+	return cur, true
 }
 
 // deepCopyJSON copies generic JSON: maps and slices are copied, anything

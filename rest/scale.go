@@ -53,15 +53,9 @@ func scalePath(p string) []string { return strings.Split(strings.TrimPrefix(p, "
 
 // nestedInt64 reads an integer at path, as unstructured.NestedInt64.
 func nestedInt64(obj Object, path []string) (int64, bool, error) {
-	var cur any = obj
-	for _, k := range path {
-		m, ok := cur.(map[string]any)
-		if !ok {
-			return 0, false, nil
-		}
-		if cur, ok = m[k]; !ok {
-			return 0, false, nil
-		}
+	cur, found := lookup(obj, path)
+	if !found {
+		return 0, false, nil
 	}
 	n, ok := cur.(json.Number)
 	if !ok {
@@ -94,12 +88,8 @@ func (rh *resourceHandler) scaleOf(obj Object) (*scaleObject, bool, error) {
 	}
 	s.Spec.Replicas, s.Status.Replicas = int32(spec), int32(status)
 	if p := rh.Scale.LabelSelectorPath; p != "" {
-		var cur any = obj
-		for _, k := range scalePath(p) {
-			m, _ := cur.(map[string]any)
-			cur = m[k]
-		}
-		s.Status.Selector, _ = cur.(string)
+		sel, _ := lookup(obj, scalePath(p))
+		s.Status.Selector, _ = sel.(string)
 	}
 	return s, found, nil
 }

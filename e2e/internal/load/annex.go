@@ -6,7 +6,6 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -31,32 +30,19 @@ func StartAnnexWith(ctx context.Context, dir string, flags ...string) (t Target,
 	if out, err := build.CombinedOutput(); err != nil {
 		return t, nil, fmt.Errorf("go build: %v: %s", err, out)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	port, err := freePort()
 	if err != nil {
 		return t, nil, err
 	}
-	port := ln.Addr().(*net.TCPAddr).Port
-	ln.Close()
 	data := filepath.Join(dir, "data")
-	cmd := exec.Command(bin, append([]string{"--data-dir", data, "--bind-address", "127.0.0.1", "--secure-port", strconv.Itoa(port)}, flags...)...)
-	cmd.Stdout, cmd.Stderr = nil, nil
 	// On a restart the kubeconfig of the last run names its port: wait for
 	// the new one.
 	_ = os.Remove(filepath.Join(data, "kubeconfig"))
 	started := time.Now()
-	if err := cmd.Start(); err != nil {
+	stop, pid, err := startProcess(dir, "environments", bin,
+		append([]string{"--data-dir", data, "--bind-address", "127.0.0.1", "--secure-port", strconv.Itoa(port)}, flags...)...)
+	if err != nil {
 		return t, nil, err
-	}
-	stop = func() {
-		_ = cmd.Process.Signal(os.Interrupt)
-		done := make(chan struct{})
-		go func() { _ = cmd.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(20 * time.Second):
-			_ = cmd.Process.Kill()
-			<-done
-		}
 	}
 	kubeconfig := filepath.Join(data, "kubeconfig")
 	deadline := time.Now().Add(30 * time.Second)
@@ -78,7 +64,7 @@ func StartAnnexWith(ctx context.Context, dir string, flags ...string) (t Target,
 	}
 	// v1beta1 is the storage version: no conversion on any path.
 	t = Target{Name: "annex", Collection: cfg.Host + "/apis/platform.example.com/v1beta1/namespaces/default/environments", TLS: tc,
-		PIDs: []int{cmd.Process.Pid}, Object: func(name string) []byte {
+		PIDs: []int{pid}, Object: func(name string) []byte {
 			return []byte(`{"apiVersion":"platform.example.com/v1beta1","kind":"Environment","metadata":{"name":"` + name +
 				`","labels":{"app":"load","team":"payments"}},"spec":{"owners":["payments-team"],"tier":"dev","replicas":2}}`)
 		}}
