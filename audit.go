@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"go.uber.org/zap"
@@ -122,15 +123,17 @@ next:
 		}
 		entries = append(entries, entry{name, d})
 	}
-	b := make([]byte, 0, 24*len(entries))
+	var b strings.Builder // one allocation: the string is the builder's buffer
+	b.Grow(24 * len(entries))
+	var num [24]byte
 	for i, e := range entries {
 		if i > 0 {
-			b = append(b, ',')
+			b.WriteByte(',')
 		}
-		b = append(b, e.name...)
-		b = append(b, '=')
-		b = strconv.AppendFloat(b, float64(e.d.Microseconds())/1000, 'f', 3, 64)
-		b = append(b, "ms"...)
+		b.WriteString(e.name)
+		b.WriteByte('=')
+		b.Write(strconv.AppendFloat(num[:0], float64(e.d.Microseconds())/1000, 'f', 3, 64))
+		b.WriteString("ms")
 	}
-	return string(b), t.RejectedBy(code)
+	return b.String(), t.RejectedBy(code)
 }

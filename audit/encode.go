@@ -141,7 +141,8 @@ func appendUserInfo(dst []byte, u *UserInfo) []byte {
 			dst = append(dst, ',')
 		}
 		dst = append(dst, `"extra":{`...)
-		for i, k := range sortedKeys(u.Extra, nil) {
+		var keyBuf [8]string
+		for i, k := range sortedKeys(u.Extra, keyBuf[:0]) {
 			if i > 0 {
 				dst = append(dst, ',')
 			}
@@ -284,6 +285,21 @@ func sortedKeys[V any](m map[string]V, keys []string) []string {
 
 const hexDigits = "0123456789abcdef"
 
+// safeLow and safeHigh are the ASCII bytes written as they are in a JSON
+// string, encoding/json's HTML-safe set, as bit sets: bytes 0–63 and 64–127.
+const (
+	safeLow  uint64 = 0xFFFFFFFF00000000 &^ (1<<'"' | 1<<'&' | 1<<'<' | 1<<'>')
+	safeHigh uint64 = ^uint64(1 << ('\\' - 64))
+)
+
+// jsonSafe reports whether the ASCII byte c needs no escape.
+func jsonSafe(c byte) bool {
+	if c < 64 {
+		return safeLow>>c&1 != 0
+	}
+	return safeHigh>>(c-64)&1 != 0
+}
+
 // appendString appends s as a JSON string the way encoding/json's Marshal
 // does: ", \ and control characters escaped (\b \f \n \r \t by name, the
 // rest as \u00XX), <, > and & as \u003c \u003e \u0026, U+2028 and U+2029
@@ -294,7 +310,7 @@ func appendString(dst []byte, s string) []byte {
 	for i := 0; i < len(s); {
 		c := s[i]
 		if c < utf8.RuneSelf {
-			if c >= 0x20 && c != '"' && c != '\\' && c != '<' && c != '>' && c != '&' {
+			if jsonSafe(c) {
 				i++
 				continue
 			}

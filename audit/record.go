@@ -93,14 +93,9 @@ func userInfo(u *filters.User) UserInfo {
 	if u == nil {
 		return UserInfo{}
 	}
-	ui := UserInfo{Username: u.Name, UID: u.UID, Groups: slices.Clone(u.Groups)}
-	if len(u.Extra) > 0 {
-		ui.Extra = make(map[string][]string, len(u.Extra))
-		for k, v := range u.Extra {
-			ui.Extra[k] = slices.Clone(v)
-		}
-	}
-	return ui
+	// The user is not changed once authenticated: the event shares its
+	// groups and extra rather than copying them on every request.
+	return UserInfo{Username: u.Name, UID: u.UID, Groups: u.Groups, Extra: u.Extra}
 }
 
 // sourceIPs lists X-Forwarded-For's valid addresses, X-Real-Ip's when not
@@ -174,7 +169,7 @@ func (rec *record) annotate(key, value string) {
 		return
 	}
 	if rec.ev.Annotations == nil {
-		rec.ev.Annotations = make(map[string]string, 4)
+		rec.ev.Annotations = make(map[string]string, 8) // decision, reason, stage latencies and a few more
 	}
 	rec.ev.Annotations[key] = value
 }

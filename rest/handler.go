@@ -84,7 +84,7 @@ type resourceHandler struct {
 	// servedPrefix is how stored bytes at this version begin:
 	// {"apiVersion":"<group/version>" (see isServed).
 	servedPrefix []byte
-	h       *handler
+	h            *handler
 }
 
 var _ http.Handler = (*handler)(nil)

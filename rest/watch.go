@@ -144,6 +144,13 @@ func (rh *resourceHandler) watch(w http.ResponseWriter, r *http.Request, o outpu
 				if o.kind == outTable && first {
 					buf = rh.appendTableEvent(buf[:0], o, ev, true)
 					frame = buf
+				} else if ev.Memo == nil && o.kind == outObject && rh.isServed(ev.Object.Data) {
+					// An initial event (the cache keeps no frames for its
+					// objects) at the stored version: its frame is the
+					// stored bytes between a head and a tail, copied once,
+					// into buf, instead of encoded into a new buffer.
+					buf = appendEvent(buf[:0], ev.Type, ev.Object.Data)
+					frame = buf
 				} else {
 					// Frames are shared by the watchers of every version of
 					// the resource: the version is part of the key.

@@ -23,13 +23,13 @@ import (
 	"github.com/annexapi/annex/storage/backend"
 )
 
-// entry is one current object in the cache.
+// entry is one current object in the cache. It keeps no encodings of the
+// object: the frames a watch event's memo holds live as long as the event
+// stays in the ring, not as long as the object, which would double the
+// cache's memory once watchers have seen each object (initial events are
+// written from the stored bytes; see rest's watch loop).
 type entry struct {
 	obj storage.Object
-	// memo holds the object's encodings as an ADDED event (shared with
-	// the event that produced it: for that event, type ADDED means this
-	// object), so initial events of many watchers are encoded once too.
-	memo *storage.EventMemo
 }
 
 func entryLess(a, b *entry) bool { return a.obj.Key < b.obj.Key }
@@ -285,7 +285,7 @@ func (c *Cacher) replace(res storage.ListResult) {
 	t := btree.NewG(32, entryLess)
 	parents := map[string]int64{}
 	for _, o := range res.Items {
-		if _, had := t.ReplaceOrInsert(&entry{obj: o, memo: &storage.EventMemo{}}); !had {
+		if _, had := t.ReplaceOrInsert(&entry{obj: o}); !had {
 			parents[parentPrefix(o.Key)]++
 		}
 	}
@@ -380,7 +380,7 @@ func (c *Cacher) applyLocked(ev storage.Event) {
 		if _, ok := c.tree.Delete(probe); ok {
 			c.countParent(e.obj.Key, -1)
 		}
-	} else if _, replaced := c.tree.ReplaceOrInsert(&entry{obj: e.obj, memo: e.memo}); !replaced {
+	} else if _, replaced := c.tree.ReplaceOrInsert(&entry{obj: e.obj}); !replaced {
 		c.countParent(e.obj.Key, 1)
 	}
 	e.snap = c.tree.Clone()

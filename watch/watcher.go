@@ -459,7 +459,7 @@ func endBookmark(rev uint64) storage.Event {
 func (c *Cacher) initialEvents(w *watcher, snap *tree, q []storage.Event) []storage.Event {
 	add := func(en *entry) bool {
 		if w.matchesKey(en.obj.Key) && w.matches(&en.obj) {
-			q = append(q, storage.Event{Type: storage.EventAdded, Object: en.obj, Memo: en.memo})
+			q = append(q, storage.Event{Type: storage.EventAdded, Object: en.obj})
 		}
 		return true
 	}
