@@ -49,7 +49,7 @@ func object(ns, name, value string, labels ...string) []byte {
 }
 
 func labelIs(k, v string) storage.Predicate {
-	return storage.PredicateFunc(func(o *storage.Object) bool { return o.Meta.Labels[k] == v })
+	return storage.PredicateFunc(func(o *storage.Object) bool { return o.Meta.Labels.Get(k) == v })
 }
 
 // fieldPred is a field selector f=v that says so (FieldMatcher).
@@ -191,7 +191,7 @@ func TestEncodeOncePerEventAndType(t *testing.T) {
 
 func TestIndexRouting(t *testing.T) {
 	t.Parallel()
-	node := func(o *storage.Object) string { return o.Meta.Labels["node"] }
+	node := func(o *storage.Object) string { return o.Meta.Labels.Get("node") }
 	c := startCacher(t, openBolt(t, true), Config{IndexFields: map[string]IndexFunc{"spec.nodeName": node}})
 	name := func(o *storage.Object) string { return o.Meta.Name }
 	from := storage.FormatResourceVersion(current(t, c))
