@@ -527,3 +527,54 @@ func TestSlowWatcherCutOff(t *testing.T) {
 		t.Errorf("gathered %d series of the wait and revision metrics (%v), want 2", n, err)
 	}
 }
+
+// TestListStream checks that a streamed list (ListOptions.Stream) yields
+// the objects a collected one returns, at the same revision, every time it
+// is iterated, with a predicate and from a continue token alike, and that a
+// page (a Limit) is still collected.
+func TestListStream(t *testing.T) {
+	t.Parallel()
+	c := startCacher(t, openBolt(t, true), Config{})
+	for i := range 20 {
+		mustCreate(t, c, key("ns", fmt.Sprintf("o%02d", i)), object("ns", fmt.Sprintf("o%02d", i), fmt.Sprint(i%3)))
+	}
+	mustCreate(t, c, key("other", "x"), object("other", "x", "1"))
+	ctx := context.Background()
+	odd := storage.PredicateFunc(func(o *storage.Object) bool { return o.Meta.Name[2]%2 == 1 })
+	first, err := c.List(ctx, prefix("ns"), storage.ListOptions{Limit: 5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, opts := range []storage.ListOptions{{}, {Predicate: odd}, {Continue: first.Continue}} {
+		collected, err := c.List(ctx, prefix("ns"), opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		opts.Stream = true
+		streamed, err := c.List(ctx, prefix("ns"), opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if streamed.Each == nil || streamed.Items != nil || streamed.ResourceVersion != collected.ResourceVersion {
+			t.Fatalf("streamed list: Each set %v, %d items, at %d; want Each alone at %d", streamed.Each != nil, len(streamed.Items),
+				streamed.ResourceVersion, collected.ResourceVersion)
+		}
+		for pass := range 2 {
+			var keys []string
+			for o := range streamed.Each {
+				keys = append(keys, o.Key)
+			}
+			var want []string
+			for _, o := range collected.Items {
+				want = append(want, o.Key)
+			}
+			if !slices.Equal(keys, want) {
+				t.Errorf("pass %d: streamed %v, collected %v", pass, keys, want)
+			}
+		}
+	}
+	page, err := c.List(ctx, prefix("ns"), storage.ListOptions{Limit: 5, Stream: true})
+	if err != nil || page.Each != nil || len(page.Items) != 5 || page.Continue == "" {
+		t.Errorf("a page with Stream: Each set %v, %d items, continue %q, %v; want 5 items collected", page.Each != nil, len(page.Items), page.Continue, err)
+	}
+}
