@@ -4,6 +4,7 @@
 package storage
 
 import (
+	"bytes"
 	"encoding/binary"
 	"encoding/json"
 	"iter"
@@ -44,6 +45,39 @@ func MakeLabels(m map[string]string) Labels {
 		b = append(b, k...)
 		b = binary.AppendUvarint(b, uint64(len(v)))
 		b = append(b, v...)
+	}
+	return Labels{enc: string(b)}
+}
+
+// LabelsFromPairs returns the labels of kv, keys and values alternating, in
+// any order; of duplicate keys the last wins, as when decoding JSON into a
+// map.
+func LabelsFromPairs(kv [][]byte) Labels {
+	type pair struct{ k, v []byte }
+	var buf [32]pair
+	ps := buf[:0]
+	n := 0
+	for i := 0; i+1 < len(kv); i += 2 {
+		ps = append(ps, pair{kv[i], kv[i+1]})
+		n += len(kv[i]) + len(kv[i+1]) + 2*binary.MaxVarintLen64
+	}
+	if len(ps) == 0 {
+		return Labels{}
+	}
+	slices.SortStableFunc(ps, func(a, b pair) int { return bytes.Compare(a.k, b.k) })
+	var encBuf [256]byte
+	b := encBuf[:0]
+	if n > len(encBuf) {
+		b = make([]byte, 0, n)
+	}
+	for i, p := range ps {
+		if i+1 < len(ps) && bytes.Equal(ps[i+1].k, p.k) {
+			continue // a later duplicate wins
+		}
+		b = binary.AppendUvarint(b, uint64(len(p.k)))
+		b = append(b, p.k...)
+		b = binary.AppendUvarint(b, uint64(len(p.v)))
+		b = append(b, p.v...)
 	}
 	return Labels{enc: string(b)}
 }

@@ -74,6 +74,9 @@ func DecodeMeta(data []byte) (storage.Meta, error) {
 	if found < 0 {
 		return m, nil
 	}
+	if m, ok := decodeMetaFast(data[vs:ve]); ok {
+		return m, nil
+	}
 	m, err = storage.DecodeMetadata(withoutMember(data[vs:ve], `"managedFields"`))
 	if err != nil {
 		return storage.Meta{}, &storage.Error{Err: storage.ErrInvalidObject, Msg: "metadata: " + err.Error()}
