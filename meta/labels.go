@@ -41,10 +41,27 @@ type Requirement struct {
 	Values   []string
 }
 
+// LabelSet is what a selector reads labels from, when they are not a map
+// (the storage layer's compact labels).
+type LabelSet interface {
+	Lookup(key string) (value string, ok bool)
+}
+
+// labelMap is a map as a LabelSet.
+type labelMap map[string]string
+
+func (m labelMap) Lookup(key string) (string, bool) {
+	v, ok := m[key]
+	return v, ok
+}
+
 // Matches reports whether labels satisfy the requirement. A missing label
 // satisfies only !=, notin and !.
-func (r Requirement) Matches(labels map[string]string) bool {
-	v, ok := labels[r.Key]
+func (r Requirement) Matches(labels map[string]string) bool { return r.MatchesSet(labelMap(labels)) }
+
+// MatchesSet is Matches for labels read through a LabelSet.
+func (r Requirement) MatchesSet(labels LabelSet) bool {
+	v, ok := labels.Lookup(r.Key)
 	switch r.Operator {
 	case OpIn, OpEquals, OpDoubleEquals:
 		return ok && slices.Contains(r.Values, v)
@@ -118,9 +135,12 @@ type LabelSelector struct {
 }
 
 // Matches reports whether labels satisfy every requirement.
-func (s LabelSelector) Matches(labels map[string]string) bool {
+func (s LabelSelector) Matches(labels map[string]string) bool { return s.MatchesSet(labelMap(labels)) }
+
+// MatchesSet is Matches for labels read through a LabelSet.
+func (s LabelSelector) MatchesSet(labels LabelSet) bool {
 	for _, r := range s.reqs {
-		if !r.Matches(labels) {
+		if !r.MatchesSet(labels) {
 			return false
 		}
 	}

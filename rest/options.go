@@ -177,7 +177,7 @@ func (rh *resourceHandler) predicate(p listParams) storage.Predicate {
 	}
 	labels, fields, decode, extra := p.labels, p.fields, p.needsDecode, rh.Strategy.SelectableFields
 	return storage.PredicateFunc(func(o *storage.Object) bool {
-		if !labels.Empty() && !labels.Matches(o.Meta.Labels) {
+		if !labels.Empty() && !labels.MatchesSet(o.Meta.Labels) {
 			return false
 		}
 		if fields.Empty() {

@@ -46,13 +46,46 @@ func (rh *resourceHandler) list(w http.ResponseWriter, r *http.Request, o output
 		return
 	}
 	step := startStorage(r.Context())
-	res, err := rh.Storage.List(r.Context(), storage.ResourcePrefix(rh.Group, rh.Plural, namespace), rh.storageListOptions(p))
+	opts := rh.storageListOptions(p)
+	opts.Stream = o.kind == outObject // a whole list from the cache is written as it is read
+	res, err := rh.Storage.List(r.Context(), storage.ResourcePrefix(rh.Group, rh.Plural, namespace), opts)
 	step.storageDone(r.Context(), err)
 	if err != nil {
 		rh.fail(w, err, ErrorContext{Verb: "list", ResourceVersion: p.resourceVersion, Continue: p.continueToken})
 		return
 	}
+	if res.Each != nil {
+		if rh.streamList(w, res) {
+			return
+		}
+		for o := range res.Each { // some items need converting: all at once
+			res.Items = append(res.Items, *o)
+		}
+	}
 	rh.writeList(r.Context(), w, o, res.Items, res.ResourceVersion, res.Continue, res.RemainingItemCount)
+}
+
+// streamList writes the list res.Each yields, when every item is stored at
+// the version asked for, without collecting the items: a first pass sums
+// their sizes (the Content-Length) and checks their versions, a second
+// writes them. It returns false, having written nothing, when an item needs
+// converting.
+func (rh *resourceHandler) streamList(w http.ResponseWriter, res storage.ListResult) bool {
+	size, count := 0, 0
+	served := true
+	res.Each(func(o *storage.Object) bool {
+		if served = rh.isServed(o.Data); !served {
+			return false
+		}
+		size += len(o.Data)
+		count++
+		return true
+	})
+	if !served {
+		return false
+	}
+	rh.writeItems(w, res.ResourceVersion, "", nil, size, count, res.Each)
+	return true
 }
 
 func (rh *resourceHandler) storageListOptions(p listParams) storage.ListOptions {
@@ -98,43 +131,66 @@ func (rh *resourceHandler) writeList(ctx context.Context, w http.ResponseWriter,
 		writeObject(w, http.StatusOK, buf)
 		return
 	}
+	size := 0
+	for i := range items {
+		size += len(items[i].Data)
+	}
+	rh.writeItems(w, rev, cont, remaining, size, len(items), func(yield func(*storage.Object) bool) {
+		for i := range items {
+			if !yield(&items[i]) {
+				return
+			}
+		}
+	})
+}
+
+// writeItems writes a <Kind>List of the count items each yields, whose
+// stored bytes add up to size, with its Content-Length, in chunks of at
+// most listChunk bytes (the items' bytes copied once, into a pooled buffer).
+func (rh *resourceHandler) writeItems(w http.ResponseWriter, rev uint64, cont string, remaining *int64, size, count int, each func(yield func(*storage.Object) bool)) {
 	bp := rh.h.getListBuf()
 	defer rh.h.listBufs.Put(bp)
 	buf := append((*bp)[:0], rh.listHead...)
 	buf = appendListMeta(buf, rev, cont, remaining) // continue tokens are base64url: no escaping differs from JSON
 	buf = append(buf, `},"items":[`...)
-	n := len(buf) + max(len(items)-1, 0) + len(listTail)
-	for i := range items {
-		n += len(items[i].Data)
-	}
+	n := len(buf) + max(count-1, 0) + len(listTail) + size
 	h := w.Header()
 	h.Set("Content-Type", mediaJSON)
 	h.Set("Content-Length", strconv.Itoa(n))
 	w.WriteHeader(http.StatusOK)
 	// The stored bytes of the items go out through one listChunk buffer:
 	// a LIST of any size is written in chunks, one Write for a small one.
-	for i := range items {
-		d := items[i].Data
+	first, gone := true, false
+	each(func(o *storage.Object) bool {
+		d := o.Data
 		if len(buf)+1+len(d) > cap(buf) {
 			if _, err := w.Write(buf); err != nil {
-				return // the client is gone
+				gone = true // the client is gone
+				return false
 			}
 			buf = buf[:0]
 		}
-		if i > 0 {
+		if !first {
 			buf = append(buf, ',')
 		}
+		first = false
 		if len(d) > cap(buf)-len(buf) { // larger than the buffer: as it is
 			if _, err := w.Write(buf); err != nil {
-				return
+				gone = true
+				return false
 			}
 			buf = buf[:0]
 			if _, err := w.Write(d); err != nil {
-				return
+				gone = true
+				return false
 			}
-			continue
+			return true
 		}
 		buf = append(buf, d...)
+		return true
+	})
+	if gone {
+		return
 	}
 	buf = append(buf, listTail...)
 	_, _ = w.Write(buf)

@@ -105,12 +105,22 @@ type ListOptions struct {
 	Continue string
 	// Predicate selects objects; nil selects all.
 	Predicate Predicate
+	// Stream asks for the items of a list without Limit as ListResult.Each
+	// rather than collected in Items, when the store can hand them out
+	// without collecting them (the watch cache, from an immutable snapshot).
+	// A store that cannot ignores it.
+	Stream bool
 }
 
 // ListResult is one page of a List.
 type ListResult struct {
 	// Items are the matching objects, in key order.
 	Items []Object
+	// Each, when not nil (ListOptions.Stream), replaces Items: it yields
+	// the matching objects in key order, the same ones each time it is
+	// called, until yield returns false. The objects are shared: callers
+	// must not modify them or keep them past yield.
+	Each func(yield func(*Object) bool)
 	// ResourceVersion is the revision the page was read at.
 	ResourceVersion uint64
 	// Continue is the token for the next page, or "" when this is the last.

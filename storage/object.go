@@ -13,8 +13,8 @@ import (
 )
 
 // Object is a stored object: its JSON and the metadata parsed from it.
-// Objects returned by a backend are shared: callers must not modify Data or
-// Meta's maps.
+// Objects returned by a backend are shared: callers must not modify Data
+// (Meta's labels are immutable).
 type Object struct {
 	// Key is the storage key the object lives under.
 	Key string
@@ -29,13 +29,39 @@ type Object struct {
 
 // Meta is the part of metadata that storage and selectors need.
 type Meta struct {
-	Name              string            `json:"name,omitempty"`
-	Namespace         string            `json:"namespace,omitempty"`
-	UID               string            `json:"uid,omitempty"`
-	ResourceVersion   string            `json:"resourceVersion,omitempty"`
-	CreationTimestamp string            `json:"creationTimestamp,omitempty"`
-	DeletionTimestamp string            `json:"deletionTimestamp,omitempty"`
-	Labels            map[string]string `json:"labels,omitempty"`
+	Name              string `json:"name,omitempty"`
+	Namespace         string `json:"namespace,omitempty"`
+	UID               string `json:"uid,omitempty"`
+	ResourceVersion   string `json:"resourceVersion,omitempty"`
+	CreationTimestamp string `json:"creationTimestamp,omitempty"`
+	DeletionTimestamp string `json:"deletionTimestamp,omitempty"`
+	Labels            Labels `json:"labels,omitzero"`
+}
+
+// metaJSON is Meta as encoding/json decodes it, labels into a map.
+type metaJSON struct {
+	Name              string            `json:"name"`
+	Namespace         string            `json:"namespace"`
+	UID               string            `json:"uid"`
+	ResourceVersion   string            `json:"resourceVersion"`
+	CreationTimestamp string            `json:"creationTimestamp"`
+	DeletionTimestamp string            `json:"deletionTimestamp"`
+	Labels            map[string]string `json:"labels"`
+}
+
+func (j *metaJSON) meta() Meta {
+	return Meta{Name: j.Name, Namespace: j.Namespace, UID: j.UID, ResourceVersion: j.ResourceVersion,
+		CreationTimestamp: j.CreationTimestamp, DeletionTimestamp: j.DeletionTimestamp, Labels: MakeLabels(j.Labels)}
+}
+
+// DecodeMetadata decodes an object's metadata member (the JSON object, or
+// null) as ParseMeta does. The error is encoding/json's.
+func DecodeMetadata(metadata []byte) (Meta, error) {
+	var j metaJSON
+	if err := json.Unmarshal(metadata, &j); err != nil {
+		return Meta{}, err
+	}
+	return j.meta(), nil
 }
 
 // ParseMeta parses the metadata of an object's JSON. It fails with
@@ -46,12 +72,12 @@ func ParseMeta(data []byte) (Meta, error) {
 		return Meta{}, &Error{Err: ErrInvalidObject, Msg: "not a JSON object"}
 	}
 	var doc struct {
-		Metadata Meta `json:"metadata"`
+		Metadata metaJSON `json:"metadata"`
 	}
 	if err := json.Unmarshal(data, &doc); err != nil {
 		return Meta{}, &Error{Err: ErrInvalidObject, Msg: err.Error()}
 	}
-	return doc.Metadata, nil
+	return doc.Metadata.meta(), nil
 }
 
 // EventType is the kind of a watch event; the values are the wire names.

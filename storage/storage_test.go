@@ -44,7 +44,7 @@ func TestParseMeta(t *testing.T) {
 		err  error
 	}{
 		{"full", `{"kind":"Widget","metadata":{"name":"a","namespace":"ns","uid":"u1","resourceVersion":"7","creationTimestamp":"2024-01-02T03:04:05Z","deletionTimestamp":"2024-01-03T00:00:00Z","labels":{"app":"x"},"annotations":{"k":"v"}},"spec":{}}`,
-			storage.Meta{Name: "a", Namespace: "ns", UID: "u1", ResourceVersion: "7", CreationTimestamp: "2024-01-02T03:04:05Z", DeletionTimestamp: "2024-01-03T00:00:00Z", Labels: map[string]string{"app": "x"}}, nil},
+			storage.Meta{Name: "a", Namespace: "ns", UID: "u1", ResourceVersion: "7", CreationTimestamp: "2024-01-02T03:04:05Z", DeletionTimestamp: "2024-01-03T00:00:00Z", Labels: storage.MakeLabels(map[string]string{"app": "x"})}, nil},
 		{"no_metadata", `{"kind":"Widget"}`, storage.Meta{}, nil},
 		{"null_metadata", `{"metadata":null}`, storage.Meta{}, nil},
 		{"array", `[1,2]`, storage.Meta{}, storage.ErrInvalidObject},
@@ -64,7 +64,7 @@ func TestParseMeta(t *testing.T) {
 			}
 			if got.Name != c.want.Name || got.Namespace != c.want.Namespace || got.UID != c.want.UID ||
 				got.ResourceVersion != c.want.ResourceVersion || got.CreationTimestamp != c.want.CreationTimestamp ||
-				got.DeletionTimestamp != c.want.DeletionTimestamp || len(got.Labels) != len(c.want.Labels) || got.Labels["app"] != c.want.Labels["app"] {
+				got.DeletionTimestamp != c.want.DeletionTimestamp || got.Labels != c.want.Labels {
 				t.Errorf("ParseMeta(%s) = %+v, want %+v", c.data, got, c.want)
 			}
 		})

@@ -49,7 +49,7 @@ func object(ns, name, value string, labels ...string) []byte {
 }
 
 func labelIs(k, v string) storage.Predicate {
-	return storage.PredicateFunc(func(o *storage.Object) bool { return o.Meta.Labels[k] == v })
+	return storage.PredicateFunc(func(o *storage.Object) bool { return o.Meta.Labels.Get(k) == v })
 }
 
 // fieldPred is a field selector f=v that says so (FieldMatcher).
@@ -191,7 +191,7 @@ func TestEncodeOncePerEventAndType(t *testing.T) {
 
 func TestIndexRouting(t *testing.T) {
 	t.Parallel()
-	node := func(o *storage.Object) string { return o.Meta.Labels["node"] }
+	node := func(o *storage.Object) string { return o.Meta.Labels.Get("node") }
 	c := startCacher(t, openBolt(t, true), Config{IndexFields: map[string]IndexFunc{"spec.nodeName": node}})
 	name := func(o *storage.Object) string { return o.Meta.Name }
 	from := storage.FormatResourceVersion(current(t, c))
@@ -525,5 +525,56 @@ func TestSlowWatcherCutOff(t *testing.T) {
 	}
 	if n, err := testutil.GatherAndCount(reg, "apiserver_watch_cache_read_wait_seconds", "apiserver_watch_cache_resource_version"); err != nil || n != 2 {
 		t.Errorf("gathered %d series of the wait and revision metrics (%v), want 2", n, err)
+	}
+}
+
+// TestListStream checks that a streamed list (ListOptions.Stream) yields
+// the objects a collected one returns, at the same revision, every time it
+// is iterated, with a predicate and from a continue token alike, and that a
+// page (a Limit) is still collected.
+func TestListStream(t *testing.T) {
+	t.Parallel()
+	c := startCacher(t, openBolt(t, true), Config{})
+	for i := range 20 {
+		mustCreate(t, c, key("ns", fmt.Sprintf("o%02d", i)), object("ns", fmt.Sprintf("o%02d", i), fmt.Sprint(i%3)))
+	}
+	mustCreate(t, c, key("other", "x"), object("other", "x", "1"))
+	ctx := context.Background()
+	odd := storage.PredicateFunc(func(o *storage.Object) bool { return o.Meta.Name[2]%2 == 1 })
+	first, err := c.List(ctx, prefix("ns"), storage.ListOptions{Limit: 5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, opts := range []storage.ListOptions{{}, {Predicate: odd}, {Continue: first.Continue}} {
+		collected, err := c.List(ctx, prefix("ns"), opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		opts.Stream = true
+		streamed, err := c.List(ctx, prefix("ns"), opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if streamed.Each == nil || streamed.Items != nil || streamed.ResourceVersion != collected.ResourceVersion {
+			t.Fatalf("streamed list: Each set %v, %d items, at %d; want Each alone at %d", streamed.Each != nil, len(streamed.Items),
+				streamed.ResourceVersion, collected.ResourceVersion)
+		}
+		for pass := range 2 {
+			var keys []string
+			for o := range streamed.Each {
+				keys = append(keys, o.Key)
+			}
+			var want []string
+			for _, o := range collected.Items {
+				want = append(want, o.Key)
+			}
+			if !slices.Equal(keys, want) {
+				t.Errorf("pass %d: streamed %v, collected %v", pass, keys, want)
+			}
+		}
+	}
+	page, err := c.List(ctx, prefix("ns"), storage.ListOptions{Limit: 5, Stream: true})
+	if err != nil || page.Each != nil || len(page.Items) != 5 || page.Continue == "" {
+		t.Errorf("a page with Stream: Each set %v, %d items, continue %q, %v; want 5 items collected", page.Each != nil, len(page.Items), page.Continue, err)
 	}
 }

@@ -233,7 +233,26 @@ func (c *Cacher) List(ctx context.Context, prefix string, opts storage.ListOptio
 	if !ok {
 		return c.store.List(ctx, prefix, opts)
 	}
+	if opts.Stream && req.Limit == 0 {
+		return storage.ListResult{ResourceVersion: at, Each: each(snap, req.Prefix, req.Start, req.Predicate)}, nil
+	}
 	return page(snap, at, req.Prefix, req.Start, req.Limit, req.Predicate, from)
+}
+
+// each yields the objects of snap under prefix pr from start on that pred
+// selects (all when nil): a whole list, never collected.
+func each(snap *tree, pr, start string, pred storage.Predicate) func(yield func(*storage.Object) bool) {
+	return func(yield func(*storage.Object) bool) {
+		snap.AscendGreaterOrEqual(&entry{obj: storage.Object{Key: start}}, func(en *entry) bool {
+			if !strings.HasPrefix(en.obj.Key, pr) {
+				return false
+			}
+			if pred != nil && !pred.Matches(&en.obj) {
+				return true
+			}
+			return yield(&en.obj)
+		})
+	}
 }
 
 // countFrom is how many objects of snap lie from req.Start to the end of

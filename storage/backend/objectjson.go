@@ -74,8 +74,11 @@ func DecodeMeta(data []byte) (storage.Meta, error) {
 	if found < 0 {
 		return m, nil
 	}
-	md := withoutMember(data[vs:ve], `"managedFields"`)
-	if err := json.Unmarshal(md, &m); err != nil {
+	if m, ok := decodeMetaFast(data[vs:ve]); ok {
+		return m, nil
+	}
+	m, err = storage.DecodeMetadata(withoutMember(data[vs:ve], `"managedFields"`))
+	if err != nil {
 		return storage.Meta{}, &storage.Error{Err: storage.ErrInvalidObject, Msg: "metadata: " + err.Error()}
 	}
 	return m, nil

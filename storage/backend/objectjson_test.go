@@ -88,7 +88,7 @@ func TestDecodeMeta(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if m.Name != "a" || m.Namespace != "ns" || m.Labels["k"] != "v" {
+	if m.Name != "a" || m.Namespace != "ns" || m.Labels.Get("k") != "v" {
 		t.Fatalf("meta = %+v", m)
 	}
 	if _, err := DecodeMeta([]byte(`[]`)); !errors.Is(err, storage.ErrInvalidObject) {

@@ -215,5 +215,5 @@ func listCases() []testCase {
 
 // labelIs selects objects whose label k is v.
 func labelIs(k, v string) storage.Predicate {
-	return storage.PredicateFunc(func(o *storage.Object) bool { return o.Meta.Labels[k] == v })
+	return storage.PredicateFunc(func(o *storage.Object) bool { return o.Meta.Labels.Get(k) == v })
 }

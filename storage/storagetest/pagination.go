@@ -206,7 +206,7 @@ func paginationCases() []testCase {
 			}
 			var want []storage.Object
 			for _, o := range e.stateAt(prefix("ns"), p1.ResourceVersion) {
-				if o.Meta.Labels["third"] == "true" {
+				if o.Meta.Labels.Get("third") == "true" {
 					want = append(want, o)
 				}
 			}

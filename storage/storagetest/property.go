@@ -221,7 +221,7 @@ func (ws watchSpec) predicate() storage.Predicate {
 	if ws.pred == nil {
 		return nil
 	}
-	return storage.PredicateFunc(func(o *storage.Object) bool { return ws.pred(mstate{color: o.Meta.Labels["color"]}) })
+	return storage.PredicateFunc(func(o *storage.Object) bool { return ws.pred(mstate{color: o.Meta.Labels.Get("color")}) })
 }
 
 func nonBookmarks(evs []storage.Event) []storage.Event {
@@ -265,7 +265,7 @@ func (p *prop) commit(k string, o storage.Object, deleted bool) {
 	}
 	p.rev = o.ResourceVersion
 	p.last = p.rev
-	st := mstate{rev: o.ResourceVersion, value: value(p.t, o), color: o.Meta.Labels["color"], uid: o.Meta.UID}
+	st := mstate{rev: o.ResourceVersion, value: value(p.t, o), color: o.Meta.Labels.Get("color"), uid: o.Meta.UID}
 	p.log = append(p.log, mwrite{key: k, rev: o.ResourceVersion, deleted: deleted, state: st})
 	if deleted {
 		delete(p.cur, k)
@@ -289,7 +289,7 @@ func (p *prop) create(ns, name, color string) {
 		p.t.Fatalf("op %d: Create(%s): %v", p.n, k, err)
 	}
 	p.commit(k, o, false)
-	if o.ResourceVersion != p.rev || value(p.t, o) != v || o.Meta.Labels["color"] != color {
+	if o.ResourceVersion != p.rev || value(p.t, o) != v || o.Meta.Labels.Get("color") != color {
 		p.t.Errorf("op %d: Create(%s) returned %s value %q labels %v", p.n, k, describe(o), value(p.t, o), o.Meta.Labels)
 	}
 }
@@ -323,7 +323,7 @@ func (p *prop) update(ns, name string, noop, relabel bool) {
 			return cur.Data, nil
 		case relabel:
 			c := "red"
-			if cur.Meta.Labels["color"] == "red" {
+			if cur.Meta.Labels.Get("color") == "red" {
 				c = "blue"
 			}
 			return withLabels(p.t, cur.Data, "color", c), nil

@@ -335,7 +335,7 @@ func checkObject(t testing.TB, o storage.Object, wantKey string) {
 	}
 	if o.Meta.Name != m.Name || o.Meta.Namespace != m.Namespace || o.Meta.UID != m.UID ||
 		o.Meta.CreationTimestamp != m.CreationTimestamp || o.Meta.DeletionTimestamp != m.DeletionTimestamp ||
-		!maps.Equal(o.Meta.Labels, m.Labels) {
+		o.Meta.Labels != m.Labels {
 		t.Errorf("object %q: Meta = %+v, but Data says %+v", o.Key, o.Meta, m)
 	}
 }

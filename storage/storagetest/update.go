@@ -141,7 +141,7 @@ func updateCases() []testCase {
 				return withLabels(e.t, cur.Data, "color", "blue", "size", "xl"), nil
 			})
 			e.seen(o.ResourceVersion)
-			if o.Meta.Labels["color"] != "blue" || o.Meta.Labels["size"] != "xl" || len(o.Meta.Labels) != 2 {
+			if o.Meta.Labels.Get("color") != "blue" || o.Meta.Labels.Get("size") != "xl" || o.Meta.Labels.Len() != 2 {
 				e.t.Errorf("Meta.Labels = %v after relabelling", o.Meta.Labels)
 			}
 		}},

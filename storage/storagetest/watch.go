@@ -323,14 +323,14 @@ func watchCases() []testCase {
 			out := e.relabel(key("ns", "a"), "color", "blue")
 			ev := w.expect(storage.EventDeleted, key("ns", "a"), out.ResourceVersion)
 			w.checkObjectEvent(ev)
-			if ev.Object.Meta.Labels["color"] != "red" || value(e.t, ev.Object) != "2" {
+			if ev.Object.Meta.Labels.Get("color") != "red" || value(e.t, ev.Object) != "2" {
 				e.t.Errorf("DELETED for an object leaving the predicate: labels %v value %q, want its last matching state (color=red, value 2)",
 					ev.Object.Meta.Labels, value(e.t, ev.Object))
 			}
 			e.delete(key("ns", "b"))
 			back := e.relabel(key("ns", "a"), "color", "red")
 			ev = w.expect(storage.EventAdded, key("ns", "a"), back.ResourceVersion)
-			if ev.Object.Meta.Labels["color"] != "red" {
+			if ev.Object.Meta.Labels.Get("color") != "red" {
 				e.t.Errorf("ADDED for an object entering the predicate has labels %v", ev.Object.Meta.Labels)
 			}
 			d := e.delete(key("ns", "a"))

@@ -155,8 +155,8 @@ func scale(sizes []int) error {
 		name  string
 		flags []string
 	}{{"bbolt", nil}, {"etcd", []string{"--etcd-servers", etcd.ClientURL}}}
-	fmt.Println("| backend | objects | fill | full LIST | first page (500) | middle page (500) | RSS after fill (MiB) | peak RSS (MiB) | restart → ready |")
-	fmt.Println("|---|---|---|---|---|---|---|---|---|")
+	fmt.Println("| backend | objects | fill | full LIST | first page (500) | middle page (500) | RSS after fill (MiB) | peak RSS (MiB) | full LIST size / RSS rise while listing (MiB) | restart → ready |")
+	fmt.Println("|---|---|---|---|---|---|---|---|---|---|")
 	for _, b := range backends {
 		d := filepath.Join(dir, b.name)
 		if err := os.MkdirAll(d, 0o755); err != nil {
@@ -174,9 +174,9 @@ func scale(sizes []int) error {
 			if r.Restart > 0 {
 				restart = r.Restart.Round(time.Millisecond).String()
 			}
-			fmt.Printf("| %s | %d | %.0f/s | %v | %v | %v | %d | %d | %s |\n", b.name, r.Objects, r.Fill.PerSecond(),
+			fmt.Printf("| %s | %d | %.0f/s | %v | %v | %v | %d | %d | %.1f / %d | %s |\n", b.name, r.Objects, r.Fill.PerSecond(),
 				r.FullList.Round(100*time.Microsecond), r.FirstPage.Round(10*time.Microsecond), r.MiddlePage.Round(10*time.Microsecond),
-				r.RSS, r.PeakRSS, restart)
+				r.RSS, r.PeakRSS, float64(r.ListBytes)/(1<<20), r.ListRSSGrowth, restart)
 		}
 	}
 	return nil

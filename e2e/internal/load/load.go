@@ -357,6 +357,19 @@ func (t Target) RSS() int64 { return t.status("VmRSS:") }
 // (VmHWM).
 func (t Target) PeakRSS() int64 { return t.status("VmHWM:") }
 
+// ResetPeakRSS makes each process's peak resident memory (VmHWM) its
+// current one (Linux: clear_refs 5), so that PeakRSS then reports the peak
+// of what follows; false when a process refused.
+func (t Target) ResetPeakRSS() bool {
+	ok := len(t.PIDs) > 0
+	for _, pid := range t.PIDs {
+		if err := os.WriteFile(fmt.Sprintf("/proc/%d/clear_refs", pid), []byte("5"), 0); err != nil {
+			ok = false
+		}
+	}
+	return ok
+}
+
 // status sums a kB field of /proc/<pid>/status over the processes.
 func (t Target) status(field string) int64 {
 	var total int64

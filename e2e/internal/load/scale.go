@@ -20,6 +20,12 @@ type ScaleReport struct {
 	FullList, FirstPage, MiddlePage time.Duration
 	// RSS after the fill and PeakRSS after the LISTs, in MiB.
 	RSS, PeakRSS int64
+	// ListBytes is the size of a full LIST's answer; ListRSSGrowth how far
+	// the server's resident memory rose above what it was while full LISTs
+	// were served (the peak reset before them), in MiB: a LIST that streams
+	// needs a buffer, not the list.
+	ListBytes     int64
+	ListRSSGrowth int64
 	// Restart is the time from a restart on the filled data to the
 	// collection answering.
 	Restart time.Duration
@@ -49,7 +55,17 @@ func Scale(ctx context.Context, dir string, sizes []int, clients int, start func
 		}
 		r.RSS = t.RSS() >> 20
 		c := t.client()
-		r.FullList = medianOf(5, func() error { return listOnce(c, t.Collection) })
+		before, reset := t.RSS(), t.ResetPeakRSS()
+		r.FullList = medianOf(5, func() error {
+			n, err := listSize(c, t.Collection)
+			r.ListBytes = n
+			return err
+		})
+		if reset {
+			r.ListRSSGrowth = max(t.PeakRSS()-before, 0) >> 20
+		} else {
+			r.ListRSSGrowth = -1
+		}
 		r.FirstPage = medianOf(20, func() error { return listOnce(c, t.Collection+"?limit=500") })
 		// A continue token from the middle of the collection.
 		mid, err := continueAt(c, t.Collection, n/2)
@@ -76,6 +92,12 @@ func Scale(ctx context.Context, dir string, sizes []int, clients int, start func
 func listOnce(c *http.Client, url string) error {
 	code, b, err := do(c, "GET", url, nil)
 	return want(code, 200, err, b)
+}
+
+// listSize GETs url and returns the answer's size.
+func listSize(c *http.Client, url string) (int64, error) {
+	code, b, err := do(c, "GET", url, nil)
+	return int64(len(b)), want(code, 200, err, b)
 }
 
 // continueAt pages through the collection in pages of 500 until about at
