@@ -266,20 +266,8 @@ func (r *floodRig) runFlood(mode string, aConc int, honor, nice, bProc bool, gog
 		rep, _ := by.stop(r.b)
 		lat, res.bOK, res.bFailed = rep.BLatencies, len(rep.BLatencies), rep.BFailed
 	} else {
-		bClient := r.client()
-		tick := time.NewTicker(20 * time.Millisecond)
-		for end := time.Now().Add(d); time.Now().Before(end); {
-			<-tick.C
-			start := time.Now()
-			code, _, err := get(bClient, getURL, "bystander-token")
-			if err != nil || code != 200 {
-				res.bFailed++
-				continue
-			}
-			res.bOK++
-			lat = append(lat, time.Since(start))
-		}
-		tick.Stop()
+		lat, res.bFailed = bystand(r.client(), getURL, "bystander-token", time.After(d))
+		res.bOK = len(lat)
 	}
 	wall := time.Since(t0).Seconds()
 	res.serverCores = (processCPU() - cpu0).Seconds() / wall

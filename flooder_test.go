@@ -154,21 +154,28 @@ func runBystander(c *http.Client, spec flooderSpec) error {
 		close(stop)
 	}()
 	var rep flooderReport
+	rep.BLatencies, rep.BFailed = bystand(c, spec.URL, spec.Token, stop)
+	return json.NewEncoder(os.Stdout).Encode(rep)
+}
+
+// bystand is B: a GET of url every 20 ms until done, each answer read
+// whole; it returns the latencies of the 200s and how many failed.
+func bystand[T any](c *http.Client, url, token string, done <-chan T) (lat []time.Duration, failed int) {
 	tick := time.NewTicker(20 * time.Millisecond)
 	defer tick.Stop()
 	for {
 		select {
-		case <-stop:
-			return json.NewEncoder(os.Stdout).Encode(rep)
+		case <-done:
+			return lat, failed
 		case <-tick.C:
 		}
 		start := time.Now()
-		code, _, err := get(c, spec.URL, spec.Token)
+		code, _, err := get(c, url, token)
 		if err != nil || code != 200 {
-			rep.BFailed++
+			failed++
 			continue
 		}
-		rep.BLatencies = append(rep.BLatencies, time.Since(start))
+		lat = append(lat, time.Since(start))
 	}
 }
 
