@@ -40,6 +40,9 @@ type flooderSpec struct {
 	// the server's threads for the two cores, as a flooder on another
 	// machine would not.
 	Nice bool `json:"-"`
+	// Bystander makes the process B instead: one GET of URL every 20 ms
+	// until stdin closes, its latencies reported (BLatencies).
+	Bystander bool `json:"bystander"`
 }
 
 // flooderReport is what the flooder prints when its stdin closes.
@@ -47,6 +50,9 @@ type flooderReport struct {
 	A200, A429, NoRetryAfter, Other int64
 	ListP50                         time.Duration
 	CPU, Wall                       time.Duration // the flooder's CPU time (user + system) and wall time while flooding
+	// BLatencies and BFailed are a bystander's GET latencies and failures.
+	BLatencies []time.Duration
+	BFailed    int
 }
 
 func TestMain(m *testing.M) {
@@ -76,6 +82,9 @@ func runFlooder(specJSON string) error {
 	tr := &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}, ForceAttemptHTTP2: true}
 	c := &http.Client{Transport: tr, Timeout: 2 * time.Minute}
 
+	if spec.Bystander {
+		return runBystander(c, spec)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	var a200, a429, noRA, other atomic.Int64
 	var mu sync.Mutex
@@ -134,6 +143,40 @@ func runFlooder(specJSON string) error {
 		rep.ListP50 = lat[len(lat)/2]
 	}
 	return json.NewEncoder(os.Stdout).Encode(rep)
+}
+
+// runBystander GETs spec.URL every 20 ms until stdin closes, then prints
+// its latencies in a flooderReport.
+func runBystander(c *http.Client, spec flooderSpec) error {
+	stop := make(chan struct{})
+	go func() {
+		_, _ = io.Copy(io.Discard, os.Stdin)
+		close(stop)
+	}()
+	var rep flooderReport
+	rep.BLatencies, rep.BFailed = bystand(c, spec.URL, spec.Token, stop)
+	return json.NewEncoder(os.Stdout).Encode(rep)
+}
+
+// bystand is B: a GET of url every 20 ms until done, each answer read
+// whole; it returns the latencies of the 200s and how many failed.
+func bystand[T any](c *http.Client, url, token string, done <-chan T) (lat []time.Duration, failed int) {
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case <-done:
+			return lat, failed
+		case <-tick.C:
+		}
+		start := time.Now()
+		code, _, err := get(c, url, token)
+		if err != nil || code != 200 {
+			failed++
+			continue
+		}
+		lat = append(lat, time.Since(start))
+	}
 }
 
 // flooder is a running flooder process.
