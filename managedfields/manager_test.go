@@ -47,7 +47,7 @@ properties:
       phase: {type: string}
 `
 
-func newTestManager(t *testing.T) *Manager {
+func newTestManager(t testing.TB) *Manager {
 	t.Helper()
 	m, err := New(Config{APIVersion: "platform.example.com/v1", Kind: "Widget", Schema: schema.MustParseYAML(testSchema), StatusSubresource: true})
 	if err != nil {
@@ -57,7 +57,7 @@ func newTestManager(t *testing.T) *Manager {
 	return m
 }
 
-func obj(t *testing.T, s string) map[string]any {
+func obj(t testing.TB, s string) map[string]any {
 	t.Helper()
 	dec := json.NewDecoder(strings.NewReader(s))
 	dec.UseNumber()
