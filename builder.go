@@ -593,9 +593,15 @@ type starter interface {
 
 // grownStack runs h with its goroutine's stack grown first (package
 // internal/stack): net/http serves each request on a fresh goroutine.
+// Writes, which go deeper, get the larger stack.
 func grownStack(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		stack.Grow()
+		switch r.Method {
+		case http.MethodPost, http.MethodPut, http.MethodPatch:
+			stack.GrowLarge()
+		default:
+			stack.Grow()
+		}
 		h.ServeHTTP(w, r)
 	})
 }

@@ -47,61 +47,63 @@ type User struct {
 	Extra  map[string][]string
 }
 
-type contextKey int
-
-const (
-	requestInfoKey contextKey = iota
-	userKey
-	warningsKey
-	auditIDKey
-	receivedTimestampKey
-	impersonatorKey
-	traceKey
+// Context keys, each its own empty type: a lookup walks every layer of a
+// request's context (a dozen by the handler), and a layer whose key has
+// another type is passed over on the type word alone, where keys sharing one
+// type would each be compared by value.
+type (
+	requestInfoKey       struct{}
+	userKey              struct{}
+	warningsKey          struct{}
+	auditIDKey           struct{}
+	receivedTimestampKey struct{}
+	impersonatorKey      struct{}
+	traceKey             struct{}
 )
 
 // WithRequestInfo returns a copy of ctx carrying info.
 func WithRequestInfo(ctx context.Context, info *RequestInfo) context.Context {
-	return context.WithValue(ctx, requestInfoKey, info)
+	return context.WithValue(ctx, requestInfoKey{}, info)
 }
 
 // RequestInfoFrom returns the request info in ctx, if any.
 func RequestInfoFrom(ctx context.Context) (*RequestInfo, bool) {
-	info, ok := ctx.Value(requestInfoKey).(*RequestInfo)
+	info, ok := ctx.Value(requestInfoKey{}).(*RequestInfo)
 	return info, ok && info != nil
 }
 
 // WithUser returns a copy of ctx carrying u.
 func WithUser(ctx context.Context, u *User) context.Context {
-	return context.WithValue(ctx, userKey, u)
+	return context.WithValue(ctx, userKey{}, u)
 }
 
 // UserFrom returns the user in ctx, if any.
 func UserFrom(ctx context.Context) (*User, bool) {
-	u, ok := ctx.Value(userKey).(*User)
+	u, ok := ctx.Value(userKey{}).(*User)
 	return u, ok && u != nil
 }
 
 // ContextWithAuditID returns a copy of ctx carrying the request's audit ID.
 func ContextWithAuditID(ctx context.Context, id string) context.Context {
-	return context.WithValue(ctx, auditIDKey, id)
+	return context.WithValue(ctx, auditIDKey{}, id)
 }
 
 // AuditIDFrom returns the audit ID in ctx (set by WithAuditID), or "".
 func AuditIDFrom(ctx context.Context) string {
-	id, _ := ctx.Value(auditIDKey).(string)
+	id, _ := ctx.Value(auditIDKey{}).(string)
 	return id
 }
 
 // ContextWithReceivedTimestamp returns a copy of ctx carrying the time the
 // request was received.
 func ContextWithReceivedTimestamp(ctx context.Context, t time.Time) context.Context {
-	return context.WithValue(ctx, receivedTimestampKey, t)
+	return context.WithValue(ctx, receivedTimestampKey{}, t)
 }
 
 // ReceivedTimestampFrom returns the time the request was received (set by
 // WithRequestReceivedTimestamp), if any.
 func ReceivedTimestampFrom(ctx context.Context) (time.Time, bool) {
-	t, ok := ctx.Value(receivedTimestampKey).(time.Time)
+	t, ok := ctx.Value(receivedTimestampKey{}).(time.Time)
 	return t, ok
 }
 
@@ -110,12 +112,12 @@ func ReceivedTimestampFrom(ctx context.Context) (time.Time, bool) {
 // original user here and the impersonated one with WithUser, so audit can
 // record both.
 func WithImpersonator(ctx context.Context, u *User) context.Context {
-	return context.WithValue(ctx, impersonatorKey, u)
+	return context.WithValue(ctx, impersonatorKey{}, u)
 }
 
 // ImpersonatorFrom returns the user who authenticated an impersonating
 // request (set by the impersonation filter), if any.
 func ImpersonatorFrom(ctx context.Context) (*User, bool) {
-	u, ok := ctx.Value(impersonatorKey).(*User)
+	u, ok := ctx.Value(impersonatorKey{}).(*User)
 	return u, ok && u != nil
 }

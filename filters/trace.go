@@ -217,12 +217,12 @@ func (t *Trace) Steps() []Step {
 
 // ContextWithTrace returns a copy of ctx carrying t.
 func ContextWithTrace(ctx context.Context, t *Trace) context.Context {
-	return context.WithValue(ctx, traceKey, t)
+	return context.WithValue(ctx, traceKey{}, t)
 }
 
 // TraceFrom returns the trace in ctx, or nil (whose methods do nothing).
 func TraceFrom(ctx context.Context) *Trace {
-	t, _ := ctx.Value(traceKey).(*Trace)
+	t, _ := ctx.Value(traceKey{}).(*Trace)
 	return t
 }
 

@@ -28,12 +28,12 @@ var _ WarningRecorder = WarningRecorderFunc(nil)
 
 // ContextWithWarningRecorder returns a copy of ctx carrying rec.
 func ContextWithWarningRecorder(ctx context.Context, rec WarningRecorder) context.Context {
-	return context.WithValue(ctx, warningsKey, rec)
+	return context.WithValue(ctx, warningsKey{}, rec)
 }
 
 // WarningRecorderFrom returns the recorder in ctx, if any.
 func WarningRecorderFrom(ctx context.Context) (WarningRecorder, bool) {
-	rec, ok := ctx.Value(warningsKey).(WarningRecorder)
+	rec, ok := ctx.Value(warningsKey{}).(WarningRecorder)
 	return rec, ok && rec != nil
 }
 

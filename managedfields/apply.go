@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 
 	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
@@ -299,18 +300,39 @@ func (m *Manager) Merge(obj, ac map[string]any) (_ map[string]any, err error) {
 	return out, nil
 }
 
-// jsonNumbers re-reads a merged value as decoded JSON with json.Number
-// numbers, the form the rest of a write works on.
+// jsonNumbers turns a merged value into decoded JSON with json.Number
+// numbers, the form the rest of a write works on (smdValue's inverse), in
+// new maps and slices.
 func jsonNumbers(v any) (map[string]any, error) {
-	b, err := json.Marshal(v)
-	if err != nil {
-		return nil, err
-	}
-	dec := json.NewDecoder(strings.NewReader(string(b)))
-	dec.UseNumber()
-	var out map[string]any
-	if err := dec.Decode(&out); err != nil {
-		return nil, err
+	out, ok := jsonValue(v).(map[string]any)
+	if !ok {
+		return nil, fmt.Errorf("merged object is a %T", v)
 	}
 	return out, nil
+}
+
+func jsonValue(v any) any {
+	switch v := v.(type) {
+	case map[string]any:
+		out := make(map[string]any, len(v))
+		for k, e := range v {
+			out[k] = jsonValue(e)
+		}
+		return out
+	case []any:
+		out := make([]any, len(v))
+		for i, e := range v {
+			out[i] = jsonValue(e)
+		}
+		return out
+	case int64:
+		return json.Number(strconv.FormatInt(v, 10))
+	case float64:
+		b, err := json.Marshal(v) // encoding/json's float form
+		if err != nil {
+			return v
+		}
+		return json.Number(b)
+	}
+	return v
 }

@@ -26,3 +26,17 @@ func BenchmarkUpdate(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkMerge is a mutating admission policy's apply configuration merged
+// into an object (what each MutatingAdmissionPolicy mutation costs).
+func BenchmarkMerge(b *testing.B) {
+	m := newTestManager(b)
+	live := obj(b, `{"apiVersion":"platform.example.com/v1","kind":"Widget","metadata":{"name":"a","labels":{"app":"x"}},"spec":{"replicas":1,"image":"nginx","ports":[{"name":"http","port":80},{"name":"https","port":443}],"tags":["a","b"],"args":["--v=2"]}}`)
+	ac := obj(b, `{"metadata":{"labels":{"team":"payments"}},"spec":{"replicas":3}}`)
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := m.Merge(live, ac); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

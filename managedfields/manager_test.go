@@ -47,7 +47,7 @@ properties:
       phase: {type: string}
 `
 
-func newTestManager(t *testing.T) *Manager {
+func newTestManager(t testing.TB) *Manager {
 	t.Helper()
 	m, err := New(Config{APIVersion: "platform.example.com/v1", Kind: "Widget", Schema: schema.MustParseYAML(testSchema), StatusSubresource: true})
 	if err != nil {
@@ -57,7 +57,7 @@ func newTestManager(t *testing.T) *Manager {
 	return m
 }
 
-func obj(t *testing.T, s string) map[string]any {
+func obj(t testing.TB, s string) map[string]any {
 	t.Helper()
 	dec := json.NewDecoder(strings.NewReader(s))
 	dec.UseNumber()
@@ -223,4 +223,29 @@ func objB(t testing.TB, s string) map[string]any {
 		t.Fatal(err)
 	}
 	return o
+}
+
+// TestUpdateRefusesWhatTheSchemaDoesNot checks that an object the schema
+// does not describe (a string where an integer goes, duplicate keys of a
+// list map, a map where a list goes) fails the update, leaving the live
+// managed fields, though the new object is not checked before the merge.
+func TestUpdateRefusesWhatTheSchemaDoesNot(t *testing.T) {
+	m := newTestManager(t)
+	live := obj(t, `{"apiVersion":"platform.example.com/v1","kind":"Widget","metadata":{"name":"a"},"spec":{"replicas":1}}`)
+	if err := m.Update(nil, live, "creator", ""); err != nil {
+		t.Fatal(err)
+	}
+	before := managedJSON(t, live)
+	for _, bad := range []string{
+		`{"spec":{"replicas":"three"}}`,
+		`{"spec":{"ports":[{"name":"a","port":1},{"name":"a","port":2}]}}`,
+		`{"spec":{"tags":{"a":"b"}}}`,
+	} {
+		o := obj(t, `{"apiVersion":"platform.example.com/v1","kind":"Widget","metadata":{"name":"a"},`+bad[1:])
+		if err := m.Update(live, o, "editor", ""); err == nil {
+			t.Errorf("%s: updated, managedFields %s", bad, managedJSON(t, o))
+		} else if got := managedJSON(t, o); got != before {
+			t.Errorf("%s: %v, managedFields %s, want the live ones %s", bad, err, got, before)
+		}
+	}
 }
