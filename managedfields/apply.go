@@ -311,28 +311,19 @@ func jsonNumbers(v any) (map[string]any, error) {
 	return out, nil
 }
 
+// jsonValue is smdValue's inverse: int64 and float64 back to json.Number.
 func jsonValue(v any) any {
-	switch v := v.(type) {
-	case map[string]any:
-		out := make(map[string]any, len(v))
-		for k, e := range v {
-			out[k] = jsonValue(e)
+	return copyLeaves(v, func(v any) any {
+		switch v := v.(type) {
+		case int64:
+			return json.Number(strconv.FormatInt(v, 10))
+		case float64:
+			b, err := json.Marshal(v) // encoding/json's float form
+			if err != nil {
+				return v
+			}
+			return json.Number(b)
 		}
-		return out
-	case []any:
-		out := make([]any, len(v))
-		for i, e := range v {
-			out[i] = jsonValue(e)
-		}
-		return out
-	case int64:
-		return json.Number(strconv.FormatInt(v, 10))
-	case float64:
-		b, err := json.Marshal(v) // encoding/json's float form
-		if err != nil {
-			return v
-		}
-		return json.Number(b)
-	}
-	return v
+		return v
+	})
 }

@@ -405,27 +405,37 @@ func withoutManagedFields(obj map[string]any) map[string]any {
 // smdValue copies v with json.Number turned into int64 or float64, the
 // numbers structured-merge-diff reads.
 func smdValue(v any) any {
+	return copyLeaves(v, func(v any) any {
+		n, ok := v.(json.Number)
+		if !ok {
+			return v
+		}
+		if i, err := strconv.ParseInt(string(n), 10, 64); err == nil {
+			return i
+		}
+		f, _ := strconv.ParseFloat(string(n), 64)
+		return f
+	})
+}
+
+// copyLeaves copies the maps and slices of a decoded JSON value, with each
+// other value replaced by leaf's result.
+func copyLeaves(v any, leaf func(any) any) any {
 	switch v := v.(type) {
 	case map[string]any:
 		out := make(map[string]any, len(v))
 		for k, e := range v {
-			out[k] = smdValue(e)
+			out[k] = copyLeaves(e, leaf)
 		}
 		return out
 	case []any:
 		out := make([]any, len(v))
 		for i, e := range v {
-			out[i] = smdValue(e)
+			out[i] = copyLeaves(e, leaf)
 		}
 		return out
-	case json.Number:
-		if i, err := strconv.ParseInt(string(v), 10, 64); err == nil {
-			return i
-		}
-		f, _ := strconv.ParseFloat(string(v), 64)
-		return f
 	}
-	return v
+	return leaf(v)
 }
 
 // ConflictStatus is the 409 kube-apiserver answers for apply conflicts:

@@ -123,6 +123,10 @@ type jsonEdit struct {
 	repl       []byte
 }
 
+// malformed is forEachMember's error, made only when it fails (it runs
+// several times on every write).
+func malformed() error { return invalidObject("malformed JSON object") }
+
 func invalidObject(msg string) error { return &storage.Error{Err: storage.ErrInvalidObject, Msg: msg} }
 
 // editMeta compacts data and sets the metadata fields; create also fills
@@ -265,7 +269,6 @@ func keyEquals(key []byte, name string) bool {
 // start on; a malformed object fails with storage.ErrInvalidObject, never a
 // panic.
 func forEachMember(b []byte, start int, f func(ks, ke, vs, ve int) error) error {
-	bad := invalidObject("malformed JSON object")
 	if start >= len(b) || b[start] != '{' {
 		return invalidObject("not a JSON object")
 	}
@@ -275,28 +278,28 @@ func forEachMember(b []byte, start int, f func(ks, ke, vs, ve int) error) error 
 	}
 	for {
 		if i >= len(b) || b[i] != '"' {
-			return bad
+			return malformed()
 		}
 		ks := i
 		ke := jsonscan.SkipString(b, i)
 		if ke < 0 {
-			return bad
+			return malformed()
 		}
 		i = jsonscan.SkipSpace(b, ke)
 		if i >= len(b) || b[i] != ':' {
-			return bad
+			return malformed()
 		}
 		vs := jsonscan.SkipSpace(b, i+1)
 		ve := jsonscan.SkipValue(b, vs)
 		if ve < 0 {
-			return bad
+			return malformed()
 		}
 		if err := f(ks, ke, vs, ve); err != nil {
 			return err
 		}
 		i = jsonscan.SkipSpace(b, ve)
 		if i >= len(b) {
-			return bad
+			return malformed()
 		}
 		switch b[i] {
 		case ',':
@@ -304,7 +307,7 @@ func forEachMember(b []byte, start int, f func(ks, ke, vs, ve int) error) error 
 		case '}':
 			return nil
 		default:
-			return bad
+			return malformed()
 		}
 	}
 }
