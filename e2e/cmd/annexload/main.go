@@ -4,6 +4,7 @@
 //
 //	go run ./cmd/annexload run --short   # annex alone, a few seconds per scenario (CI)
 //	go run ./cmd/annexload run           # annex alone, issue 18's sizes
+//	go run ./cmd/annexload run --watchers 10000   # the same with 10,000 watchers
 //	go run ./cmd/annexload compare       # annex beside k8s.io/sample-apiserver
 //	go run ./cmd/annexload scale         # annex filled to 10k then 100k objects, bbolt and etcd
 //
@@ -38,18 +39,22 @@ func main() {
 
 func run(args []string) error {
 	if len(args) == 0 {
-		return errors.New("usage: annexload run [--short]")
+		return errors.New("usage: annexload run [--short] [--watchers N]")
 	}
 	switch args[0] {
 	case "run":
 		fs := flag.NewFlagSet("run", flag.ContinueOnError)
 		short := fs.Bool("short", false, "a few seconds per scenario")
+		watchers := fs.Int("watchers", 0, "watchers of the fan-out scenario, each on its own connection (0: the size's, 1,000 or 50 short)")
 		if err := fs.Parse(args[1:]); err != nil {
 			return err
 		}
 		sizes := load.Full()
 		if *short {
 			sizes = load.Short()
+		}
+		if *watchers > 0 {
+			sizes.Watchers = *watchers
 		}
 		dir, err := os.MkdirTemp("", "annexload-")
 		if err != nil {
