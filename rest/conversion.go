@@ -12,8 +12,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"sync"
+
+	"golang.org/x/sync/singleflight"
 
 	"github.com/annexapi/annex/internal/jsonscan"
 	"github.com/annexapi/annex/meta"
@@ -106,8 +109,11 @@ func splitAPIVersion(av string) (group, version string) {
 // versionSet is what the versions of one resource share: the storage
 // version and the converter. A resource served at one version has none.
 type versionSet struct {
-	// cache keeps recent conversions of stored objects.
-	cache convCache
+	// cache keeps recent conversions of stored objects; flight makes the
+	// readers that miss one at the same time (the selectors of an event's
+	// watchers, concurrent GETs) share one call to the converter.
+	cache  convCache
+	flight singleflight.Group
 	// versions are the served versions, preferred (declared) first.
 	versions          []string
 	schemas           map[string]*schema.Props // by apiVersion
@@ -175,10 +181,17 @@ func (rh *resourceHandler) asServedObject(ctx context.Context, o *storage.Object
 	if b, ok := rh.versions.cache.get(k); ok {
 		return b, nil
 	}
-	b, err := rh.asServed(ctx, o.Data)
-	if err == nil {
-		rh.versions.cache.put(k, b)
-	}
+	v, err, _ := rh.versions.flight.Do(k.key+"\x00"+strconv.FormatUint(k.rev, 10)+"\x00"+k.version, func() (any, error) {
+		if b, ok := rh.versions.cache.get(k); ok { // converted since the miss
+			return b, nil
+		}
+		b, err := rh.asServed(ctx, o.Data)
+		if err == nil {
+			rh.versions.cache.put(k, b)
+		}
+		return b, err
+	})
+	b, _ := v.([]byte)
 	return b, err
 }
 

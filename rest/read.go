@@ -47,7 +47,10 @@ func (rh *resourceHandler) list(w http.ResponseWriter, r *http.Request, o output
 	}
 	step := startStorage(r.Context())
 	opts := rh.storageListOptions(p)
-	opts.Stream = o.kind == outObject // a whole list from the cache is written as it is read
+	// A whole list from the cache is written as it is read, in two passes;
+	// a selected one is collected, so that its selectors run once per object
+	// (a field selector may convert each).
+	opts.Stream = o.kind == outObject && opts.Predicate == nil
 	res, err := rh.Storage.List(r.Context(), storage.ResourcePrefix(rh.Group, rh.Plural, namespace), opts)
 	step.storageDone(r.Context(), err)
 	if err != nil {

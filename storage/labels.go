@@ -23,30 +23,11 @@ type Labels struct {
 
 // MakeLabels returns the labels of m.
 func MakeLabels(m map[string]string) Labels {
-	if len(m) == 0 {
-		return Labels{}
-	}
-	var keyBuf [16]string // the usual labels sort on the stack
-	keys := keyBuf[:0]
-	n := 0
+	kv := make([][]byte, 0, 2*len(m))
 	for k, v := range m {
-		keys = append(keys, k)
-		n += len(k) + len(v) + 2*binary.MaxVarintLen64
+		kv = append(kv, []byte(k), []byte(v))
 	}
-	slices.Sort(keys)
-	var encBuf [256]byte
-	b := encBuf[:0]
-	if n > len(encBuf) {
-		b = make([]byte, 0, n)
-	}
-	for _, k := range keys {
-		v := m[k]
-		b = binary.AppendUvarint(b, uint64(len(k)))
-		b = append(b, k...)
-		b = binary.AppendUvarint(b, uint64(len(v)))
-		b = append(b, v...)
-	}
-	return Labels{enc: string(b)}
+	return LabelsFromPairs(kv)
 }
 
 // LabelsFromPairs returns the labels of kv, keys and values alternating, in

@@ -13,37 +13,21 @@ import (
 	"github.com/annexapi/annex/storage"
 )
 
-// The metadata members storage.Meta holds, as indexes of decodeMetaFast's
-// spans.
-const (
-	fieldName = iota
-	fieldNamespace
-	fieldUID
-	fieldResourceVersion
-	fieldCreationTimestamp
-	fieldDeletionTimestamp
-	metaFields
-)
+// metaFields are the metadata members storage.Meta holds, in the order of
+// decodeMetaFast's spans, and labels last (decoded apart).
+const metaFields = 6
 
-// metaField returns the index of the member key, -1 for none; folded also
-// reports a member encoding/json would take for one of them (or labels)
-// only because it matches names without regard to case.
+// metaField returns the index of the member key among metaFields, -1 for
+// none; folded also reports a member encoding/json would take for one of
+// them (or labels) only because it matches names without regard to case.
 func metaField(key string) (i int, folded bool) {
-	switch key {
-	case "name":
-		return fieldName, false
-	case "namespace":
-		return fieldNamespace, false
-	case "uid":
-		return fieldUID, false
-	case "resourceVersion":
-		return fieldResourceVersion, false
-	case "creationTimestamp":
-		return fieldCreationTimestamp, false
-	case "deletionTimestamp":
-		return fieldDeletionTimestamp, false
+	names := [metaFields + 1]string{"name", "namespace", "uid", "resourceVersion", "creationTimestamp", "deletionTimestamp", "labels"}
+	for i, f := range names[:metaFields] {
+		if key == f {
+			return i, false
+		}
 	}
-	for _, f := range []string{"name", "namespace", "uid", "resourceVersion", "creationTimestamp", "deletionTimestamp", "labels"} {
+	for _, f := range names {
 		if len(key) == len(f) && strings.EqualFold(key, f) {
 			return -1, true
 		}
