@@ -43,7 +43,7 @@ func (s *Server) buildHandler(c *Builder, p *plan, resources []rest.Resource, fd
 	if err != nil {
 		errs = append(errs, err)
 	}
-	apiHandler, err := rest.NewHandler(rest.Config{Resources: resources, MinRequestTimeout: c.MinRequestTimeout, DisableManagedFields: c.DisableManagedFields, DeleteCollectionWorkers: c.DeleteCollectionWorkers, Shutdown: s.watchCtx,
+	apiHandler, err := rest.NewHandler(rest.Config{Resources: resources, MinRequestTimeout: c.MinRequestTimeout, DisableManagedFields: c.DisableManagedFields, DisableResponseCompression: c.DisableResponseCompression, DeleteCollectionWorkers: c.DeleteCollectionWorkers, Shutdown: s.watchCtx,
 		WatchEvents: m.WatchEvents,
 		Admission:   admit, OpenAPITitle: c.Name})
 	if err != nil {

@@ -115,7 +115,7 @@ func (b *Builder) addKubeFlags(fs *flag.FlagSet, f *flagState) {
 	fs.BoolVar(&k.gc, "enable-garbage-collector", true, "Enables the generic garbage collector. MUST be synced with the corresponding flag of the kube-controller-manager. (Always true here: deletion leaves dependents to the cluster's garbage collector.)")
 	fs.StringVar(&k.storageBackend, "storage-backend", "", "The storage backend for persistence. Options: 'etcd3' (with --etcd-servers). Without --etcd-servers objects are in the embedded bbolt file.")
 	fs.StringVar(&k.storageMediaType, "storage-media-type", "application/json", "The media type to use to store objects in storage. Supported media types: [application/json]")
-	fs.Var(&k.featureGates, "feature-gates", "Comma-separated list of component:key=value pairs that describe feature gates for alpha/experimental features of different components. This server has none.")
+	fs.Var(&k.featureGates, "feature-gates", "Comma-separated list of component:key=value pairs that describe feature gates for alpha/experimental features of different components. This server has one: APIResponseCompression=true|false (default true), gzip for responses larger than 128 KiB.")
 	fs.Var(&k.emulatedVersions, "emulated-version", "The versions different components emulate their capabilities (APIs, features, ...) of. Not supported: this server serves one version.")
 	fs.Var(&k.minCompatVersions, "min-compatibility-version", "The min version of control plane components the server should be compatible with. Not supported: this server serves one version.")
 	fs.Var(&k.overrides, "etcd-servers-overrides", "Per-resource etcd servers overrides. Not supported: one etcd cluster serves every resource.")
@@ -215,7 +215,17 @@ func (b *Builder) applyKubeFlags(given map[string]bool) error {
 		bad("storage-media-type", fmt.Sprintf("%q is not supported: objects are stored as application/json", k.storageMediaType))
 	}
 	for _, g := range k.featureGates {
-		bad("feature-gates", fmt.Sprintf("unrecognized feature gate: %s (this server has none)", g))
+		name, value, _ := strings.Cut(strings.TrimPrefix(g, "kube:"), "=")
+		if name != "APIResponseCompression" {
+			bad("feature-gates", fmt.Sprintf("unrecognized feature gate: %s (this server has one: APIResponseCompression)", g))
+			continue
+		}
+		on, err := strconv.ParseBool(value)
+		if err != nil {
+			bad("feature-gates", fmt.Sprintf("invalid value of %s=%s, err: %v", name, value, err))
+			continue
+		}
+		b.DisableResponseCompression = !on
 	}
 	if len(k.emulatedVersions) > 0 {
 		bad("emulated-version", "not supported: this server serves one version and emulates no other")

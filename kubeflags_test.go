@@ -4,11 +4,13 @@ import (
 	"bufio"
 	"crypto/tls"
 	"flag"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -72,6 +74,7 @@ func TestSampleAPIServerFlagChecklist(t *testing.T) {
 		{"--min-compatibility-version=kube=1.32", "serves one version"},
 		{"--etcd-servers-overrides=/pods#http://e:2379", "one etcd cluster"},
 		{"--feature-gates=kube:WatchList=true", "unrecognized feature gate: kube:WatchList=true"},
+		{"--feature-gates=APIResponseCompression=maybe", "invalid value of APIResponseCompression=maybe"},
 		{"--enable-garbage-collector=false", "cannot be false here"},
 		{"--storage-backend=etcd2", `"etcd2" is not supported`},
 		{"--storage-media-type=application/vnd.kubernetes.protobuf", "objects are stored as application/json"},
@@ -95,6 +98,46 @@ func TestSampleAPIServerFlagChecklist(t *testing.T) {
 				t.Fatalf("%s: Build error %v, want the flag named with %q", tc.arg, err, tc.reason)
 			}
 		})
+	}
+}
+
+// TestFeatureGateResponseCompression drives the one feature gate over
+// HTTPS: with APIResponseCompression on (the default) a LIST larger than
+// 128 KiB is gzipped for a client that accepts gzip, with it off it is not.
+func TestFeatureGateResponseCompression(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		args []string
+		gzip bool
+	}{{nil, true}, {[]string{"--feature-gates=kube:APIResponseCompression=true"}, true}, {[]string{"--feature-gates=APIResponseCompression=false"}, false}} {
+		b, fs := serverFlags(t)
+		if err := fs.Parse(tc.args); err != nil {
+			t.Fatal(err)
+		}
+		b.Resources = append(b.Resources, widgets())
+		ts := startServer(t, *b)
+		base := ts.srv.URL() + "/apis/test.annex.dev/v1/namespaces/ns/widgets"
+		owner := strings.Repeat("o", 1500)
+		for i := range 100 {
+			body := `{"apiVersion":"test.annex.dev/v1","kind":"Widget","metadata":{"name":"w` + strconv.Itoa(i) + `"},"spec":{"owner":"` + owner + `"}}`
+			if code, out := do(t, ts.admin, "POST", base, body); code != 201 {
+				t.Fatalf("create: %d %s", code, out)
+			}
+		}
+		req, _ := http.NewRequest("GET", base, nil)
+		req.Header.Set("Accept-Encoding", "gzip")
+		resp, err := ts.admin.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n, _ := io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if got := resp.Header.Get("Content-Encoding") == "gzip"; got != tc.gzip || resp.StatusCode != 200 {
+			t.Fatalf("%v: %d, Content-Encoding %q (%d bytes), want gzip %v", tc.args, resp.StatusCode, resp.Header.Get("Content-Encoding"), n, tc.gzip)
+		}
+		if !tc.gzip && n < 150_000 || tc.gzip && n > 50_000 {
+			t.Fatalf("%v: %d bytes on the wire", tc.args, n)
+		}
 	}
 }
 

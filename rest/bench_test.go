@@ -94,6 +94,7 @@ func BenchmarkGet(b *testing.B) {
 	}
 	body := append(append([]byte{}, obj.Data...), '\n')
 	r := benchRequest(b, envBase+"/namespaces/ns1/environments/env-0000")
+	r.Header.Set("Accept-Encoding", "gzip") // as every Go client sends it
 	b.Run("handler", func(b *testing.B) { runServe(b, h, r, len(body)) })
 	b.Run("raw_reference", func(b *testing.B) { runServe(b, rawHandler(body), r, len(body)) })
 	b.Run("storage_only", func(b *testing.B) {

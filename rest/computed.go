@@ -157,7 +157,7 @@ func (rh *resourceHandler) writeComputed(w http.ResponseWriter, o output, data [
 	case outPartial:
 		data = appendPartial(nil, o.apiVersion(), data)
 	}
-	writeObject(w, http.StatusOK, data)
+	rh.h.writeObject(w, o.gzip, http.StatusOK, data)
 }
 
 // writeComputedList writes a list with empty list metadata, as
@@ -166,7 +166,7 @@ func (rh *resourceHandler) writeComputedList(w http.ResponseWriter, o output, it
 	var buf []byte
 	switch o.kind {
 	case outTable:
-		writeObject(w, http.StatusOK, rh.encodeTable(o, items, meta.ListMeta{}, true))
+		rh.h.writeObject(w, o.gzip, http.StatusOK, rh.encodeTable(o, items, meta.ListMeta{}, true))
 		return
 	case outPartialList:
 		buf = append(buf, `{"kind":"PartialObjectMetadataList","apiVersion":`...)
@@ -189,7 +189,7 @@ func (rh *resourceHandler) writeComputedList(w http.ResponseWriter, o output, it
 		}
 	}
 	buf = append(buf, "]}"...)
-	writeObject(w, http.StatusOK, buf)
+	rh.h.writeObject(w, o.gzip, http.StatusOK, buf)
 }
 
 // ObjectJSON is the JSON of one object of the computed resource r, the

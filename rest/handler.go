@@ -39,6 +39,10 @@ type handler struct {
 	// listChunk bytes), so that a LIST allocates nothing in proportion to
 	// its size.
 	listBufs sync.Pool
+	// gzips pools the writers of compressed responses; noCompression is
+	// Config.DisableResponseCompression.
+	gzips         gzipWriters
+	noCompression bool
 	// jsonPasses, set only by tests and benchmarks, counts the write path's
 	// JSON passes: each decode or encode of a whole object or of its
 	// metadata (see jsonPass).
@@ -97,7 +101,7 @@ func NewHandler(cfg Config) (http.Handler, error) {
 		return nil, err
 	}
 	h := &handler{resources: map[resourceKey]*resourceHandler{}, minTimeout: cfg.MinRequestTimeout, admission: cfg.Admission, watchEvents: cfg.WatchEvents,
-		deleteWorkers: max(cfg.DeleteCollectionWorkers, 1)}
+		deleteWorkers: max(cfg.DeleteCollectionWorkers, 1), noCompression: cfg.DisableResponseCompression}
 	if h.minTimeout <= 0 {
 		h.minTimeout = defaultMinRequestTimeout
 	}
@@ -271,10 +275,14 @@ func (rh *resourceHandler) serve(w http.ResponseWriter, r *http.Request, info *f
 		filters.WriteStatus(w, st)
 		return
 	}
-	if out.yaml {
-		yw := &yamlWriter{ResponseWriter: w}
+	if !rh.h.noCompression && acceptsGzip(r.Header.Get("Accept-Encoding")) {
+		out.gzip = true
+	}
+	if out.yaml { // the JSON answer is written to yw, which compresses the YAML
+		yw := &yamlWriter{ResponseWriter: w, h: rh.h, gzip: out.gzip}
 		defer yw.flush()
 		w = yw
+		out.gzip = false
 	}
 	if st := rh.checkPathNames(info, urlName); st != nil {
 		filters.WriteStatus(w, st)
@@ -377,7 +385,7 @@ func (rh *resourceHandler) writeOne(ctx context.Context, w http.ResponseWriter, 
 	case outPartial:
 		data = appendPartial(nil, o.apiVersion(), data)
 	}
-	writeObject(w, code, data)
+	rh.h.writeObject(w, o.gzip, code, data)
 }
 
 // resourceVersionOf reads metadata.resourceVersion from an object's JSON.
@@ -391,12 +399,12 @@ func resourceVersionOf(data []byte) uint64 {
 }
 
 // writeObject writes a stored object's bytes as the response, followed by a
-// newline as k8s's JSON encoder writes.
-func writeObject(w http.ResponseWriter, code int, data []byte) {
-	h := w.Header()
-	h.Set("Content-Type", mediaJSON)
-	h.Set("Content-Length", strconv.Itoa(len(data)+1))
-	w.WriteHeader(code)
-	_, _ = w.Write(data)
-	_, _ = io.WriteString(w, "\n")
+// newline as k8s's JSON encoder writes; gzipped when gz and it is large
+// (see startBody).
+func (h *handler) writeObject(w http.ResponseWriter, gz bool, code int, data []byte) {
+	w.Header().Set("Content-Type", mediaJSON)
+	body, done := h.startBody(w, gz, code, len(data)+1)
+	_, _ = body.Write(data)
+	_, _ = io.WriteString(body, "\n")
+	done()
 }

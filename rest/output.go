@@ -33,6 +33,9 @@ type output struct {
 	// yaml is true when the response is YAML (Accept: application/yaml):
 	// the JSON answer converted on the way out (see yamlWriter).
 	yaml bool
+	// gzip is true when the client accepts gzip and compression is on: a
+	// large body is compressed (see startBody).
+	gzip bool
 }
 
 func (o output) apiVersion() string { return meta.MetaGroup + "/" + o.version }

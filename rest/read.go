@@ -58,7 +58,7 @@ func (rh *resourceHandler) list(w http.ResponseWriter, r *http.Request, o output
 		return
 	}
 	if res.Each != nil {
-		if rh.streamList(w, res) {
+		if rh.streamList(w, o.gzip, res) {
 			return
 		}
 		for o := range res.Each { // some items need converting: all at once
@@ -73,7 +73,7 @@ func (rh *resourceHandler) list(w http.ResponseWriter, r *http.Request, o output
 // their sizes (the Content-Length) and checks their versions, a second
 // writes them. It returns false, having written nothing, when an item needs
 // converting.
-func (rh *resourceHandler) streamList(w http.ResponseWriter, res storage.ListResult) bool {
+func (rh *resourceHandler) streamList(w http.ResponseWriter, gz bool, res storage.ListResult) bool {
 	size, count := 0, 0
 	served := true
 	res.Each(func(o *storage.Object) bool {
@@ -87,7 +87,7 @@ func (rh *resourceHandler) streamList(w http.ResponseWriter, res storage.ListRes
 	if !served {
 		return false
 	}
-	rh.writeItems(w, res.ResourceVersion, "", nil, size, count, res.Each)
+	rh.writeItems(w, gz, res.ResourceVersion, "", nil, size, count, res.Each)
 	return true
 }
 
@@ -116,7 +116,7 @@ func (rh *resourceHandler) writeList(ctx context.Context, w http.ResponseWriter,
 	}
 	switch o.kind {
 	case outTable:
-		writeObject(w, http.StatusOK, rh.encodeTable(o, items, meta.ListMeta{ResourceVersion: storage.FormatResourceVersion(rev), Continue: cont, RemainingItemCount: remaining}, true))
+		rh.h.writeObject(w, o.gzip, http.StatusOK, rh.encodeTable(o, items, meta.ListMeta{ResourceVersion: storage.FormatResourceVersion(rev), Continue: cont, RemainingItemCount: remaining}, true))
 		return
 	case outPartialList:
 		buf := append([]byte(nil), `{"kind":"PartialObjectMetadataList","apiVersion":`...)
@@ -131,14 +131,14 @@ func (rh *resourceHandler) writeList(ctx context.Context, w http.ResponseWriter,
 			buf = appendPartial(buf, o.apiVersion(), items[i].Data)
 		}
 		buf = append(buf, "]}"...)
-		writeObject(w, http.StatusOK, buf)
+		rh.h.writeObject(w, o.gzip, http.StatusOK, buf)
 		return
 	}
 	size := 0
 	for i := range items {
 		size += len(items[i].Data)
 	}
-	rh.writeItems(w, rev, cont, remaining, size, len(items), func(yield func(*storage.Object) bool) {
+	rh.writeItems(w, o.gzip, rev, cont, remaining, size, len(items), func(yield func(*storage.Object) bool) {
 		for i := range items {
 			if !yield(&items[i]) {
 				return
@@ -148,26 +148,26 @@ func (rh *resourceHandler) writeList(ctx context.Context, w http.ResponseWriter,
 }
 
 // writeItems writes a <Kind>List of the count items each yields, whose
-// stored bytes add up to size, with its Content-Length, in chunks of at
-// most listChunk bytes (the items' bytes copied once, into a pooled buffer).
-func (rh *resourceHandler) writeItems(w http.ResponseWriter, rev uint64, cont string, remaining *int64, size, count int, each func(yield func(*storage.Object) bool)) {
+// stored bytes add up to size, with its Content-Length (or gzipped, when gz
+// and it is large: see startBody), in chunks of at most listChunk bytes (the
+// items' bytes copied once, into a pooled buffer).
+func (rh *resourceHandler) writeItems(w http.ResponseWriter, gz bool, rev uint64, cont string, remaining *int64, size, count int, each func(yield func(*storage.Object) bool)) {
 	bp := rh.h.getListBuf()
 	defer rh.h.listBufs.Put(bp)
 	buf := append((*bp)[:0], rh.listHead...)
 	buf = appendListMeta(buf, rev, cont, remaining) // continue tokens are base64url: no escaping differs from JSON
 	buf = append(buf, `},"items":[`...)
 	n := len(buf) + max(count-1, 0) + len(listTail) + size
-	h := w.Header()
-	h.Set("Content-Type", mediaJSON)
-	h.Set("Content-Length", strconv.Itoa(n))
-	w.WriteHeader(http.StatusOK)
+	w.Header().Set("Content-Type", mediaJSON)
+	body, done := rh.h.startBody(w, gz, http.StatusOK, n)
+	defer done()
 	// The stored bytes of the items go out through one listChunk buffer:
 	// a LIST of any size is written in chunks, one Write for a small one.
 	first, gone := true, false
 	each(func(o *storage.Object) bool {
 		d := o.Data
 		if len(buf)+1+len(d) > cap(buf) {
-			if _, err := w.Write(buf); err != nil {
+			if _, err := body.Write(buf); err != nil {
 				gone = true // the client is gone
 				return false
 			}
@@ -178,12 +178,12 @@ func (rh *resourceHandler) writeItems(w http.ResponseWriter, rev uint64, cont st
 		}
 		first = false
 		if len(d) > cap(buf)-len(buf) { // larger than the buffer: as it is
-			if _, err := w.Write(buf); err != nil {
+			if _, err := body.Write(buf); err != nil {
 				gone = true
 				return false
 			}
 			buf = buf[:0]
-			if _, err := w.Write(d); err != nil {
+			if _, err := body.Write(d); err != nil {
 				gone = true
 				return false
 			}
@@ -196,7 +196,7 @@ func (rh *resourceHandler) writeItems(w http.ResponseWriter, rev uint64, cont st
 		return
 	}
 	buf = append(buf, listTail...)
-	_, _ = w.Write(buf)
+	_, _ = body.Write(buf)
 	*bp = buf[:0]
 }
 

@@ -132,7 +132,7 @@ func (rh *resourceHandler) writeScale(ctx context.Context, w http.ResponseWriter
 		filters.WriteStatus(w, meta.NewInternalError(err))
 		return
 	}
-	writeObject(w, code, b)
+	rh.h.writeObject(w, false, code, b) // a Scale is small
 }
 
 // scaleProduce returns the produce step of a write to .../scale: the

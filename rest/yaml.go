@@ -7,7 +7,6 @@ package rest
 import (
 	"bytes"
 	"net/http"
-	"strconv"
 
 	"go.yaml.in/yaml/v3"
 )
@@ -15,6 +14,8 @@ import (
 // yamlWriter buffers a JSON response and writes it as YAML on flush.
 type yamlWriter struct {
 	http.ResponseWriter
+	h    *handler
+	gzip bool // the client accepts gzip (see startBody)
 	code int
 	buf  bytes.Buffer
 }
@@ -32,12 +33,12 @@ func (y *yamlWriter) flush() {
 		out = b
 		h.Set("Content-Type", mediaYAML)
 	}
-	h.Set("Content-Length", strconv.Itoa(len(out)))
 	if y.code == 0 {
 		y.code = http.StatusOK
 	}
-	y.ResponseWriter.WriteHeader(y.code)
-	_, _ = y.ResponseWriter.Write(out)
+	body, done := y.h.startBody(y.ResponseWriter, y.gzip, y.code, len(out))
+	_, _ = body.Write(out)
+	done()
 }
 
 // jsonToYAML converts a JSON document to block-style YAML, keys in their
