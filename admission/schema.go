@@ -13,8 +13,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"reflect"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -294,8 +296,11 @@ func (v *SchemaValidator) Validate(ctx context.Context, obj, old map[string]any,
 
 // Causes is Validate's field errors, without the Status around them.
 func (v *SchemaValidator) Causes(ctx context.Context, obj, old map[string]any) []meta.StatusCause {
-	var causes []meta.StatusCause
-	if err := v.js.Validate(stripMetadata(obj)); err != nil {
+	causes, err := v.validateJSON(obj)
+	if causes != nil {
+		return causes
+	}
+	if err != nil {
 		var ve *jsonschema.ValidationError
 		if errors.As(err, &ve) {
 			causes = jsonSchemaCauses(ve, obj, v.root.p, nil)
@@ -317,6 +322,47 @@ func (v *SchemaValidator) Causes(ctx context.Context, obj, old map[string]any) [
 		w := walker{ctx: ctx, budget: &budget}
 		w.walk(v.root, obj, old, true, "", true)
 		causes = append(causes, w.causes...)
+	}
+	return causes
+}
+
+// validateJSON runs the JSON Schema engine on obj. The engine panics on a
+// json.Number that math/big cannot read (beyond about 1e10000000) where
+// the schema wants an integer: no decoder of the server makes one (rest
+// refuses numbers outside float64's range, as kube's decoder does), but a
+// caller of Causes may; each number outside float64's range is then a
+// cause of its own.
+func (v *SchemaValidator) validateJSON(obj map[string]any) (causes []meta.StatusCause, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			if causes = outOfRange(obj, "", nil); causes == nil {
+				panic(p)
+			}
+		}
+	}()
+	return nil, v.js.Validate(stripMetadata(obj))
+}
+
+// outOfRange appends to causes one for each json.Number under v (at path)
+// that does not fit a float64.
+func outOfRange(v any, path string, causes []meta.StatusCause) []meta.StatusCause {
+	switch v := v.(type) {
+	case json.Number:
+		if _, err := strconv.ParseFloat(string(v), 64); err != nil {
+			causes = append(causes, invalidCause(path, string(v), "must be a number within the range of a 64-bit float"))
+		}
+	case map[string]any:
+		for _, k := range slices.Sorted(maps.Keys(v)) {
+			p := k
+			if path != "" {
+				p = path + "." + k
+			}
+			causes = outOfRange(v[k], p, causes)
+		}
+	case []any:
+		for i, e := range v {
+			causes = outOfRange(e, path+"["+strconv.Itoa(i)+"]", causes)
+		}
 	}
 	return causes
 }

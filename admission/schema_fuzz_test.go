@@ -74,3 +74,20 @@ func FuzzSchemaValidation(f *testing.F) {
 		}
 	})
 }
+
+// TestSchemaNumberBeyondBig: a json.Number math/big cannot read where the
+// schema wants an integer made the JSON Schema engine panic (found by
+// FuzzSchemaValidation); it is a field error instead.
+func TestSchemaNumberBeyondBig(t *testing.T) {
+	sv, err := NewSchemaValidator(schema.MustParseYAML(envSchema), meta.GroupKind{Group: "example.annex.dev", Kind: "Environment"}, SchemaOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	obj := map[string]any{"spec": map[string]any{"owner": "a", "replicas": json.Number("1e77777400"), "port": json.Number("1.5")}}
+	causes := sv.Causes(context.Background(), obj, nil)
+	want := []meta.StatusCause{{Type: meta.CauseTypeFieldValueInvalid, Field: "spec.replicas",
+		Message: "Invalid value: 1e77777400: must be a number within the range of a 64-bit float"}}
+	if !reflect.DeepEqual(causes, want) {
+		t.Fatalf("causes %+v, want %+v", causes, want)
+	}
+}
