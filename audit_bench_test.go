@@ -38,7 +38,7 @@ type benchServer struct {
 // the request path rather than the disk; policy "" means no audit, else
 // the log backend writes to a file in kube's default mode (blocking), or in
 // batch mode when batch is set.
-func startBenchServer(b *testing.B, name, policy string, batch bool) *benchServer {
+func startBenchServer(b *testing.B, name, policy string, batch audit.BatchConfig) *benchServer {
 	b.Helper()
 	store, err := bbolt.Open(filepath.Join(b.TempDir(), "db"), bbolt.Options{UnsafeNoSync: true})
 	if err != nil {
@@ -56,9 +56,7 @@ func startBenchServer(b *testing.B, name, policy string, batch bool) *benchServe
 			b.Fatal(err)
 		}
 		bld.Audit = audit.Config{Policy: p, Log: audit.LogConfig{Path: filepath.Join(b.TempDir(), "audit.log")}}
-		if batch {
-			bld.Audit.Log.Batch = audit.BatchConfig{Mode: audit.ModeBatch}
-		}
+		bld.Audit.Log.Batch = batch
 	}
 	ts := startServer(b, bld)
 	ts.admin.Transport.(*http.Transport).MaxIdleConnsPerHost = 64
@@ -141,13 +139,14 @@ func BenchmarkAuditOverhead(b *testing.B) {
 	const (
 		metadata        = "apiVersion: audit.k8s.io/v1\nkind: Policy\nrules:\n- level: Metadata\n"
 		requestResponse = "apiVersion: audit.k8s.io/v1\nkind: Policy\nrules:\n- level: RequestResponse\n"
-		rounds, workers = 8, 8 // rounds: a multiple of the servers, each goes first equally often
+		rounds, workers = 10, 8 // rounds: a multiple of the servers, each goes first equally often
 	)
 	servers := []*benchServer{
-		startBenchServer(b, "none", "", false),
-		startBenchServer(b, "metadata", metadata, false),
-		startBenchServer(b, "request-response", requestResponse, false),
-		startBenchServer(b, "metadata-batch", metadata, true),
+		startBenchServer(b, "none", "", audit.BatchConfig{}),
+		startBenchServer(b, "metadata", metadata, audit.BatchConfig{}),
+		startBenchServer(b, "request-response", requestResponse, audit.BatchConfig{}),
+		startBenchServer(b, "metadata-batch", metadata, audit.BatchConfig{Mode: audit.ModeBatch}),
+		startBenchServer(b, "metadata-batch400", metadata, audit.BatchConfig{Mode: audit.ModeBatch, MaxBatchSize: 400, MaxBatchWait: time.Second}),
 	}
 	ops := []string{"get", "create"}
 	for _, s := range servers { // warm connections, caches and the JIT-free rest
