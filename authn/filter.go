@@ -118,7 +118,7 @@ func WithAuthentication(cfg FilterConfig) (func(http.Handler) http.Handler, erro
 			if onSuccess != nil {
 				onSuccess(r, u)
 			}
-			next.ServeHTTP(w, r.WithContext(filters.WithUser(r.Context(), u)))
+			next.ServeHTTP(w, filters.RequestWithContext(r, filters.WithUser(r.Context(), u)))
 		})
 	}, nil
 }

@@ -6,6 +6,7 @@
 package authn
 
 import (
+	"crypto/sha256"
 	"crypto/x509"
 	"encoding/pem"
 	"fmt"
@@ -165,7 +166,8 @@ func (a *RequestHeader) Authenticate(r *http.Request) (*filters.User, bool, erro
 		return nil, false, nil
 	}
 	peer := r.TLS.PeerCertificates
-	if err := a.verifier.verify(pool, peer); err != nil {
+	sum := sha256.Sum256(peer[0].Raw)
+	if err := a.verifier.verify(pool, peer, &sum); err != nil {
 		return nil, false, &CertificateError{ID: certificateID(peer[0]), Err: err}
 	}
 	if cn := peer[0].Subject.CommonName; len(n.AllowedNames) > 0 && !slices.Contains(n.AllowedNames, cn) {

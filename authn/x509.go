@@ -92,6 +92,10 @@ type X509 struct {
 type verifiedKey struct {
 	pool *x509.CertPool
 	sum  [sha256.Size]byte
+	// chain is false when sum is the SHA-256 of a lone leaf's DER (the
+	// usual peer, whose sum is its credential ID too), true when it is of
+	// the length-prefixed certificates of a longer chain.
+	chain bool
 }
 
 // verifiedWindow is when the verified chain is valid.
@@ -134,7 +138,8 @@ func (a *X509) Authenticate(r *http.Request) (*filters.User, bool, error) {
 	}
 	peer := r.TLS.PeerCertificates
 	leaf := peer[0]
-	if err := a.verify(pool, peer); err != nil {
+	sum := sha256.Sum256(leaf.Raw)
+	if err := a.verify(pool, peer, &sum); err != nil {
 		return nil, false, &CertificateError{ID: certificateID(leaf), Err: err}
 	}
 	if leaf.Subject.CommonName == "" {
@@ -144,7 +149,6 @@ func (a *X509) Authenticate(r *http.Request) (*filters.User, bool, error) {
 	if err != nil {
 		return nil, false, err
 	}
-	sum := sha256.Sum256(leaf.Raw)
 	return &filters.User{
 		Name:   leaf.Subject.CommonName,
 		UID:    uid,
@@ -154,18 +158,22 @@ func (a *X509) Authenticate(r *http.Request) (*filters.User, bool, error) {
 }
 
 // verify checks peer[0] against pool with peer[1:] as intermediates and
-// ClientAuth as the key usage, consulting and filling the cache.
-func (a *X509) verify(pool *x509.CertPool, peer []*x509.Certificate) error {
+// ClientAuth as the key usage, consulting and filling the cache; leafSum is
+// the SHA-256 of peer[0]'s DER.
+func (a *X509) verify(pool *x509.CertPool, peer []*x509.Certificate, leafSum *[sha256.Size]byte) error {
 	now := a.now()
 	var key verifiedKey
 	if a.cache != nil {
-		h := sha256.New()
-		for _, c := range peer {
-			_ = binary.Write(h, binary.BigEndian, uint32(len(c.Raw)))
-			h.Write(c.Raw)
+		key = verifiedKey{pool: pool, sum: *leafSum}
+		if len(peer) > 1 {
+			h := sha256.New()
+			for _, c := range peer {
+				_ = binary.Write(h, binary.BigEndian, uint32(len(c.Raw)))
+				h.Write(c.Raw)
+			}
+			key.chain = true
+			h.Sum(key.sum[:0])
 		}
-		key = verifiedKey{pool: pool}
-		h.Sum(key.sum[:0])
 		a.cacheMu.RLock()
 		w, ok := a.cache[key]
 		a.cacheMu.RUnlock()

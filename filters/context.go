@@ -61,8 +61,13 @@ type (
 	traceKey             struct{}
 )
 
-// WithRequestInfo returns a copy of ctx carrying info.
+// WithRequestInfo returns a copy of ctx carrying info (ctx itself when the
+// request's values layer takes it, see values).
 func WithRequestInfo(ctx context.Context, info *RequestInfo) context.Context {
+	if v := slots(ctx, requestInfoKey{}); v != nil && info != nil {
+		v.info = info
+		return ctx
+	}
 	return context.WithValue(ctx, requestInfoKey{}, info)
 }
 
@@ -72,8 +77,13 @@ func RequestInfoFrom(ctx context.Context) (*RequestInfo, bool) {
 	return info, ok && info != nil
 }
 
-// WithUser returns a copy of ctx carrying u.
+// WithUser returns a copy of ctx carrying u (ctx itself when the request's
+// values layer takes it, see values).
 func WithUser(ctx context.Context, u *User) context.Context {
+	if v := slots(ctx, userKey{}); v != nil && u != nil {
+		v.user = u
+		return ctx
+	}
 	return context.WithValue(ctx, userKey{}, u)
 }
 
@@ -83,28 +93,48 @@ func UserFrom(ctx context.Context) (*User, bool) {
 	return u, ok && u != nil
 }
 
-// ContextWithAuditID returns a copy of ctx carrying the request's audit ID.
+// ContextWithAuditID returns a copy of ctx carrying the request's audit ID
+// (ctx itself when the request's values layer takes it, see values).
 func ContextWithAuditID(ctx context.Context, id string) context.Context {
+	if v := slots(ctx, auditIDKey{}); v != nil {
+		v.auditID, v.has = id, v.has|hasAuditID
+		return ctx
+	}
 	return context.WithValue(ctx, auditIDKey{}, id)
 }
 
 // AuditIDFrom returns the audit ID in ctx (set by WithAuditID), or "".
 func AuditIDFrom(ctx context.Context) string {
-	id, _ := ctx.Value(auditIDKey{}).(string)
-	return id
+	switch id := ctx.Value(auditIDKey{}).(type) {
+	case *string:
+		return *id
+	case string:
+		return id
+	}
+	return ""
 }
 
 // ContextWithReceivedTimestamp returns a copy of ctx carrying the time the
-// request was received.
+// request was received (ctx itself when the request's values layer takes
+// it, see values).
 func ContextWithReceivedTimestamp(ctx context.Context, t time.Time) context.Context {
+	if v := slots(ctx, receivedTimestampKey{}); v != nil {
+		v.received, v.has = t, v.has|hasReceived
+		return ctx
+	}
 	return context.WithValue(ctx, receivedTimestampKey{}, t)
 }
 
 // ReceivedTimestampFrom returns the time the request was received (set by
 // WithRequestReceivedTimestamp), if any.
 func ReceivedTimestampFrom(ctx context.Context) (time.Time, bool) {
-	t, ok := ctx.Value(receivedTimestampKey{}).(time.Time)
-	return t, ok
+	switch t := ctx.Value(receivedTimestampKey{}).(type) {
+	case *time.Time:
+		return *t, true
+	case time.Time:
+		return t, true
+	}
+	return time.Time{}, false
 }
 
 // WithImpersonator returns a copy of ctx carrying the user who authenticated

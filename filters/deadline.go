@@ -30,7 +30,7 @@ func WithRequestReceivedTimestamp(cfg RequestReceivedTimestampConfig) func(http.
 	}
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			next.ServeHTTP(w, r.WithContext(ContextWithReceivedTimestamp(r.Context(), now())))
+			next.ServeHTTP(w, RequestWithContext(r, ContextWithReceivedTimestamp(r.Context(), now())))
 		})
 	}
 }

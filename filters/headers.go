@@ -65,7 +65,7 @@ func WithAuditID(cfg AuditIDConfig) func(http.Handler) http.Handler {
 			if w.Header().Get(AuditIDHeader) == "" {
 				w.Header().Set(AuditIDHeader, id)
 			}
-			next.ServeHTTP(w, r.WithContext(ContextWithAuditID(r.Context(), id)))
+			next.ServeHTTP(w, RequestWithContext(r, ContextWithAuditID(r.Context(), id)))
 		})
 	}
 }

@@ -215,9 +215,11 @@ func (t *Trace) Steps() []Step {
 	return append(out, t.more...)
 }
 
-// ContextWithTrace returns a copy of ctx carrying t.
+// ContextWithTrace returns a copy of ctx carrying t, in the request's values
+// layer: the values the stages then set once per request take its slots
+// (see values). Chain calls it for every request.
 func ContextWithTrace(ctx context.Context, t *Trace) context.Context {
-	return context.WithValue(ctx, traceKey{}, t)
+	return &values{Context: ctx, trace: t}
 }
 
 // TraceFrom returns the trace in ctx, or nil (whose methods do nothing).

@@ -26,8 +26,13 @@ func (f WarningRecorderFunc) AddWarning(text string) { f(text) }
 
 var _ WarningRecorder = WarningRecorderFunc(nil)
 
-// ContextWithWarningRecorder returns a copy of ctx carrying rec.
+// ContextWithWarningRecorder returns a copy of ctx carrying rec (ctx itself
+// when the request's values layer takes it, see values).
 func ContextWithWarningRecorder(ctx context.Context, rec WarningRecorder) context.Context {
+	if v := slots(ctx, warningsKey{}); v != nil && rec != nil {
+		v.warnings = rec
+		return ctx
+	}
 	return context.WithValue(ctx, warningsKey{}, rec)
 }
 
@@ -80,7 +85,7 @@ func WithWarningRecorder(cfg WarningRecorderConfig) func(http.Handler) http.Hand
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			rec := &headerWarningRecorder{w: w, maxTotal: total, maxItem: item}
-			next.ServeHTTP(w, r.WithContext(ContextWithWarningRecorder(r.Context(), rec)))
+			next.ServeHTTP(w, RequestWithContext(r, ContextWithWarningRecorder(r.Context(), rec)))
 		})
 	}
 }
