@@ -14,8 +14,13 @@ import (
 type sliExcludedKey struct{}
 
 // WithSLIExcluded returns ctx with an accumulator of excluded time, and
-// the accumulator.
+// the accumulator: in the request's values layer when it has none yet (ctx
+// itself is returned, see values), else in a layer of its own.
 func WithSLIExcluded(ctx context.Context) (context.Context, *atomic.Int64) {
+	if v := slots(ctx, sliExcludedKey{}); v != nil {
+		v.has |= hasSLIExcluded
+		return ctx, &v.sliExcluded
+	}
 	acc := new(atomic.Int64)
 	return context.WithValue(ctx, sliExcludedKey{}, acc), acc
 }

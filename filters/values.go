@@ -19,6 +19,7 @@ package filters
 import (
 	"context"
 	"net/http"
+	"sync/atomic"
 	"time"
 )
 
@@ -31,12 +32,15 @@ type values struct {
 	warnings WarningRecorder
 	auditID  string
 	received time.Time
-	has      uint8 // the set slots among auditID and received
+	has      uint8 // the set slots among auditID, received and sliExcluded
+	// sliExcluded accumulates the time the SLI does not count (sli.go).
+	sliExcluded atomic.Int64
 }
 
 const (
 	hasAuditID uint8 = 1 << iota
 	hasReceived
+	hasSLIExcluded
 )
 
 type valuesKey struct{}
@@ -67,6 +71,10 @@ func (v *values) Value(key any) any {
 	case receivedTimestampKey:
 		if v.has&hasReceived != 0 {
 			return &v.received
+		}
+	case sliExcludedKey:
+		if v.has&hasSLIExcluded != 0 {
+			return &v.sliExcluded
 		}
 	case valuesKey:
 		return v

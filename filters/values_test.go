@@ -44,6 +44,11 @@ func TestValuesLayer(t *testing.T) {
 	if _, ok := WarningRecorderFrom(ctx); !ok {
 		t.Fatal("no warning recorder")
 	}
+	sli, acc := WithSLIExcluded(ctx)
+	AddSLIExcluded(sli, time.Second)
+	if sli != ctx || acc.Load() != int64(time.Second) {
+		t.Fatalf("SLI accumulator: same context %v, %v", sli == ctx, time.Duration(acc.Load()))
+	}
 	r := httptest.NewRequest("GET", "/", nil).WithContext(ctx)
 	if RequestWithContext(r, ctx) != r {
 		t.Fatal("RequestWithContext copied the request for its own context")

@@ -137,7 +137,7 @@ func (m *Metrics) Filter() func(http.Handler) http.Handler {
 			if !longRunning {
 				var ctx context.Context
 				ctx, excluded = filters.WithSLIExcluded(r.Context())
-				r = r.WithContext(ctx)
+				r = filters.RequestWithContext(r, ctx)
 			}
 			if longRunning {
 				lr := m.longRunning.WithLabelValues(g[:]...)
@@ -177,7 +177,7 @@ func (m *Metrics) labels(r *http.Request, info *filters.RequestInfo) [8]string {
 		group, version, resource, subresource = "", "", "other", ""
 	}
 	dryRun := ""
-	if r.URL.Query().Get("dryRun") == "All" {
+	if strings.Contains(r.URL.RawQuery, "dryRun") && r.URL.Query().Get("dryRun") == "All" { // no query parsed for the usual request
 		dryRun = "All"
 	}
 	return [8]string{Verb(r, info), dryRun, group, version, resource, subresource, Scope(info), "apiserver"}
