@@ -1,11 +1,11 @@
 // This file holds the request's values layer: one context layer, put in by
 // ContextWithTrace at the chain's entry, in which the values the stages set
 // once per request (the audit ID, the received timestamp, the request info,
-// the warning recorder, the user) take their slots instead of each adding a
-// layer of its own. A stage that adds a value with one of this package's
-// setters then gets back the context it passed (and skips r.WithContext,
-// a copy of the request): a GET saves five context layers and five request
-// copies, and every lookup walks five layers fewer.
+// the warning recorder, the user, the SLI's excluded time) take their slots
+// instead of each adding a layer of its own. A stage that adds a value with
+// one of this package's setters then gets back the context it passed (and
+// skips r.WithContext, a copy of the request): a GET saves six context
+// layers and six request copies, and every lookup walks six layers fewer.
 //
 // A slot is filled only while no layer of the context carries that value:
 // a second value (impersonation's user) gets a layer of its own above the
