@@ -309,7 +309,7 @@ func (a *Auditor) serve(w http.ResponseWriter, r *http.Request, next http.Handle
 		http.Error(w, fmt.Sprintf("Internal Server Error: %q: failed to store audit event", sanitize(r.RequestURI)), http.StatusInternalServerError)
 		return
 	}
-	r = r.WithContext(ctx)
+	r = filters.RequestWithContext(r, ctx)
 	if rec.wantsRequestBody(info) && r.Body != nil && r.Body != http.NoBody {
 		rec.body = &teeBody{rc: r.Body, limit: a.maxObject}
 		r.Body = rec.body

@@ -25,6 +25,10 @@ type auditAnnotationsKeyType struct{}
 
 // ContextWithAuditAnnotationRecorder returns a copy of ctx carrying rec.
 func ContextWithAuditAnnotationRecorder(ctx context.Context, rec AuditAnnotationRecorder) context.Context {
+	if v := slots(ctx, auditAnnotationsKeyType{}); v != nil && rec != nil {
+		v.annotations = rec
+		return ctx
+	}
 	return context.WithValue(ctx, auditAnnotationsKeyType{}, rec)
 }
 

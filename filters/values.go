@@ -1,11 +1,12 @@
 // This file holds the request's values layer: one context layer, put in by
 // ContextWithTrace at the chain's entry, in which the values the stages set
 // once per request (the audit ID, the received timestamp, the request info,
-// the warning recorder, the user, the SLI's excluded time) take their slots
-// instead of each adding a layer of its own. A stage that adds a value with
-// one of this package's setters then gets back the context it passed (and
-// skips r.WithContext, a copy of the request): a GET saves six context
-// layers and six request copies, and every lookup walks six layers fewer.
+// the warning recorder, the user, the SLI's excluded time, the audit
+// annotation recorder) take their slots instead of each adding a layer of
+// its own. A stage that adds a value with one of this package's setters then
+// gets back the context it passed (and skips r.WithContext, a copy of the
+// request): an audited GET saves seven context layers and seven request
+// copies, and every lookup walks as many layers fewer.
 //
 // A slot is filled only while no layer of the context carries that value:
 // a second value (impersonation's user) gets a layer of its own above the
@@ -30,9 +31,11 @@ type values struct {
 	info     *RequestInfo
 	user     *User
 	warnings WarningRecorder
-	auditID  string
-	received time.Time
-	has      uint8 // the set slots among auditID, received and sliExcluded
+	// annotations is the audit stage's recorder (annotations.go).
+	annotations AuditAnnotationRecorder
+	auditID     string
+	received    time.Time
+	has         uint8 // the set slots among auditID, received and sliExcluded
 	// sliExcluded accumulates the time the SLI does not count (sli.go).
 	sliExcluded atomic.Int64
 }
@@ -63,6 +66,10 @@ func (v *values) Value(key any) any {
 	case warningsKey:
 		if v.warnings != nil {
 			return v.warnings
+		}
+	case auditAnnotationsKeyType:
+		if v.annotations != nil {
+			return v.annotations
 		}
 	case auditIDKey:
 		if v.has&hasAuditID != 0 {

@@ -44,6 +44,12 @@ func TestValuesLayer(t *testing.T) {
 	if _, ok := WarningRecorderFrom(ctx); !ok {
 		t.Fatal("no warning recorder")
 	}
+	if next := ContextWithAuditAnnotationRecorder(ctx, AuditAnnotationRecorderFunc(func(k, v string) {})); next != ctx {
+		t.Fatal("the audit recorder added a layer instead of filling its slot")
+	}
+	if _, ok := AuditAnnotationRecorderFrom(ctx); !ok {
+		t.Fatal("no audit annotation recorder")
+	}
 	sli, acc := WithSLIExcluded(ctx)
 	AddSLIExcluded(sli, time.Second)
 	if sli != ctx || acc.Load() != int64(time.Second) {
