@@ -177,7 +177,7 @@ func (m *Metrics) labels(r *http.Request, info *filters.RequestInfo) [8]string {
 		group, version, resource, subresource = "", "", "other", ""
 	}
 	dryRun := ""
-	if strings.Contains(r.URL.RawQuery, "dryRun") && r.URL.Query().Get("dryRun") == "All" { // no query parsed for the usual request
+	if r.URL.RawQuery != "" && r.URL.Query().Get("dryRun") == "All" { // no query to parse for a plain GET
 		dryRun = "All"
 	}
 	return [8]string{Verb(r, info), dryRun, group, version, resource, subresource, Scope(info), "apiserver"}

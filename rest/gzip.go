@@ -54,11 +54,11 @@ func (g *gzipWriters) get(w io.Writer) *gzip.Writer {
 // startBody writes the status line and headers of a JSON body of n bytes
 // and returns where to write the body and what to call once it is written:
 // w itself with the Content-Length, or, when gz (the client accepts gzip
-// and compression is on) and n is above the threshold, a gzip writer onto
-// w. The Content-Type is set by the caller.
+// and compression is on: output.gzip) and n is above the threshold, a gzip
+// writer onto w. The Content-Type is set by the caller.
 func (h *handler) startBody(w http.ResponseWriter, gz bool, code, n int) (io.Writer, func()) {
 	hd := w.Header()
-	if !gz || h.noCompression || n <= gzipThreshold {
+	if !gz || n <= gzipThreshold {
 		hd.Set("Content-Length", strconv.Itoa(n))
 		w.WriteHeader(code)
 		return w, func() {}
