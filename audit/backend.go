@@ -348,7 +348,11 @@ func (b *backend) collect(ctx context.Context, timer *time.Timer) (batch [][]byt
 
 // drain returns up to maxBatch buffered events without waiting.
 func (b *backend) drain() [][]byte {
-	var batch [][]byte
+	n := min(len(b.buf), b.maxBatch)
+	if n == 0 {
+		return nil
+	}
+	batch := make([][]byte, 0, n)
 	for len(batch) < b.maxBatch {
 		select {
 		case e := <-b.buf:
