@@ -49,7 +49,7 @@ func BenchmarkFilter(b *testing.B) {
 		name    string
 		policy  string
 		mode    audit.Mode
-		batch   int // batch mode's MaxBatchSize; 0: kube's default for the log, 1
+		batch   int  // batch mode's MaxBatchSize; 0: kube's default for the log, 1
 		discard bool // io.Discard instead of a file: the cost without I/O
 	}{
 		{"none", "", "", 0, false},
