@@ -91,6 +91,19 @@ var genericStages = map[string]bool{
 	StageHeaders: true, StageDeadline: true, StageTimeout: true, StageBodyLimit: true, StageWarnings: true,
 }
 
+// appendMillis appends d in milliseconds with three decimals (whole
+// microseconds), as strconv's 'f' format of d.Microseconds()/1000 with
+// precision 3 writes them, without the float.
+func appendMillis(dst []byte, d time.Duration) []byte {
+	us := d.Microseconds()
+	if us < 0 {
+		dst, us = append(dst, '-'), -us
+	}
+	dst = strconv.AppendInt(dst, us/1000, 10)
+	frac := us % 1000
+	return append(dst, '.', byte('0'+frac/100), byte('0'+frac/10%10), byte('0'+frac%10))
+}
+
 // auditStages is audit.Config.Stages read from the chain's trace: the time
 // spent in each stage from authentication on and in each handler step
 // (summed per name: admission runs twice for a write), in milliseconds with
@@ -132,7 +145,7 @@ next:
 		}
 		b.WriteString(e.name)
 		b.WriteByte('=')
-		b.Write(strconv.AppendFloat(num[:0], float64(e.d.Microseconds())/1000, 'f', 3, 64))
+		b.Write(appendMillis(num[:0], e.d))
 		b.WriteString("ms")
 	}
 	return b.String(), t.RejectedBy(code)

@@ -128,6 +128,10 @@ func TestAppendRFC3339Micro_matches_time_format(t *testing.T) {
 		time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC),
 		time.Date(-5, 1, 1, 0, 0, 0, 0, time.UTC),
 		time.Unix(1700000000, 999).UTC(),
+		time.Date(1, 1, 1, 0, 0, 0, 0, time.UTC).Add(-time.Nanosecond),
+		time.Date(1970, 1, 1, 0, 0, 0, 0, time.UTC).Add(-time.Microsecond),
+		time.Date(2000, 2, 29, 23, 59, 59, 999999999, time.UTC),
+		time.Date(2100, 3, 1, 0, 0, 0, 0, time.UTC),
 	} {
 		if got, want := string(appendRFC3339Micro(nil, tm)), tm.Format(RFC3339Micro); got != want {
 			t.Errorf("%v: got %s, want %s", tm, got, want)
