@@ -84,11 +84,16 @@ func (s *Server) buildAudit(c *Builder) (*audit.Auditor, error) {
 	return a, nil
 }
 
-// genericStages are the stages before authentication that every request
-// passes in microseconds; the stage-latencies annotation leaves them out.
-var genericStages = map[string]bool{
-	StagePanicRecovery: true, StageAuditID: true, StageRequestInfo: true, StageMetrics: true, StageLogging: true,
-	StageHeaders: true, StageDeadline: true, StageTimeout: true, StageBodyLimit: true, StageWarnings: true,
+// genericStage reports whether name is one of the stages before
+// authentication that every request passes in microseconds; the
+// stage-latencies annotation leaves them out.
+func genericStage(name string) bool {
+	switch name {
+	case StagePanicRecovery, StageAuditID, StageRequestInfo, StageMetrics, StageLogging,
+		StageHeaders, StageDeadline, StageTimeout, StageBodyLimit, StageWarnings:
+		return true
+	}
+	return false
 }
 
 // appendMillis appends d in milliseconds with three decimals (whole
@@ -125,7 +130,7 @@ func auditStages(ctx context.Context, code int) (latencies, rejectedBy string) {
 	entries := arr[:0]
 next:
 	for name, d := range t.Latencies() {
-		if genericStages[name] {
+		if genericStage(name) {
 			continue
 		}
 		for i := range entries {

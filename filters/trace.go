@@ -195,7 +195,8 @@ func (t *Trace) Latencies() iter.Seq2[string, time.Duration] {
 				return
 			}
 		}
-		for _, s := range t.Steps() {
+		var buf [inlineSteps]Step // the usual handler's steps: no copy to allocate
+		for _, s := range t.appendSteps(buf[:0]) {
 			if !yield(s.Name, s.Duration) {
 				return
 			}
@@ -208,11 +209,15 @@ func (t *Trace) Steps() []Step {
 	if t == nil {
 		return nil
 	}
+	return t.appendSteps(make([]Step, 0, t.nsteps))
+}
+
+// appendSteps appends the recorded steps to dst.
+func (t *Trace) appendSteps(dst []Step) []Step {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	out := make([]Step, 0, t.nsteps)
-	out = append(out, t.steps[:min(t.nsteps, inlineSteps)]...)
-	return append(out, t.more...)
+	dst = append(dst, t.steps[:min(t.nsteps, inlineSteps)]...)
+	return append(dst, t.more...)
 }
 
 // ContextWithTrace returns a copy of ctx carrying t, in the request's values
