@@ -40,7 +40,7 @@ func main() {
 
 func run(args []string) error {
 	if len(args) == 0 {
-		return errors.New("usage: annexload run [--short] [--watchers N]")
+		return errors.New("usage: annexload run [--short] [--watchers N] | compare [--short] [--passes N] | scale [--objects N,M] | audit [--short] [--passes N]")
 	}
 	switch args[0] {
 	case "run":
@@ -103,9 +103,7 @@ func run(args []string) error {
 		if err != nil {
 			return err
 		}
-		if os.Getenv("KEEP") == "" {
-			defer os.RemoveAll(dir)
-		}
+		defer os.RemoveAll(dir)
 		configs := load.AuditConfigs()
 		runs, err := load.AuditOverhead(context.Background(), dir, configs, sizes, *passes)
 		if err != nil {
