@@ -84,11 +84,29 @@ func (s *Server) buildAudit(c *Builder) (*audit.Auditor, error) {
 	return a, nil
 }
 
-// genericStages are the stages before authentication that every request
-// passes in microseconds; the stage-latencies annotation leaves them out.
-var genericStages = map[string]bool{
-	StagePanicRecovery: true, StageAuditID: true, StageRequestInfo: true, StageMetrics: true, StageLogging: true,
-	StageHeaders: true, StageDeadline: true, StageTimeout: true, StageBodyLimit: true, StageWarnings: true,
+// genericStage reports whether name is one of the stages before
+// authentication that every request passes in microseconds; the
+// stage-latencies annotation leaves them out.
+func genericStage(name string) bool {
+	switch name {
+	case StagePanicRecovery, StageAuditID, StageRequestInfo, StageMetrics, StageLogging,
+		StageHeaders, StageDeadline, StageTimeout, StageBodyLimit, StageWarnings:
+		return true
+	}
+	return false
+}
+
+// appendMillis appends d in milliseconds with three decimals (whole
+// microseconds), as strconv's 'f' format of d.Microseconds()/1000 with
+// precision 3 writes them, without the float.
+func appendMillis(dst []byte, d time.Duration) []byte {
+	us := d.Microseconds()
+	if us < 0 {
+		dst, us = append(dst, '-'), -us
+	}
+	dst = strconv.AppendInt(dst, us/1000, 10)
+	frac := us % 1000
+	return append(dst, '.', byte('0'+frac/100), byte('0'+frac/10%10), byte('0'+frac%10))
 }
 
 // auditStages is audit.Config.Stages read from the chain's trace: the time
@@ -112,7 +130,7 @@ func auditStages(ctx context.Context, code int) (latencies, rejectedBy string) {
 	entries := arr[:0]
 next:
 	for name, d := range t.Latencies() {
-		if genericStages[name] {
+		if genericStage(name) {
 			continue
 		}
 		for i := range entries {
@@ -132,7 +150,7 @@ next:
 		}
 		b.WriteString(e.name)
 		b.WriteByte('=')
-		b.Write(strconv.AppendFloat(num[:0], float64(e.d.Microseconds())/1000, 'f', 3, 64))
+		b.Write(appendMillis(num[:0], e.d))
 		b.WriteString("ms")
 	}
 	return b.String(), t.RejectedBy(code)

@@ -108,7 +108,16 @@ func (s *Server) buildHandler(c *Builder, p *plan, resources []rest.Resource, fd
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
 	}
-	return Chain(stages, mux, ChainOptions{StageLatencies: auditor != nil || s.tracer != nil, OnReject: func(r *http.Request, stage string, code int) {
+	// Audit's annotation leaves out the generic stages (outside
+	// authentication): they are not timed unless tracing's spans show them.
+	from := ""
+	for _, st := range stages {
+		if s.tracer == nil && st.Filter != nil && !genericStage(st.Name) {
+			from = st.Name
+			break
+		}
+	}
+	return Chain(stages, mux, ChainOptions{StageLatencies: auditor != nil || s.tracer != nil, LatenciesFrom: from, OnReject: func(r *http.Request, stage string, code int) {
 		m.ObserveRejection(stage)
 		s.log.Debug("request rejected", zap.String("stage", stage), zap.Int("code", code), zap.String("path", r.URL.Path))
 	}})

@@ -247,6 +247,10 @@ type ChainOptions struct {
 	// annotation). Zero means the trace knows which stages a request
 	// reached and which rejected it, but not how long each took.
 	StageLatencies bool
+	// LatenciesFrom, with StageLatencies, times only this stage and those
+	// inside it (filters.Trace.TimeFrom): "" times every stage, as does a
+	// name the chain does not hold.
+	LatenciesFrom string
 
 	// OnReject, when not nil, is called after each request a stage answered
 	// with an error (status 400 or more) before the request reached the
@@ -281,12 +285,14 @@ func Chain(stages []Stage, h http.Handler, opts ChainOptions) (http.Handler, err
 		}
 	}
 	report, timed := opts.OnReject, opts.StageLatencies
+	timedFrom := max(0, slices.Index(names, opts.LatenciesFrom))
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var start time.Time
 		if timed {
 			start = time.Now()
 		}
 		t := filters.NewTrace(names, start)
+		t.TimeFrom(timedFrom)
 		if report == nil {
 			inner.ServeHTTP(w, r.WithContext(filters.ContextWithTrace(r.Context(), t)))
 			return

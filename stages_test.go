@@ -306,6 +306,45 @@ func TestChainTracesStagesAndRejections(t *testing.T) {
 	}
 }
 
+// TestChainLatenciesFrom: with LatenciesFrom, the stages outside the named
+// one are not timed and not yielded; the named one and those inside it are,
+// each with a duration of its own.
+func TestChainLatenciesFrom(t *testing.T) {
+	t.Parallel()
+	got := make(chan string, 1)
+	probe := func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			time.Sleep(2 * time.Millisecond) // the probe's own time, until impersonation is entered
+			next.ServeHTTP(w, r)
+			var names []string
+			for name, d := range filters.TraceFrom(r.Context()).Latencies() {
+				if name == "audit-probe" && d < 2*time.Millisecond || d < 0 {
+					t.Errorf("%s took %v", name, d)
+				}
+				names = append(names, name)
+			}
+			got <- strings.Join(names, ",")
+		})
+	}
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {})
+	for _, tt := range []struct{ from, want string }{
+		{StageAuthentication, "authentication,audit-probe,impersonation,authorization"},
+		{"no-such-stage", "panic-recovery,audit-id,request-info,headers,deadline,timeout,body-limit,warnings,authentication,audit-probe,impersonation,authorization"},
+	} {
+		chain, err := handBuilt(t, h, ChainOptions{StageLatencies: true, LatenciesFrom: tt.from},
+			InsertedStage{After: StageAuthentication, Stage: Stage{Name: "audit-probe", Filter: probe}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		req := httptest.NewRequest(http.MethodGet, "/apis/test.annex.dev/v1/widgets", nil)
+		req.Header.Set("X-Test-User", "admin")
+		chain.ServeHTTP(httptest.NewRecorder(), req)
+		if names := <-got; names != tt.want {
+			t.Errorf("LatenciesFrom %q: latencies of\n%s\nwant\n%s", tt.from, names, tt.want)
+		}
+	}
+}
+
 func TestTraceIsNilSafe(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()

@@ -4,6 +4,7 @@
 package audit
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -86,7 +87,7 @@ type Auditor struct {
 	// reuse is set when every backend writes in the request's goroutine
 	// (no batch mode), so an event's bytes can be reused once written.
 	reuse bool
-	bufs  sync.Pool // *[]byte, when reuse
+	bufs  sync.Pool // *[]byte: encoding buffers
 }
 
 // New checks cfg and builds the backends: it compiles the policy, creates
@@ -149,6 +150,7 @@ func New(cfg Config) (*Auditor, error) {
 		}
 		return nil, err
 	}
+	a.bufs.New = func() any { return new([]byte) }
 	a.reuse = true
 	for _, b := range a.backends {
 		a.reuse = a.reuse && b.mode != ModeBatch
@@ -371,17 +373,23 @@ func (a *Auditor) emit(ctx context.Context, rec *record, stage Stage) bool {
 	} else {
 		rec.ev.StageTimestamp = MicroTime{a.now()}
 	}
-	buf := a.getBuf()
-	enc := a.encode(*buf, &rec.ev)
+	buf := a.bufs.Get().(*[]byte)
+	enc := a.encode((*buf)[:0], &rec.ev)
 	rec.mu.Unlock()
+	*buf = enc.full
+	if !a.reuse {
+		// A batch backend keeps the bytes until written: it gets a copy of
+		// the exact size, and the encoding buffer (grown once to the size of
+		// an event) is reused.
+		enc.full = bytes.Clone(enc.full)
+	}
 	a.metrics.event()
 	ok := true
 	for _, b := range a.backends {
 		ok = b.process(ctx, &enc) && ok
 	}
-	if a.reuse { // every sink wrote (or copied) the bytes synchronously
-		*buf = enc.full
-		a.putBuf(buf)
+	if cap(*buf) <= maxPooledEvent { // every sink wrote, or was given a copy of, the bytes
+		a.bufs.Put(buf)
 	}
 	return ok
 }
@@ -389,24 +397,6 @@ func (a *Auditor) emit(ctx context.Context, rec *record, stage Stage) bool {
 // maxPooledEvent is the largest encoding buffer kept for reuse, so that one
 // large RequestResponse event does not stay allocated.
 const maxPooledEvent = 64 << 10
-
-// getBuf returns an empty buffer to encode an event into: a reused one when
-// no backend keeps the bytes after writing them (batch mode does).
-func (a *Auditor) getBuf() *[]byte {
-	if a.reuse {
-		if b, ok := a.bufs.Get().(*[]byte); ok {
-			*b = (*b)[:0]
-			return b
-		}
-	}
-	return new([]byte)
-}
-
-func (a *Auditor) putBuf(b *[]byte) {
-	if cap(*b) <= maxPooledEvent {
-		a.bufs.Put(b)
-	}
-}
 
 // encode appends ev to dst (nil: a new buffer) as a JSON line and returns it, and its truncated form when a backend
 // truncates and ev may be too large for it. Objects that are not valid JSON

@@ -115,8 +115,12 @@ type backend struct {
 	metrics  *auditMetrics
 	logger   *zap.Logger
 
-	// Batch mode.
+	// Batch mode. Events queue in buf; an enqueuer that leaves maxBatch or
+	// more there signals full (one slot: signals collapse), so the batching
+	// goroutine wakes once per batch, or when maxWait passes, rather than for
+	// every event.
 	buf      chan []byte
+	full     chan struct{}
 	maxBatch int
 	maxWait  time.Duration
 	limiter  *rate.Limiter
@@ -177,7 +181,7 @@ func newBackend(plugin string, s sink, bc BatchConfig, tc TruncateConfig, d back
 		}
 		b.limiter = rate.NewLimiter(rate.Limit(qps), burst)
 	}
-	b.buf, b.maxBatch, b.maxWait, b.async = make(chan []byte, size), maxBatch, wait, d.async
+	b.buf, b.full, b.maxBatch, b.maxWait, b.async = make(chan []byte, size), make(chan struct{}, 1), maxBatch, wait, d.async
 	if b.async {
 		b.inflight = make(chan struct{}, maxAsyncWrites)
 	}
@@ -250,6 +254,12 @@ func (b *backend) process(ctx context.Context, e *encoded) bool {
 		}
 		select {
 		case b.buf <- data:
+			if len(b.buf) >= b.maxBatch {
+				select {
+				case b.full <- struct{}{}:
+				default: // already signalled
+				}
+			}
 		default:
 			b.lost(pluginBuffered, 1, ErrBufferFull)
 		}
@@ -320,26 +330,29 @@ func (b *backend) run(ctx context.Context) error {
 	return b.sink.close()
 }
 
-// collect returns up to maxBatch events, fewer when maxWait passes or ctx is
-// done (then done is true).
+// collect returns up to maxBatch events once that many are buffered, fewer
+// when maxWait passes first or ctx is done (then done is true).
 func (b *backend) collect(ctx context.Context, timer *time.Timer) (batch [][]byte, done bool) {
 	timer.Reset(b.maxWait)
-	for len(batch) < b.maxBatch {
+	for len(b.buf) < b.maxBatch {
 		select {
-		case e := <-b.buf:
-			batch = append(batch, e)
+		case <-b.full: // look again: the signal may be older than the last batch
 		case <-timer.C:
-			return batch, false
+			return b.drain(), false
 		case <-ctx.Done():
-			return batch, true
+			return b.drain(), true
 		}
 	}
-	return batch, false
+	return b.drain(), false
 }
 
 // drain returns up to maxBatch buffered events without waiting.
 func (b *backend) drain() [][]byte {
-	var batch [][]byte
+	n := min(len(b.buf), b.maxBatch)
+	if n == 0 {
+		return nil
+	}
+	batch := make([][]byte, 0, n)
 	for len(batch) < b.maxBatch {
 		select {
 		case e := <-b.buf:

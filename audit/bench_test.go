@@ -49,16 +49,18 @@ func BenchmarkFilter(b *testing.B) {
 		name    string
 		policy  string
 		mode    audit.Mode
+		batch   int  // batch mode's MaxBatchSize; 0: kube's default for the log, 1
 		discard bool // io.Discard instead of a file: the cost without I/O
 	}{
-		{"none", "", "", false},
-		{"metadata_discard", metadata, "", true},
-		{"metadata_file_blocking", metadata, audit.ModeBlocking, false},
-		{"metadata_file_batch", metadata, audit.ModeBatch, false},
-		{"metadata_both_stages_file_batch", both, audit.ModeBatch, false},
-		{"metadata_both_stages_file_blocking", both, audit.ModeBlocking, false},
-		{"request_response_discard", rr, "", true},
-		{"request_response_file_batch", rr, audit.ModeBatch, false},
+		{"none", "", "", 0, false},
+		{"metadata_discard", metadata, "", 0, true},
+		{"metadata_file_blocking", metadata, audit.ModeBlocking, 0, false},
+		{"metadata_file_batch", metadata, audit.ModeBatch, 0, false},
+		{"metadata_both_stages_file_batch", both, audit.ModeBatch, 0, false},
+		{"metadata_both_stages_file_batch400", both, audit.ModeBatch, 400, false},
+		{"metadata_both_stages_file_blocking", both, audit.ModeBlocking, 0, false},
+		{"request_response_discard", rr, "", 0, true},
+		{"request_response_file_batch", rr, audit.ModeBatch, 0, false},
 	}
 	for _, verb := range []string{"get", "create"} {
 		for _, l := range levels {
@@ -67,7 +69,7 @@ func BenchmarkFilter(b *testing.B) {
 				stop := func() {}
 				if l.policy != "" {
 					var err error
-					lc := audit.LogConfig{Path: filepath.Join(b.TempDir(), "audit.log"), Batch: audit.BatchConfig{Mode: l.mode}}
+					lc := audit.LogConfig{Path: filepath.Join(b.TempDir(), "audit.log"), Batch: audit.BatchConfig{Mode: l.mode, MaxBatchSize: l.batch}}
 					if l.discard {
 						lc = audit.LogConfig{Writer: io.Discard}
 					}

@@ -3,6 +3,7 @@ package audit
 import (
 	"bytes"
 	"encoding/json"
+	"strings"
 	"testing"
 	"time"
 
@@ -127,9 +128,59 @@ func TestAppendRFC3339Micro_matches_time_format(t *testing.T) {
 		time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC),
 		time.Date(-5, 1, 1, 0, 0, 0, 0, time.UTC),
 		time.Unix(1700000000, 999).UTC(),
+		time.Date(1, 1, 1, 0, 0, 0, 0, time.UTC).Add(-time.Nanosecond),
+		time.Date(1970, 1, 1, 0, 0, 0, 0, time.UTC).Add(-time.Microsecond),
+		time.Date(2000, 2, 29, 23, 59, 59, 999999999, time.UTC),
+		time.Date(2100, 3, 1, 0, 0, 0, 0, time.UTC),
 	} {
 		if got, want := string(appendRFC3339Micro(nil, tm)), tm.Format(RFC3339Micro); got != want {
 			t.Errorf("%v: got %s, want %s", tm, got, want)
 		}
 	}
+}
+
+// TestAppendString_every_byte_at_every_offset: each byte value (and the
+// runes written escaped or replaced) at each offset of strings around the
+// encoder's eight-byte steps is written as encoding/json writes it.
+func TestAppendString_every_byte_at_every_offset(t *testing.T) {
+	t.Parallel()
+	specials := []string{"\u2028", "\u2029", "é", "世", "\xe2\x80", "\xf0\x9f\x98\x80"}
+	for b := range 256 {
+		specials = append(specials, string([]byte{byte(b)}))
+	}
+	for _, n := range []int{0, 1, 7, 8, 9, 15, 16, 17, 24} {
+		for pos := 0; pos <= n; pos++ {
+			for _, sp := range specials {
+				s := strings.Repeat("a", pos) + sp + strings.Repeat("z", n-pos)
+				want, _ := json.Marshal(s)
+				if got := appendString(nil, s); !bytes.Equal(got, want) {
+					t.Fatalf("%q: got %s, want %s", s, got, want)
+				}
+			}
+		}
+	}
+}
+
+// BenchmarkAppendEvent encodes the events a GET writes at Metadata level,
+// RequestReceived and ResponseComplete, as the example's log holds them.
+func BenchmarkAppendEvent(b *testing.B) {
+	at := time.Date(2026, 11, 26, 2, 56, 11, 677308000, time.UTC)
+	ev := Event{Kind: "Event", APIVersion: APIVersion, Level: LevelMetadata, AuditID: "e6436061-94b2-435d-adcf-d634ffaf18b5",
+		Stage: StageRequestReceived, RequestURI: "/apis/platform.example.com/v1beta1/namespaces/default/environments/obj-8303", Verb: "get",
+		User: UserInfo{Username: "admin", Groups: []string{"system:masters", "system:authenticated"},
+			Extra: map[string][]string{"authentication.kubernetes.io/credential-id": {"X509SHA256=3c738f90dc29d1686b6f8c0c83aefdcb9746c459d55c24399ee15bb6276a7f11"}}},
+		SourceIPs: []string{"127.0.0.1"}, UserAgent: "Go-http-client/2.0",
+		ObjectRef:                &ObjectReference{Resource: "environments", Namespace: "default", Name: "obj-8303", APIGroup: "platform.example.com", APIVersion: "v1beta1"},
+		RequestReceivedTimestamp: MicroTime{at}, StageTimestamp: MicroTime{at}}
+	rc := ev
+	rc.Stage, rc.StageTimestamp, rc.ResponseStatus = StageResponseComplete, MicroTime{at.Add(312 * time.Microsecond)}, &ResponseStatus{Code: 200}
+	rc.Annotations = map[string]string{"authorization.k8s.io/decision": "allow", "authorization.k8s.io/reason": "",
+		StageLatenciesAnnotation: "authentication=0.004ms,audit=0.010ms,impersonation=0.000ms,flowcontrol=0.001ms,authorization=0.001ms,storage=0.020ms"}
+	buf := make([]byte, 0, 4096)
+	b.ReportAllocs()
+	for b.Loop() {
+		buf, _ = appendEvent(buf[:0], &ev)
+		buf, _ = appendEvent(buf[:0], &rc)
+	}
+	b.SetBytes(int64(len(buf)))
 }

@@ -588,3 +588,33 @@ func TestNew_rejects(t *testing.T) {
 		}
 	}
 }
+
+// TestFilter_level_metric counts requests by policy level, each level's
+// series appearing once a request had it.
+func TestFilter_level_metric(t *testing.T) {
+	t.Parallel()
+	reg := newRegistry()
+	a, err := audit.New(audit.Config{
+		Policy:     mustPolicy(t, "apiVersion: audit.k8s.io/v1\nkind: Policy\nrules:\n- level: None\n  users: [quiet]\n- level: Metadata\n"),
+		Log:        audit.LogConfig{Writer: io.Discard},
+		Registerer: reg,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, user := range []string{"u", "u", "quiet", "u"} {
+		h := chain(a, &filters.User{Name: user}, nil, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { writeJSON(w, 200, `{}`) }))
+		h.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest("GET", envURI, nil))
+	}
+	for level, want := range map[string]float64{"Metadata": 3, "None": 1, "Request": 0} {
+		if got := reg.value(t, "apiserver_audit_level_total", map[string]string{"level": level}); got != want {
+			t.Errorf("level %s: %v requests, want %v", level, got, want)
+		}
+	}
+	mfs, _ := reg.Gather()
+	for _, mf := range mfs {
+		if mf.GetName() == "apiserver_audit_level_total" && len(mf.GetMetric()) != 2 {
+			t.Errorf("%d level series, want 2 (the levels seen)", len(mf.GetMetric()))
+		}
+	}
+}

@@ -4,6 +4,7 @@ package audit
 
 import (
 	"errors"
+	"sync/atomic"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -22,6 +23,10 @@ type auditMetrics struct {
 	errors   *prometheus.CounterVec
 	levels   *prometheus.CounterVec
 	rejected prometheus.Counter
+	// byLevel are levels' children by Level.ord, each looked up on its
+	// level's first request (a series appears once its level occurred, as
+	// in Kubernetes), not on every request.
+	byLevel [4]atomic.Pointer[prometheus.Counter]
 }
 
 func newMetrics(reg prometheus.Registerer) (*auditMetrics, error) {
@@ -68,9 +73,21 @@ func (m *auditMetrics) lost(plugin string, n int) {
 }
 
 func (m *auditMetrics) level(l Level) {
-	if m != nil {
-		m.levels.WithLabelValues(string(l)).Inc()
+	if m == nil {
+		return
 	}
+	i := l.ord()
+	if i < 0 {
+		m.levels.WithLabelValues(string(l)).Inc()
+		return
+	}
+	c := m.byLevel[i].Load()
+	if c == nil {
+		child := m.levels.WithLabelValues(string(l))
+		c = &child
+		m.byLevel[i].Store(c)
+	}
+	(*c).Inc()
 }
 
 func (m *auditMetrics) reject() {

@@ -38,6 +38,7 @@ type record struct {
 	rw     responseWriter
 	ref    ObjectReference
 	status ResponseStatus
+	peer   [1]string // the usual sourceIPs: the peer's address alone
 }
 
 var (
@@ -68,7 +69,7 @@ func (a *Auditor) newRecord(r *http.Request, info *filters.RequestInfo, cfg Requ
 	ev.AuditID = filters.AuditIDFrom(r.Context())
 	ev.RequestURI, ev.Verb = r.URL.RequestURI(), info.Verb
 	ev.User = userInfo(user)
-	ev.SourceIPs = sourceIPs(r)
+	ev.SourceIPs = sourceIPs(r, rec.peer[:0])
 	ev.UserAgent = ua
 	ev.RequestReceivedTimestamp = MicroTime{received}
 	if impersonated != nil {
@@ -100,8 +101,9 @@ func userInfo(u *filters.User) UserInfo {
 
 // sourceIPs lists X-Forwarded-For's valid addresses, X-Real-Ip's when not
 // already listed, and the peer's unless it is the last one listed, as
-// Kubernetes' utilnet.SourceIPs.
-func sourceIPs(r *http.Request) []string {
+// Kubernetes' utilnet.SourceIPs. When the list is the peer's IPv4 address
+// alone, it is appended to peer (room for one: no allocation).
+func sourceIPs(r *http.Request, peer []string) []string {
 	var ips []net.IP
 	if fwd := r.Header.Get("X-Forwarded-For"); fwd != "" {
 		for _, part := range strings.Split(fwd, ",") {
@@ -123,7 +125,7 @@ func sourceIPs(r *http.Request) []string {
 		// The usual case, a peer's IPv4 address, needs no net.IP: ParseAddr
 		// takes only the dotted form net.IP.String writes.
 		if a, err := netip.ParseAddr(host); err == nil && a.Is4() {
-			return []string{host}
+			return append(peer, host)
 		}
 	}
 	if remote := net.ParseIP(host); remote != nil && (len(ips) == 0 || !remote.Equal(ips[len(ips)-1])) {

@@ -59,6 +59,8 @@ type Trace struct {
 	// len(stages)+1 once the handler was reached.
 	reached atomic.Int32
 	inline  [inlineStages]int64
+	// timedFrom is the first stage timed (see TimeFrom).
+	timedFrom int
 
 	// mu guards the fields below.
 	mu       sync.Mutex
@@ -91,10 +93,21 @@ func (t *Trace) Enter(i int) {
 	if t == nil || i < 0 || i >= len(t.entered) {
 		return
 	}
-	if !t.start.IsZero() {
+	if !t.start.IsZero() && i >= t.timedFrom {
 		t.entered[i] = int64(time.Since(t.start))
 	}
 	t.reached.Store(int32(i + 1))
+}
+
+// TimeFrom leaves the stages before stage i untimed: entering them reads
+// no clock and Latencies does not yield them. A chain whose only reader of
+// latencies skips the outer stages (the audit annotation skips those before
+// authentication, each a few microseconds) saves a clock read for each. It
+// is called before the first Enter.
+func (t *Trace) TimeFrom(i int) {
+	if t != nil && i > 0 {
+		t.timedFrom = i
+	}
 }
 
 // Start returns when the request arrived, zero when the stages are not
@@ -173,8 +186,8 @@ func (t *Trace) RejectedBy(status int) string {
 
 // Latencies yields each stage the request entered with the time spent in it
 // (until the next stage was entered; for the innermost, until now) when the
-// stages are timed, then each step the handler recorded, in the order
-// recorded.
+// stages are timed (from the one TimeFrom names), then each step the
+// handler recorded, in the order recorded.
 func (t *Trace) Latencies() iter.Seq2[string, time.Duration] {
 	return func(yield func(string, time.Duration) bool) {
 		if t == nil {
@@ -184,7 +197,7 @@ func (t *Trace) Latencies() iter.Seq2[string, time.Duration] {
 		if t.start.IsZero() {
 			n = 0
 		}
-		for i := 0; i < n && i < len(t.stages); i++ {
+		for i := t.timedFrom; i < n && i < len(t.stages); i++ {
 			var end int64
 			if i+1 < n {
 				end = t.entered[i+1]
@@ -195,7 +208,8 @@ func (t *Trace) Latencies() iter.Seq2[string, time.Duration] {
 				return
 			}
 		}
-		for _, s := range t.Steps() {
+		var buf [inlineSteps]Step // the usual handler's steps: no copy to allocate
+		for _, s := range t.appendSteps(buf[:0]) {
 			if !yield(s.Name, s.Duration) {
 				return
 			}
@@ -208,11 +222,15 @@ func (t *Trace) Steps() []Step {
 	if t == nil {
 		return nil
 	}
+	return t.appendSteps(make([]Step, 0, t.nsteps))
+}
+
+// appendSteps appends the recorded steps to dst.
+func (t *Trace) appendSteps(dst []Step) []Step {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	out := make([]Step, 0, t.nsteps)
-	out = append(out, t.steps[:min(t.nsteps, inlineSteps)]...)
-	return append(out, t.more...)
+	dst = append(dst, t.steps[:min(t.nsteps, inlineSteps)]...)
+	return append(dst, t.more...)
 }
 
 // ContextWithTrace returns a copy of ctx carrying t, in the request's values

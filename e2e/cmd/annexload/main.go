@@ -7,6 +7,7 @@
 //	go run ./cmd/annexload run --watchers 10000   # the same with 10,000 watchers
 //	go run ./cmd/annexload compare       # annex beside k8s.io/sample-apiserver
 //	go run ./cmd/annexload scale         # annex filled to 10k then 100k objects, bbolt and etcd
+//	go run ./cmd/annexload audit         # create and GET throughput with and without an audit log
 //
 // compare builds k8s.io/sample-apiserver, etcd and kube-apiserver from the
 // Go module proxy (cached), and runs the suite on fresh servers of each in
@@ -39,7 +40,7 @@ func main() {
 
 func run(args []string) error {
 	if len(args) == 0 {
-		return errors.New("usage: annexload run [--short] [--watchers N]")
+		return errors.New("usage: annexload run [--short] [--watchers N] | compare [--short] [--passes N] | scale [--objects N,M] | audit [--short] [--passes N]")
 	}
 	switch args[0] {
 	case "run":
@@ -87,6 +88,29 @@ func run(args []string) error {
 			sizes = load.Short()
 		}
 		return compare(sizes, *passes)
+	case "audit":
+		fs := flag.NewFlagSet("audit", flag.ContinueOnError)
+		short := fs.Bool("short", false, "a few seconds per scenario")
+		passes := fs.Int("passes", 3, "runs of each configuration")
+		if err := fs.Parse(args[1:]); err != nil {
+			return err
+		}
+		sizes := load.Full()
+		if *short {
+			sizes = load.Short()
+		}
+		dir, err := os.MkdirTemp("", "annexload-audit-")
+		if err != nil {
+			return err
+		}
+		defer os.RemoveAll(dir)
+		configs := load.AuditConfigs()
+		runs, err := load.AuditOverhead(context.Background(), dir, configs, sizes, *passes)
+		if err != nil {
+			return err
+		}
+		load.AuditTable(os.Stdout, configs, runs)
+		return nil
 	case "scale":
 		fs := flag.NewFlagSet("scale", flag.ContinueOnError)
 		objects := fs.String("objects", "10000,100000", "the sizes to fill to, in order")
