@@ -288,6 +288,7 @@ func (a *Auditor) FailedAuthentication(r *http.Request) {
 	rec.ev.ResponseStatus = &ResponseStatus{Code: http.StatusUnauthorized, Status: "Failure",
 		Reason: "Unauthorized", Message: "Unauthorized"}
 	a.emit(r.Context(), rec, StageResponseStarted)
+	a.release(rec)
 }
 
 func (a *Auditor) serve(w http.ResponseWriter, r *http.Request, next http.Handler) {
@@ -308,6 +309,7 @@ func (a *Auditor) serve(w http.ResponseWriter, r *http.Request, next http.Handle
 	ctx = filters.ContextWithAuditAnnotationRecorder(ctx, rec)
 	if !a.emit(ctx, rec, StageRequestReceived) {
 		a.metrics.reject()
+		a.release(rec)
 		http.Error(w, fmt.Sprintf("Internal Server Error: %q: failed to store audit event", sanitize(r.RequestURI)), http.StatusInternalServerError)
 		return
 	}
@@ -326,6 +328,7 @@ func (a *Auditor) serve(w http.ResponseWriter, r *http.Request, next http.Handle
 				Reason: "InternalError", Message: fmt.Sprintf("APIServer panic'd: %v", v)}
 			rec.mu.Unlock()
 			a.emit(ctx, rec, StagePanic)
+			a.release(rec)
 			panic(v)
 		}
 		if !rw.started && rec.longRunning {
@@ -352,6 +355,7 @@ func (a *Auditor) serve(w http.ResponseWriter, r *http.Request, next http.Handle
 		}
 		rec.mu.Unlock()
 		a.emit(ctx, rec, StageResponseComplete)
+		a.release(rec)
 	}()
 	next.ServeHTTP(rw, r)
 }
@@ -373,10 +377,18 @@ func (a *Auditor) emit(ctx context.Context, rec *record, stage Stage) bool {
 	} else {
 		rec.ev.StageTimestamp = MicroTime{a.now()}
 	}
+	var head []byte // the head of the request's first event, while it is valid
+	if rec.head != nil && rec.ev.ImpersonatedUser == rec.headImp {
+		head = rec.head
+	}
 	buf := a.bufs.Get().(*[]byte)
-	enc := a.encode((*buf)[:0], &rec.ev)
-	rec.mu.Unlock()
+	enc, hs, he := a.encode((*buf)[:0], &rec.ev, head)
 	*buf = enc.full
+	keep := rec.headBuf == nil && hs < he // the first event's buffer keeps its head for the next ones
+	if keep {
+		rec.headBuf, rec.head, rec.headImp = buf, (*buf)[hs:he], rec.ev.ImpersonatedUser
+	}
+	rec.mu.Unlock()
 	if !a.reuse {
 		// A batch backend keeps the bytes until written: it gets a copy of
 		// the exact size, and the encoding buffer (grown once to the size of
@@ -388,8 +400,8 @@ func (a *Auditor) emit(ctx context.Context, rec *record, stage Stage) bool {
 	for _, b := range a.backends {
 		ok = b.process(ctx, &enc) && ok
 	}
-	if cap(*buf) <= maxPooledEvent { // every sink wrote, or was given a copy of, the bytes
-		a.bufs.Put(buf)
+	if !keep { // every sink wrote, or was given a copy of, the bytes
+		a.putBuf(buf)
 	}
 	return ok
 }
@@ -398,28 +410,46 @@ func (a *Auditor) emit(ctx context.Context, rec *record, stage Stage) bool {
 // large RequestResponse event does not stay allocated.
 const maxPooledEvent = 64 << 10
 
+func (a *Auditor) putBuf(b *[]byte) {
+	if cap(*b) <= maxPooledEvent {
+		a.bufs.Put(b)
+	}
+}
+
+// release returns the buffer that held rec's head, once rec wrote its last
+// event.
+func (a *Auditor) release(rec *record) {
+	rec.mu.Lock()
+	b := rec.headBuf
+	rec.headBuf, rec.head = nil, nil
+	rec.mu.Unlock()
+	if b != nil {
+		a.putBuf(b)
+	}
+}
+
 // encode appends ev to dst (nil: a new buffer) as a JSON line and returns it, and its truncated form when a backend
 // truncates and ev may be too large for it. Objects that are not valid JSON
 // are dropped rather than losing the event.
-func (a *Auditor) encode(dst []byte, ev *Event) encoded {
+func (a *Auditor) encode(dst []byte, ev *Event, head []byte) (e encoded, headStart, headEnd int) {
 	if dst == nil {
 		dst = make([]byte, 0, 1024+len(ev.RequestObject)+len(ev.ResponseObject))
 	}
-	full, err := appendEvent(dst, ev)
+	full, headStart, headEnd, err := appendEventHead(dst, ev, head)
 	if err != nil {
 		ev.RequestObject, ev.ResponseObject = nil, nil
-		full, err = appendEvent(full[:0], ev)
+		full, headStart, headEnd, err = appendEventHead(full[:0], ev, head)
 		if err != nil { // only a Status's details are left to fail
 			a.logger.Error("audit event does not encode", zap.Error(err))
-			full = []byte("{}")
+			full, headStart, headEnd = append(full[:0], "{}"...), 0, 0
 		}
 	}
-	e := encoded{full: append(full, '\n')}
+	e = encoded{full: append(full, '\n')}
 	if a.truncMin > 0 && int64(len(full)) > a.truncMin && ev.Level.AtLeast(LevelRequest) &&
 		(ev.RequestObject != nil || ev.ResponseObject != nil) {
 		e.truncated = encodeTruncated(ev)
 	}
-	return e
+	return e, headStart, headEnd
 }
 
 // encodeTruncated returns ev without its objects, marked truncated, as a

@@ -21,6 +21,15 @@ import (
 // appendEvent appends ev's JSON to dst. It fails only when a raw object is
 // not valid JSON or a Status's details do not encode, as json.Marshal would.
 func appendEvent(dst []byte, ev *Event) ([]byte, error) {
+	out, _, _, err := appendEventHead(dst, ev, nil)
+	return out, err
+}
+
+// appendEventHead is appendEvent that writes head, when not nil, for the
+// fields from requestURI to userAgent (the request's own, the same at every
+// stage but for impersonatedUser) instead of encoding them, and returns
+// where in out those fields' encoding is, for the next stage's head.
+func appendEventHead(dst []byte, ev *Event, head []byte) (out []byte, headStart, headEnd int, err error) {
 	dst = append(dst, `{"kind":`...)
 	dst = appendString(dst, ev.Kind)
 	dst = append(dst, `,"apiVersion":`...)
@@ -31,6 +40,57 @@ func appendEvent(dst []byte, ev *Event) ([]byte, error) {
 	dst = appendString(dst, ev.AuditID)
 	dst = append(dst, `,"stage":`...)
 	dst = appendString(dst, string(ev.Stage))
+	headStart = len(dst)
+	if head != nil {
+		dst = append(dst, head...)
+	} else {
+		dst = appendHead(dst, ev)
+	}
+	headEnd = len(dst)
+	if o := ev.ObjectRef; o != nil {
+		dst = append(dst, `,"objectRef":{`...)
+		n := len(dst)
+		dst = appendOptional(dst, n, "resource", o.Resource)
+		dst = appendOptional(dst, n, "namespace", o.Namespace)
+		dst = appendOptional(dst, n, "name", o.Name)
+		dst = appendOptional(dst, n, "uid", o.UID)
+		dst = appendOptional(dst, n, "apiGroup", o.APIGroup)
+		dst = appendOptional(dst, n, "apiVersion", o.APIVersion)
+		dst = appendOptional(dst, n, "resourceVersion", o.ResourceVersion)
+		dst = appendOptional(dst, n, "subresource", o.Subresource)
+		dst = append(dst, '}')
+	}
+	if s := ev.ResponseStatus; s != nil {
+		dst = append(dst, `,"responseStatus":`...)
+		if dst, err = appendResponseStatus(dst, s); err != nil {
+			return dst, 0, 0, err
+		}
+	}
+	if len(ev.RequestObject) > 0 {
+		dst = append(dst, `,"requestObject":`...)
+		if dst, err = appendRaw(dst, ev.RequestObject); err != nil {
+			return dst, 0, 0, err
+		}
+	}
+	if len(ev.ResponseObject) > 0 {
+		dst = append(dst, `,"responseObject":`...)
+		if dst, err = appendRaw(dst, ev.ResponseObject); err != nil {
+			return dst, 0, 0, err
+		}
+	}
+	dst = append(dst, `,"requestReceivedTimestamp":`...)
+	dst = appendMicroTime(dst, ev.RequestReceivedTimestamp)
+	dst = append(dst, `,"stageTimestamp":`...)
+	dst = appendMicroTime(dst, ev.StageTimestamp)
+	if len(ev.Annotations) > 0 {
+		dst = appendAnnotations(dst, ev.Annotations)
+		dst = append(dst, '}')
+	}
+	return append(dst, '}'), headStart, headEnd, nil
+}
+
+// appendHead appends the fields from requestURI to userAgent.
+func appendHead(dst []byte, ev *Event) []byte {
 	dst = append(dst, `,"requestURI":`...)
 	dst = appendString(dst, ev.RequestURI)
 	dst = append(dst, `,"verb":`...)
@@ -49,47 +109,7 @@ func appendEvent(dst []byte, ev *Event) ([]byte, error) {
 		dst = append(dst, `,"userAgent":`...)
 		dst = appendString(dst, ev.UserAgent)
 	}
-	if o := ev.ObjectRef; o != nil {
-		dst = append(dst, `,"objectRef":{`...)
-		n := len(dst)
-		dst = appendOptional(dst, n, "resource", o.Resource)
-		dst = appendOptional(dst, n, "namespace", o.Namespace)
-		dst = appendOptional(dst, n, "name", o.Name)
-		dst = appendOptional(dst, n, "uid", o.UID)
-		dst = appendOptional(dst, n, "apiGroup", o.APIGroup)
-		dst = appendOptional(dst, n, "apiVersion", o.APIVersion)
-		dst = appendOptional(dst, n, "resourceVersion", o.ResourceVersion)
-		dst = appendOptional(dst, n, "subresource", o.Subresource)
-		dst = append(dst, '}')
-	}
-	var err error
-	if s := ev.ResponseStatus; s != nil {
-		dst = append(dst, `,"responseStatus":`...)
-		if dst, err = appendResponseStatus(dst, s); err != nil {
-			return dst, err
-		}
-	}
-	if len(ev.RequestObject) > 0 {
-		dst = append(dst, `,"requestObject":`...)
-		if dst, err = appendRaw(dst, ev.RequestObject); err != nil {
-			return dst, err
-		}
-	}
-	if len(ev.ResponseObject) > 0 {
-		dst = append(dst, `,"responseObject":`...)
-		if dst, err = appendRaw(dst, ev.ResponseObject); err != nil {
-			return dst, err
-		}
-	}
-	dst = append(dst, `,"requestReceivedTimestamp":`...)
-	dst = appendMicroTime(dst, ev.RequestReceivedTimestamp)
-	dst = append(dst, `,"stageTimestamp":`...)
-	dst = appendMicroTime(dst, ev.StageTimestamp)
-	if len(ev.Annotations) > 0 {
-		dst = appendAnnotations(dst, ev.Annotations)
-		dst = append(dst, '}')
-	}
-	return append(dst, '}'), nil
+	return dst
 }
 
 // appendAnnotations appends `,"annotations":{` and the annotations sorted

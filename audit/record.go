@@ -30,8 +30,16 @@ type record struct {
 	longRunning bool
 	body        *teeBody // the request body, when it is recorded
 
-	mu sync.Mutex // guards ev
+	mu sync.Mutex // guards ev and the head fields
 	ev Event
+
+	// The encoding of ev's fields from requestURI to userAgent in the
+	// request's first event, written as they are into the later ones while
+	// impersonatedUser is still headImp (see appendEventHead); headBuf holds
+	// it, taken from the Auditor's pool until release.
+	head    []byte
+	headImp *UserInfo
+	headBuf *[]byte
 
 	// Storage for what ev and the filter point at, allocated with the record
 	// rather than each on its own.

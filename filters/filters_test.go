@@ -406,7 +406,19 @@ func isUUIDv4(s string) bool {
 	if len(s) != 36 || s[8] != '-' || s[13] != '-' || s[18] != '-' || s[23] != '-' || s[14] != '4' {
 		return false
 	}
+	for i, c := range s {
+		if i != 8 && i != 13 && i != 18 && i != 23 && !strings.ContainsRune("0123456789abcdef", c) {
+			return false
+		}
+	}
 	return strings.ContainsRune("89ab", rune(s[19]))
+}
+
+func BenchmarkNewUUID(b *testing.B) {
+	b.ReportAllocs()
+	for b.Loop() {
+		_ = NewUUID()
+	}
 }
 
 func TestNewUUIDUnique(t *testing.T) {

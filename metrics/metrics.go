@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -39,6 +40,53 @@ type Metrics struct {
 	sli         *prometheus.HistogramVec
 	known       func(group, version, resource string) bool
 	now         func() time.Time
+	// series caches the children a completed request records into, by
+	// seriesKey (see seriesFor).
+	series sync.Map
+}
+
+// seriesKey names the series a completed request records into: its labels,
+// status code, and whether it observes the SLI histogram (long-running
+// requests do not).
+type seriesKey struct {
+	labels [8]string
+	code   int
+	sli    bool
+}
+
+// series are the children of one seriesKey; sli and size are nil where the
+// request records none.
+type series struct {
+	duration, sli, size prometheus.Observer
+	requests            prometheus.Counter
+}
+
+// seriesFor returns k's children, looked up in the vectors on k's first
+// request only: a vector hashes and validates every label value on each
+// lookup, which across the four was a microsecond of each request. The
+// cache holds one entry per series the vectors hold, so it is bounded as
+// they are (unknown resources are labelled "other").
+func (m *Metrics) seriesFor(k seriesKey) *series {
+	if s, ok := m.series.Load(k); ok {
+		return s.(*series)
+	}
+	l := k.labels
+	g := gaugeLabelValues(l)
+	s := &series{duration: m.durations.WithLabelValues(l[:]...), requests: m.requests.WithLabelValues(append(l[:], strconv.Itoa(k.code))...)}
+	if k.sli {
+		s.sli = m.sli.WithLabelValues(g[:]...)
+	}
+	if l[0] == "GET" || l[0] == "LIST" { // read responses only, as kube
+		s.size = m.sizes.WithLabelValues(g[:]...)
+	}
+	got, _ := m.series.LoadOrStore(k, s)
+	return got.(*series)
+}
+
+// gaugeLabelValues are l without the dry_run label: the gauges', sizes' and
+// SLI's label set.
+func gaugeLabelValues(l [8]string) [7]string {
+	return [7]string{l[0], l[2], l[3], l[4], l[5], l[6], l[7]}
 }
 
 // durationBuckets are kube-apiserver's buckets for apiserver_request_duration_seconds.
@@ -130,8 +178,6 @@ func (m *Metrics) Filter() func(http.Handler) http.Handler {
 				info = &filters.RequestInfo{Path: r.URL.Path, Verb: strings.ToLower(r.Method)}
 			}
 			l := m.labels(r, info)
-			// Without the dry_run label: the gauges' and sizes' label set.
-			g := [7]string{l[0], l[2], l[3], l[4], l[5], l[6], l[7]}
 			longRunning := filters.IsLongRunning(r, filters.DefaultLongRunning)
 			var excluded *atomic.Int64
 			if !longRunning {
@@ -140,6 +186,7 @@ func (m *Metrics) Filter() func(http.Handler) http.Handler {
 				r = filters.RequestWithContext(r, ctx)
 			}
 			if longRunning {
+				g := gaugeLabelValues(l)
 				lr := m.longRunning.WithLabelValues(g[:]...)
 				lr.Inc()
 				defer lr.Dec()
@@ -157,13 +204,14 @@ func (m *Metrics) Filter() func(http.Handler) http.Handler {
 				code = http.StatusOK
 			}
 			took := m.now().Sub(start)
-			m.durations.WithLabelValues(l[:]...).Observe(took.Seconds())
-			if excluded != nil {
-				m.sli.WithLabelValues(g[:]...).Observe(max(took-time.Duration(excluded.Load()), 0).Seconds())
+			s := m.seriesFor(seriesKey{labels: l, code: code, sli: excluded != nil})
+			s.duration.Observe(took.Seconds())
+			if s.sli != nil {
+				s.sli.Observe(max(took-time.Duration(excluded.Load()), 0).Seconds())
 			}
-			m.requests.WithLabelValues(append(l[:], strconv.Itoa(code))...).Inc()
-			if l[0] == "GET" || l[0] == "LIST" { // read responses only, as kube
-				m.sizes.WithLabelValues(g[:]...).Observe(float64(rw.BytesWritten()))
+			s.requests.Inc()
+			if s.size != nil {
+				s.size.Observe(float64(rw.BytesWritten()))
 			}
 		})
 	}

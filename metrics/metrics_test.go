@@ -57,6 +57,22 @@ apiserver_request_total{code="201",component="apiserver",dry_run="All",group="pl
 	if n := testutil.CollectAndCount(m.durations); n != 5 {
 		t.Fatalf("duration series = %d, want 5", n)
 	}
+	// The SLI leaves out long-running requests (the watch); response sizes
+	// are of reads (GET and LIST) only.
+	if n := testutil.CollectAndCount(m.sli); n != 4 {
+		t.Errorf("SLI series = %d, want 4", n)
+	}
+	if n := testutil.CollectAndCount(m.sizes); n != 3 {
+		t.Errorf("response size series = %d, want 3", n)
+	}
+	// A second request of a series counts in the same children.
+	do(http.MethodGet, "/apis/platform.example.com/v1alpha1/namespaces/dev/environments", list)
+	if got := testutil.ToFloat64(m.requests.WithLabelValues("LIST", "", "platform.example.com", "v1alpha1", "environments", "", "namespace", "apiserver", "200")); got != 2 {
+		t.Errorf("LIST requests = %v, want 2", got)
+	}
+	if n := testutil.CollectAndCount(m.durations); n != 5 {
+		t.Errorf("duration series = %d after a repeat, want 5", n)
+	}
 	m.ObserveRejection("authentication")
 	if got := testutil.ToFloat64(m.rejections.WithLabelValues("authentication")); got != 1 {
 		t.Fatalf("rejections = %v", got)

@@ -22,6 +22,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -92,6 +93,7 @@ func run(args []string) error {
 		fs := flag.NewFlagSet("audit", flag.ContinueOnError)
 		short := fs.Bool("short", false, "a few seconds per scenario")
 		passes := fs.Int("passes", 3, "runs of each configuration")
+		only := fs.String("configs", "", "the configurations to run, comma-separated, after none (no audit): blocking, batch, batch400, request-response; empty means all")
 		if err := fs.Parse(args[1:]); err != nil {
 			return err
 		}
@@ -99,12 +101,23 @@ func run(args []string) error {
 		if *short {
 			sizes = load.Short()
 		}
+		configs := load.AuditConfigs()
+		if *only != "" {
+			keep := configs[:1] // no audit: the ratios' base
+			for _, k := range strings.Split(*only, ",") {
+				i := slices.IndexFunc(configs, func(c load.AuditConfig) bool { return c.Key == k })
+				if i <= 0 {
+					return fmt.Errorf("--configs: no configuration %q", k)
+				}
+				keep = append(keep, configs[i])
+			}
+			configs = keep
+		}
 		dir, err := os.MkdirTemp("", "annexload-audit-")
 		if err != nil {
 			return err
 		}
 		defer os.RemoveAll(dir)
-		configs := load.AuditConfigs()
 		runs, err := load.AuditOverhead(context.Background(), dir, configs, sizes, *passes)
 		if err != nil {
 			return err

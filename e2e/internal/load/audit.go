@@ -13,6 +13,7 @@ import (
 // AuditConfig is one audit set-up of the example server: a policy and the
 // log backend's flags ("" policy: no audit).
 type AuditConfig struct {
+	Key    string // for annexload audit --configs
 	Name   string
 	Policy string
 	Flags  []string
@@ -31,11 +32,11 @@ const (
 // request (RequestReceived and ResponseComplete).
 func AuditConfigs() []AuditConfig {
 	return []AuditConfig{
-		{Name: "no audit"},
-		{Name: "Metadata, blocking", Policy: metadataPolicy},
-		{Name: "Metadata, batch", Policy: metadataPolicy, Flags: []string{"--audit-log-mode=batch"}},
-		{Name: "Metadata, batch of 400", Policy: metadataPolicy, Flags: []string{"--audit-log-mode=batch", "--audit-log-batch-max-size=400", "--audit-log-batch-max-wait=1s"}},
-		{Name: "RequestResponse, blocking", Policy: requestResponsePolicy},
+		{Key: "none", Name: "no audit"},
+		{Key: "blocking", Name: "Metadata, blocking", Policy: metadataPolicy},
+		{Key: "batch", Name: "Metadata, batch", Policy: metadataPolicy, Flags: []string{"--audit-log-mode=batch"}},
+		{Key: "batch400", Name: "Metadata, batch of 400", Policy: metadataPolicy, Flags: []string{"--audit-log-mode=batch", "--audit-log-batch-max-size=400", "--audit-log-batch-max-wait=1s"}},
+		{Key: "request-response", Name: "RequestResponse, blocking", Policy: requestResponsePolicy},
 	}
 }
 
