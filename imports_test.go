@@ -31,7 +31,7 @@ type importRule struct {
 func importRules() []importRule {
 	rules := []importRule{
 		{pkg: "meta", stdOnly: true},
-		{pkg: "filters", allow: []string{"meta"}, forbid: nil},
+		{pkg: "filters", allow: []string{"meta", "internal/uid"}, forbid: nil},
 		// attrs is the write's attributes, shared by rest and admission so
 		// neither imports the other: a leaf over meta and filters.
 		{pkg: "attrs", allow: []string{"meta", "filters"}},

@@ -414,13 +414,6 @@ func isUUIDv4(s string) bool {
 	return strings.ContainsRune("89ab", rune(s[19]))
 }
 
-func BenchmarkNewUUID(b *testing.B) {
-	b.ReportAllocs()
-	for b.Loop() {
-		_ = NewUUID()
-	}
-}
-
 func TestNewUUIDUnique(t *testing.T) {
 	t.Parallel()
 	seen := map[string]bool{}

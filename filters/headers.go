@@ -4,12 +4,12 @@
 package filters
 
 import (
-	"crypto/rand"
-	"encoding/hex"
 	"fmt"
 	"net/http"
 	"regexp"
 	"strings"
+
+	"github.com/annexapi/annex/internal/uid"
 )
 
 // CacheControlConfig configures WithCacheControl.
@@ -72,23 +72,7 @@ func WithAuditID(cfg AuditIDConfig) func(http.Handler) http.Handler {
 }
 
 // NewUUID returns a random (version 4) UUID in its 36-character text form.
-func NewUUID() string {
-	var b [16]byte
-	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails (Go 1.24+).
-	b[6] = b[6]&0x0f | 0x40
-	b[8] = b[8]&0x3f | 0x80
-	var s [36]byte // 8-4-4-4-12 hex digits, one allocation (the string)
-	hex.Encode(s[0:8], b[0:4])
-	s[8] = '-'
-	hex.Encode(s[9:13], b[4:6])
-	s[13] = '-'
-	hex.Encode(s[14:18], b[6:8])
-	s[18] = '-'
-	hex.Encode(s[19:23], b[8:10])
-	s[23] = '-'
-	hex.Encode(s[24:36], b[10:16])
-	return string(s[:])
-}
+func NewUUID() string { return uid.New() }
 
 // HSTSConfig configures WithHSTS.
 type HSTSConfig struct {

@@ -6,10 +6,10 @@ package storage
 
 import (
 	"bytes"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"strconv"
+
+	"github.com/annexapi/annex/internal/uid"
 )
 
 // Object is a stored object: its JSON and the metadata parsed from it.
@@ -127,20 +127,4 @@ func FormatResourceVersion(rev uint64) string { return strconv.FormatUint(rev, 1
 // metadata.uid that Create gives an object that has none. It is exported for
 // the layers that set a uid themselves (an Update that creates, with
 // UpdateOptions.IgnoreNotFound).
-func NewUID() string {
-	var u [16]byte
-	_, _ = rand.Read(u[:]) // crypto/rand.Read never fails (Go 1.24+).
-	u[6] = u[6]&0x0f | 0x40
-	u[8] = u[8]&0x3f | 0x80
-	var b [36]byte
-	hex.Encode(b[0:8], u[0:4])
-	b[8] = '-'
-	hex.Encode(b[9:13], u[4:6])
-	b[13] = '-'
-	hex.Encode(b[14:18], u[6:8])
-	b[18] = '-'
-	hex.Encode(b[19:23], u[8:10])
-	b[23] = '-'
-	hex.Encode(b[24:], u[10:])
-	return string(b[:])
-}
+func NewUID() string { return uid.New() }
