@@ -6,7 +6,6 @@
 package authn
 
 import (
-	"crypto/sha256"
 	"crypto/x509"
 	"encoding/pem"
 	"fmt"
@@ -166,8 +165,7 @@ func (a *RequestHeader) Authenticate(r *http.Request) (*filters.User, bool, erro
 		return nil, false, nil
 	}
 	peer := r.TLS.PeerCertificates
-	sum := sha256.Sum256(peer[0].Raw)
-	if err := a.verifier.verify(pool, peer, &sum); err != nil {
+	if _, err := a.verifier.verifyPeer(pool, peer); err != nil {
 		return nil, false, &CertificateError{ID: certificateID(peer[0]), Err: err}
 	}
 	if cn := peer[0].Subject.CommonName; len(n.AllowedNames) > 0 && !slices.Contains(n.AllowedNames, cn) {

@@ -82,9 +82,28 @@ type X509 struct {
 	now       func() time.Time
 	cacheSize int
 
-	// cacheMu guards cache.
+	// cacheMu guards cache and leaves.
 	cacheMu sync.RWMutex
 	cache   map[verifiedKey]verifiedWindow
+	// leaves remembers the peers that sent a verified leaf alone by the
+	// certificate crypto/tls parsed (a connection's requests share it), so
+	// they skip hashing it too; nil when the cache is off.
+	leaves map[leafKey]leafEntry
+}
+
+// leafKey names a lone leaf's verification: the pool and the parsed
+// certificate, which stands for its DER (crypto/tls never changes it, and
+// the key keeps it alive, so its address cannot come to name another).
+type leafKey struct {
+	pool *x509.CertPool
+	leaf *x509.Certificate
+}
+
+// leafEntry is a verified lone leaf: when it is valid, and its credential
+// ID ("X509SHA256=<hex>").
+type leafEntry struct {
+	window verifiedWindow
+	credID string
 }
 
 // verifiedKey names a verification: the pool (kept alive by the key, so its
@@ -100,6 +119,8 @@ type verifiedKey struct {
 
 // verifiedWindow is when the verified chain is valid.
 type verifiedWindow struct{ notBefore, notAfter time.Time }
+
+func (w verifiedWindow) contains(t time.Time) bool { return !t.Before(w.notBefore) && !t.After(w.notAfter) }
 
 var _ Authenticator = (*X509)(nil)
 
@@ -118,7 +139,7 @@ func NewX509(cfg X509Config) (*X509, error) {
 	}
 	a := &X509{ca: cfg.CA, now: now, cacheSize: size}
 	if size > 0 {
-		a.cache = make(map[verifiedKey]verifiedWindow)
+		a.cache, a.leaves = make(map[verifiedKey]verifiedWindow), make(map[leafKey]leafEntry)
 	}
 	return a, nil
 }
@@ -138,8 +159,8 @@ func (a *X509) Authenticate(r *http.Request) (*filters.User, bool, error) {
 	}
 	peer := r.TLS.PeerCertificates
 	leaf := peer[0]
-	sum := sha256.Sum256(leaf.Raw)
-	if err := a.verify(pool, peer, &sum); err != nil {
+	credID, err := a.verifyPeer(pool, peer)
+	if err != nil {
 		return nil, false, &CertificateError{ID: certificateID(leaf), Err: err}
 	}
 	if leaf.Subject.CommonName == "" {
@@ -153,14 +174,45 @@ func (a *X509) Authenticate(r *http.Request) (*filters.User, bool, error) {
 		Name:   leaf.Subject.CommonName,
 		UID:    uid,
 		Groups: leaf.Subject.Organization,
-		Extra:  map[string][]string{CredentialIDKey: {"X509SHA256=" + hex.EncodeToString(sum[:])}},
+		Extra:  map[string][]string{CredentialIDKey: {credID}},
 	}, true, nil
+}
+
+// verifyPeer verifies peer against pool (see verify) and returns the
+// credential ID of its leaf. A leaf sent alone is looked up by its parsed
+// certificate first: a connection's later requests neither hash nor verify
+// it again while it is valid.
+func (a *X509) verifyPeer(pool *x509.CertPool, peer []*x509.Certificate) (credID string, err error) {
+	lone := len(peer) == 1 && a.leaves != nil
+	if lone {
+		a.cacheMu.RLock()
+		e, ok := a.leaves[leafKey{pool, peer[0]}]
+		a.cacheMu.RUnlock()
+		if ok && e.window.contains(a.now()) {
+			return e.credID, nil
+		}
+	}
+	sum := sha256.Sum256(peer[0].Raw)
+	w, err := a.verify(pool, peer, &sum)
+	if err != nil {
+		return "", err
+	}
+	credID = "X509SHA256=" + hex.EncodeToString(sum[:])
+	if lone {
+		a.cacheMu.Lock()
+		if len(a.leaves) >= a.cacheSize {
+			clear(a.leaves) // as the cache: bounded, refilled by active clients
+		}
+		a.leaves[leafKey{pool, peer[0]}] = leafEntry{window: w, credID: credID}
+		a.cacheMu.Unlock()
+	}
+	return credID, nil
 }
 
 // verify checks peer[0] against pool with peer[1:] as intermediates and
 // ClientAuth as the key usage, consulting and filling the cache; leafSum is
-// the SHA-256 of peer[0]'s DER.
-func (a *X509) verify(pool *x509.CertPool, peer []*x509.Certificate, leafSum *[sha256.Size]byte) error {
+// the SHA-256 of peer[0]'s DER. It returns when the verified chain is valid.
+func (a *X509) verify(pool *x509.CertPool, peer []*x509.Certificate, leafSum *[sha256.Size]byte) (verifiedWindow, error) {
 	now := a.now()
 	var key verifiedKey
 	if a.cache != nil {
@@ -177,8 +229,8 @@ func (a *X509) verify(pool *x509.CertPool, peer []*x509.Certificate, leafSum *[s
 		a.cacheMu.RLock()
 		w, ok := a.cache[key]
 		a.cacheMu.RUnlock()
-		if ok && !now.Before(w.notBefore) && !now.After(w.notAfter) {
-			return nil
+		if ok && w.contains(now) {
+			return w, nil
 		}
 	}
 	opts := x509.VerifyOptions{
@@ -194,18 +246,18 @@ func (a *X509) verify(pool *x509.CertPool, peer []*x509.Certificate, leafSum *[s
 	}
 	chains, err := peer[0].Verify(opts)
 	if err != nil {
-		return err
+		return verifiedWindow{}, err
+	}
+	w := verifiedWindow{notBefore: chains[0][0].NotBefore, notAfter: chains[0][0].NotAfter}
+	for _, c := range chains[0][1:] {
+		if c.NotBefore.After(w.notBefore) {
+			w.notBefore = c.NotBefore
+		}
+		if c.NotAfter.Before(w.notAfter) {
+			w.notAfter = c.NotAfter
+		}
 	}
 	if a.cache != nil {
-		w := verifiedWindow{notBefore: chains[0][0].NotBefore, notAfter: chains[0][0].NotAfter}
-		for _, c := range chains[0][1:] {
-			if c.NotBefore.After(w.notBefore) {
-				w.notBefore = c.NotBefore
-			}
-			if c.NotAfter.Before(w.notAfter) {
-				w.notAfter = c.NotAfter
-			}
-		}
 		a.cacheMu.Lock()
 		if len(a.cache) >= a.cacheSize {
 			clear(a.cache) // crude but bounded; a full cache is refilled by active clients
@@ -213,7 +265,7 @@ func (a *X509) verify(pool *x509.CertPool, peer []*x509.Certificate, leafSum *[s
 		a.cache[key] = w
 		a.cacheMu.Unlock()
 	}
-	return nil
+	return w, nil
 }
 
 // subjectUID returns the subject's UID attribute: "" when absent, an error

@@ -52,6 +52,25 @@ func TestX509_cache_never_outlives_validity(t *testing.T) {
 				t.Fatalf("size %d: %v", size, err)
 			}
 		}
+		// Another parse of the same certificate (another connection's, say)
+		// is the same credential.
+		again, err := x509.ParseCertificate(leaf.Cert.Raw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids := map[string]bool{}
+		for _, c := range []*x509.Certificate{leaf.Cert, again, leaf.Cert} {
+			r := httptest.NewRequest("GET", "/", nil)
+			r.TLS = &tls.ConnectionState{PeerCertificates: []*x509.Certificate{c}}
+			u, ok, err := a.Authenticate(r)
+			if !ok || err != nil {
+				t.Fatalf("size %d: %v %v", size, ok, err)
+			}
+			ids[u.Extra[authn.CredentialIDKey][0]] = true
+		}
+		if len(ids) != 1 {
+			t.Errorf("size %d: credential IDs %v, want one", size, ids)
+		}
 		// The same leaf without its intermediate is another chain.
 		if err := auth(viaInter.Cert); !errors.Is(err, authn.ErrInvalidCertificate) {
 			t.Errorf("size %d: leaf without intermediate: %v", size, err)
