@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"runtime"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"time"
 
@@ -111,10 +112,9 @@ func (s *Server) buildHandler(c *Builder, p *plan, resources []rest.Resource, fd
 	// Audit's annotation leaves out the generic stages (outside
 	// authentication): they are not timed unless tracing's spans show them.
 	from := ""
-	for _, st := range stages {
-		if s.tracer == nil && st.Filter != nil && !genericStage(st.Name) {
-			from = st.Name
-			break
+	if s.tracer == nil {
+		if i := slices.IndexFunc(stages, func(st Stage) bool { return st.Filter != nil && !genericStage(st.Name) }); i >= 0 {
+			from = stages[i].Name
 		}
 	}
 	return Chain(stages, mux, ChainOptions{StageLatencies: auditor != nil || s.tracer != nil, LatenciesFrom: from, OnReject: func(r *http.Request, stage string, code int) {

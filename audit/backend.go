@@ -115,12 +115,15 @@ type backend struct {
 	metrics  *auditMetrics
 	logger   *zap.Logger
 
-	// Batch mode. Events queue in buf; an enqueuer that leaves maxBatch or
-	// more there signals full (one slot: signals collapse), so the batching
+	// Batch mode. Events queue in buf; an enqueuer that leaves wake or more
+	// there signals full (one slot: signals collapse), so the batching
 	// goroutine wakes once per batch, or when maxWait passes, rather than for
-	// every event.
+	// every event. wake is maxBatch, or half the buffer when that is less:
+	// the events waiting for a batch never fill the buffer (a batch is then
+	// smaller than maxBatch; none is lost for it).
 	buf      chan []byte
 	full     chan struct{}
+	wake     int
 	maxBatch int
 	maxWait  time.Duration
 	limiter  *rate.Limiter
@@ -182,6 +185,7 @@ func newBackend(plugin string, s sink, bc BatchConfig, tc TruncateConfig, d back
 		b.limiter = rate.NewLimiter(rate.Limit(qps), burst)
 	}
 	b.buf, b.full, b.maxBatch, b.maxWait, b.async = make(chan []byte, size), make(chan struct{}, 1), maxBatch, wait, d.async
+	b.wake = max(1, min(maxBatch, size/2))
 	if b.async {
 		b.inflight = make(chan struct{}, maxAsyncWrites)
 	}
@@ -254,7 +258,7 @@ func (b *backend) process(ctx context.Context, e *encoded) bool {
 		}
 		select {
 		case b.buf <- data:
-			if len(b.buf) >= b.maxBatch {
+			if len(b.buf) >= b.wake {
 				select {
 				case b.full <- struct{}{}:
 				default: // already signalled
@@ -330,11 +334,11 @@ func (b *backend) run(ctx context.Context) error {
 	return b.sink.close()
 }
 
-// collect returns up to maxBatch events once that many are buffered, fewer
-// when maxWait passes first or ctx is done (then done is true).
+// collect returns up to maxBatch events once wake are buffered, fewer when
+// maxWait passes first or ctx is done (then done is true).
 func (b *backend) collect(ctx context.Context, timer *time.Timer) (batch [][]byte, done bool) {
 	timer.Reset(b.maxWait)
-	for len(b.buf) < b.maxBatch {
+	for len(b.buf) < b.wake {
 		select {
 		case <-b.full: // look again: the signal may be older than the last batch
 		case <-timer.C:

@@ -313,6 +313,39 @@ func TestWebhook_receiver_down_under_load(t *testing.T) {
 		reg.value(t, "apiserver_audit_error_total", map[string]string{"plugin": "webhook"}))
 }
 
+// TestBatch_larger_than_buffer_loses_nothing: a batch size beyond what the
+// buffer holds writes smaller batches instead of leaving events to fill the
+// buffer and be dropped while the batch waits.
+func TestBatch_larger_than_buffer_loses_nothing(t *testing.T) {
+	t.Parallel()
+	reg := newRegistry()
+	logPath := filepath.Join(t.TempDir(), "audit.log")
+	a, err := audit.New(audit.Config{
+		Policy:     mustPolicy(t, completePolicy),
+		Log:        audit.LogConfig{Path: logPath, Batch: audit.BatchConfig{Mode: audit.ModeBatch, BufferSize: 20, MaxBatchSize: 1000, MaxBatchWait: time.Hour}},
+		Registerer: reg,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop := startAuditor(t, a)
+	srv := apiServer(t, a, nil)
+	for i := range 100 {
+		get(t, srv, fmt.Sprintf("%s/e%d", envURI, i))
+	}
+	stop()
+	if lost := reg.value(t, "apiserver_audit_error_total", map[string]string{"plugin": "buffered"}); lost != 0 {
+		t.Errorf("%v events lost to a full buffer", lost)
+	}
+	data, err := os.ReadFile(logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := bytes.Count(data, []byte("\n")); n != 100 {
+		t.Errorf("log has %d lines, want 100", n)
+	}
+}
+
 func TestStart_flushes_everything_on_shutdown(t *testing.T) {
 	t.Parallel()
 	rc := newReceiver(t)

@@ -120,7 +120,9 @@ type verifiedKey struct {
 // verifiedWindow is when the verified chain is valid.
 type verifiedWindow struct{ notBefore, notAfter time.Time }
 
-func (w verifiedWindow) contains(t time.Time) bool { return !t.Before(w.notBefore) && !t.After(w.notAfter) }
+func (w verifiedWindow) contains(t time.Time) bool {
+	return !t.Before(w.notBefore) && !t.After(w.notAfter)
+}
 
 var _ Authenticator = (*X509)(nil)
 
