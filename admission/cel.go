@@ -118,6 +118,24 @@ func (c *compiled) eval(ctx context.Context, act any, budget *int64) (ref.Val, e
 	return val, nil
 }
 
+// jsonAdapter presents decoded JSON to CEL as it is, without a copy: maps
+// and lists are wrapped, and each value is converted when an expression
+// reads it, numbers as celValue converts them. Everything else goes to the
+// wrapped adapter (the environment's registry).
+type jsonAdapter struct{ types.Adapter }
+
+func (a jsonAdapter) NativeToValue(v any) ref.Val {
+	switch t := v.(type) {
+	case map[string]any:
+		return types.NewStringInterfaceMap(a, t)
+	case []any:
+		return types.NewDynamicList(a, t)
+	case json.Number, float64, int, int32:
+		return a.Adapter.NativeToValue(celValue(t))
+	}
+	return a.Adapter.NativeToValue(v)
+}
+
 // celValue turns decoded JSON (which may hold json.Number) into values
 // cel-go's default adapter understands: integral numbers become int64,
 // others float64. The input is not changed.

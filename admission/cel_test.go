@@ -10,6 +10,7 @@ package admission_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
@@ -57,6 +58,18 @@ func TestPolicyCELVariables(t *testing.T) {
 	dry.Options = map[string]any{"kind": "CreateOptions", "apiVersion": "meta.k8s.io/v1", "dryRun": []string{"All"}}
 	anonymous := request("CREATE", "dev", "w", "", nil)
 	anonymous.User = nil
+	// Numbers as the REST layer decodes them (json.Number), and as Go code
+	// may build them (float64, int): integral ones are CEL ints, at any depth.
+	numbers := request("CREATE", "prod", "w", "", nil)
+	dec := json.NewDecoder(strings.NewReader(`{"replicas": 3, "ratio": 0.5, "big": 1e3, "ports": [{"port": 80}, {"port": 443}], "nested": {"list": [[1, 2.5]]}}`))
+	dec.UseNumber()
+	var spec map[string]any
+	if err := dec.Decode(&spec); err != nil {
+		t.Fatal(err)
+	}
+	spec["float"], spec["int"], spec["half"] = float64(7), 8, float64(1.5)
+	numbers.Object["spec"] = spec
+	numbers.OldObject = numbers.Object
 
 	limits := &admission.ParamKind{APIVersion: "example.annex.dev/v1", Kind: "Limits"}
 	param := func(ns, name string, max int) map[string]any {
@@ -88,6 +101,12 @@ func TestPolicyCELVariables(t *testing.T) {
 		{name: "missing_field_is_an_error", a: create, expr: `object.spec.replicas > 1`, wantDenied: true,
 			wantMsg: "expression 'object.spec.replicas > 1' resulted in error: no such key: spec"},
 		{name: "has_on_missing_field", a: create, expr: `!has(object.spec)`},
+		{name: "json_numbers", a: numbers, expr: `type(object.spec.replicas) == int && object.spec.replicas == 3 && object.spec.replicas + 1 == 4 &&
+			type(object.spec.ratio) == double && object.spec.ratio == 0.5 && type(object.spec.big) == double && object.spec.big == 1000.0 &&
+			object.spec.ports.all(p, type(p.port) == int) && object.spec.ports.map(p, p.port) == [80, 443] &&
+			object.spec.nested.list[0] == [1, 2.5] && type(object.spec.nested.list[0][0]) == int &&
+			type(object.spec.float) == int && object.spec.float == 7 && type(object.spec.int) == int && object.spec.half == 1.5 &&
+			object.spec == oldObject.spec && object != null`},
 		// request.
 		{name: "request_operation", a: update, expr: `request.operation == "UPDATE"`},
 		{name: "request_kind", a: create, expr: `request.kind.group == "example.annex.dev" && request.kind.version == "v1" && request.kind.kind == "Widget"`},

@@ -250,7 +250,7 @@ func policyEnv() (*cel.Env, error) {
 		return nil, err
 	}
 	return cel.NewEnv(append(celBaseOptions(),
-		cel.CustomTypeProvider(objectTypes{reg}),
+		cel.CustomTypeProvider(objectTypes{reg}), cel.CustomTypeAdapter(jsonAdapter{reg}),
 		cel.Variable("object", cel.DynType), cel.Variable("oldObject", cel.DynType),
 		cel.Variable("request", cel.DynType), cel.Variable("params", cel.DynType),
 		cel.Variable("namespaceObject", cel.DynType),
@@ -445,7 +445,7 @@ func (e *policyEngine) params(a *Attributes, p *compiledPolicy, b *Binding) ([]a
 		}
 		if ref.Name != "" {
 			if name == ref.Name {
-				out = append(out, celValue(obj))
+				out = append(out, obj)
 			}
 			continue
 		}
@@ -454,7 +454,7 @@ func (e *policyEngine) params(a *Attributes, p *compiledPolicy, b *Binding) ([]a
 			return nil, err
 		}
 		if ok {
-			out = append(out, celValue(obj))
+			out = append(out, obj)
 		}
 	}
 	if len(out) == 0 && ref.ParameterNotFoundAction != nil && *ref.ParameterNotFoundAction == "Deny" {
@@ -465,19 +465,20 @@ func (e *policyEngine) params(a *Attributes, p *compiledPolicy, b *Binding) ([]a
 
 // activation builds the CEL inputs shared by one policy/binding/param.
 func (e *policyEngine) activation(ctx context.Context, a *Attributes, param any) map[string]any {
+	// The environment's jsonAdapter reads the decoded objects in place.
 	var obj, old, nsObj any
 	if a.Object != nil {
-		obj = celValue(a.Object)
+		obj = a.Object
 	}
 	if a.OldObject != nil {
-		old = celValue(a.OldObject)
+		old = a.OldObject
 	}
 	if e.opts.Namespaces != nil && a.Namespace != "" {
 		if n, err := e.opts.Namespaces.GetNamespace(ctx, a.Namespace); err == nil && n != nil {
-			nsObj = celValue(n)
+			nsObj = n
 		}
 	}
-	req := celValue(requestObject(a, ""))
+	req := requestObject(a, "")
 	return map[string]any{"object": obj, "oldObject": old, "request": req, "params": param,
 		"namespaceObject": nsObj, "variables": map[string]any{}}
 }
@@ -858,7 +859,7 @@ func (m *MutatingPolicies) apply(ctx context.Context, a *Attributes, p *compiled
 			}
 		}
 		a.Object = next
-		act["object"] = celValue(next)
+		act["object"] = next
 	}
 	return nil
 }

@@ -84,7 +84,11 @@ func NewSchemaValidator(p *schema.Props, gk meta.GroupKind, opts SchemaOptions) 
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrInvalidSchema, err)
 	}
-	env, err := cel.NewEnv(append(celBaseOptions(),
+	reg, err := types.NewRegistry()
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrInvalidSchema, err)
+	}
+	env, err := cel.NewEnv(append(celBaseOptions(), cel.CustomTypeProvider(reg), cel.CustomTypeAdapter(jsonAdapter{reg}),
 		cel.Variable("self", cel.DynType), cel.Variable("oldSelf", cel.DynType))...)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrInvalidSchema, err)
@@ -782,10 +786,11 @@ func (w *walker) rules(n *node, v, old any, hasOld bool, path string, root bool)
 	if typ == "" {
 		typ = jsonTypeName(v)
 	}
-	self := celValue(v)
+	// The environment's jsonAdapter reads the decoded values in place.
+	self := v
 	var oldSelf any
 	if hasOld {
-		oldSelf = celValue(old)
+		oldSelf = old
 	}
 	for _, r := range n.rules {
 		optionalOld := r.rule.OptionalOldSelf != nil && *r.rule.OptionalOldSelf

@@ -328,7 +328,7 @@ func (w *Webhooks) shouldCallAt(ctx context.Context, h *hook, a *Attributes, ns 
 		return a, true, nil
 	}
 	budget := int64(MatchConditionBudget)
-	act := map[string]any{"object": nilOr(a.Object), "oldObject": nilOr(a.OldObject), "request": celValue(requestObject(a, "")),
+	act := map[string]any{"object": nilOr(a.Object), "oldObject": nilOr(a.OldObject), "request": requestObject(a, ""),
 		"params": nil, "namespaceObject": nil, "variables": map[string]any{}}
 	var firstErr error
 	for i, prg := range h.conditions {
@@ -352,11 +352,12 @@ func (w *Webhooks) shouldCallAt(ctx context.Context, h *hook, a *Attributes, ns 
 	return a, true, nil
 }
 
+// nilOr is m, or no value at all when m is nil (CEL's null).
 func nilOr(m map[string]any) any {
 	if m == nil {
 		return nil
 	}
-	return celValue(m)
+	return m
 }
 
 type reinvokeState struct {
