@@ -267,7 +267,6 @@ func appendEntries(b []byte, entries []meta.ManagedFieldsEntry) []byte {
 	return append(b, ']')
 }
 
-
 func compareEntries(p, q meta.ManagedFieldsEntry) int {
 	if c := strings.Compare(p.Operation, q.Operation); c != 0 {
 		return c
