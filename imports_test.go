@@ -50,7 +50,7 @@ func importRules() []importRule {
 		{pkg: "metrics", allow: []string{"filters", "meta"}},
 		// managedfields is server-side apply's engine over the schema: rest
 		// uses it, and admission through the attributes.
-		{pkg: "managedfields", allow: []string{"meta", "schema", "internal/jsonscan"}},
+		{pkg: "managedfields", allow: []string{"meta", "schema", "internal/jsonscan", "internal/jsonenc"}},
 	}
 	for _, s := range stagePackages {
 		var others []string

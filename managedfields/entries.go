@@ -16,6 +16,7 @@ import (
 
 	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
 
+	"github.com/annexapi/annex/internal/jsonenc"
 	"github.com/annexapi/annex/internal/jsonscan"
 	"github.com/annexapi/annex/meta"
 )
@@ -241,20 +242,20 @@ func appendEntries(b []byte, entries []meta.ManagedFieldsEntry) []byte {
 			b = append(b, ',')
 		}
 		b = append(b, `{"apiVersion":`...)
-		b = appendString(b, e.APIVersion)
+		b = jsonenc.AppendString(b, e.APIVersion)
 		b = append(b, `,"fieldsType":`...)
-		b = appendString(b, e.FieldsType)
+		b = jsonenc.AppendString(b, e.FieldsType)
 		b = append(b, `,"fieldsV1":`...)
 		b = append(b, e.FieldsV1...)
 		if e.Manager != "" {
 			b = append(b, `,"manager":`...)
-			b = appendString(b, e.Manager)
+			b = jsonenc.AppendString(b, e.Manager)
 		}
 		b = append(b, `,"operation":`...)
-		b = appendString(b, e.Operation)
+		b = jsonenc.AppendString(b, e.Operation)
 		if e.Subresource != "" {
 			b = append(b, `,"subresource":`...)
-			b = appendString(b, e.Subresource)
+			b = jsonenc.AppendString(b, e.Subresource)
 		}
 		if e.Time != nil {
 			b = append(b, `,"time":"`...)
@@ -264,19 +265,6 @@ func appendEntries(b []byte, entries []meta.ManagedFieldsEntry) []byte {
 		b = append(b, '}')
 	}
 	return append(b, ']')
-}
-
-// appendString appends s as a JSON string, as encoding/json writes it.
-func appendString(b []byte, s string) []byte {
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
-			q, _ := json.Marshal(s) // a string always encodes
-			return append(b, q...)
-		}
-	}
-	b = append(b, '"')
-	b = append(b, s...)
-	return append(b, '"')
 }
 
 func compareEntries(p, q meta.ManagedFieldsEntry) int {

@@ -9,6 +9,7 @@ import (
 	"bytes"
 	"encoding/json"
 
+	"github.com/annexapi/annex/internal/jsonenc"
 	"github.com/annexapi/annex/internal/jsonscan"
 )
 
@@ -115,17 +116,18 @@ func spliceManagedFields(body []byte) ([]byte, json.RawMessage) {
 	return out, json.RawMessage(raw)
 }
 
-// marshalObject is json.Marshal of obj, with managedFields kept as bytes
-// written in place rather than through encoding/json (which would check
-// and compact them again, a pass over most of the metadata on every write).
+// marshalObject is json.Marshal of obj (written by package jsonenc), with
+// managedFields kept as bytes written in place rather than through
+// encoding/json (which would check and compact them again, a pass over most
+// of the metadata on every write).
 func marshalObject(obj Object) ([]byte, error) {
 	md, _ := obj["metadata"].(map[string]any)
 	raw, ok := md["managedFields"].(json.RawMessage)
 	if !ok {
-		return json.Marshal(obj)
+		return jsonenc.AppendValue(make([]byte, 0, 1024), obj)
 	}
 	delete(md, "managedFields")
-	data, err := json.Marshal(obj)
+	data, err := jsonenc.AppendValue(make([]byte, 0, 1024), obj)
 	md["managedFields"] = raw
 	if err != nil {
 		return nil, err

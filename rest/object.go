@@ -18,6 +18,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/annexapi/annex/internal/jsondec"
 	"github.com/annexapi/annex/meta"
 )
 
@@ -51,15 +52,20 @@ func (rh *resourceHandler) decodeObject(body []byte) (Object, *meta.Status) {
 	rh.h.jsonPass(1)
 	full := body
 	body, managed := spliceManagedFields(body)
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.UseNumber()
-	var obj Object
-	err := dec.Decode(&obj)
-	if err == nil && dec.More() {
-		err = fmt.Errorf("unexpected data after the object")
-	}
-	if err == nil && obj == nil {
-		err = fmt.Errorf("the object is null")
+	// One well-formed object, the usual body, is decoded in one pass;
+	// anything else goes through encoding/json for its errors.
+	obj, fast := jsondec.Object(body)
+	var err error
+	if !fast {
+		dec := json.NewDecoder(bytes.NewReader(body))
+		dec.UseNumber()
+		err = dec.Decode(&obj)
+		if err == nil && dec.More() {
+			err = fmt.Errorf("unexpected data after the object")
+		}
+		if err == nil && obj == nil {
+			err = fmt.Errorf("the object is null")
+		}
 	}
 	if err == nil {
 		if md, ok := obj["metadata"]; ok && md != nil {
