@@ -16,6 +16,7 @@ import (
 	"cel.dev/cel-go/cel"
 	"cel.dev/cel-go/common/types"
 	"cel.dev/cel-go/common/types/ref"
+	"cel.dev/cel-go/common/types/traits"
 	"cel.dev/cel-go/ext"
 	"google.golang.org/protobuf/types/known/structpb"
 )
@@ -179,13 +180,86 @@ func nativeValue(v ref.Val) (any, error) {
 	case types.NullType:
 		return nil, nil
 	case types.MapType, types.ListType:
-		n, err := v.ConvertToNative(types.JSONValueType)
-		if err != nil {
-			return nil, err
+		if out, ok := plainJSON(v); ok {
+			return out, nil
 		}
-		return integralToInt(n.(*structpb.Value).AsInterface()), nil
+		return structJSON(v)
 	}
 	return v.Value(), nil
+}
+
+// structJSON is nativeValue of a map or list through protobuf's JSON value,
+// CEL's own conversion.
+func structJSON(v ref.Val) (any, error) {
+	n, err := v.ConvertToNative(types.JSONValueType)
+	if err != nil {
+		return nil, err
+	}
+	return integralToInt(n.(*structpb.Value).AsInterface()), nil
+}
+
+// maxIntJSON is the largest integer CEL's JSON conversion keeps a number
+// (larger ones become strings).
+const maxIntJSON = 1<<53 - 1
+
+// plainJSON is structJSON without the protobuf values in between, for maps
+// with string keys, lists, strings, bools, null, doubles and ints within
+// ±maxIntJSON; false for anything else, left to structJSON.
+func plainJSON(v ref.Val) (any, bool) {
+	switch t := v.(type) {
+	case types.String:
+		return string(t), true
+	case types.Bool:
+		return bool(t), true
+	case types.Null:
+		return nil, true
+	case types.Int:
+		if t < -maxIntJSON || t > maxIntJSON {
+			return nil, false
+		}
+		return int64(t), true
+	case types.Double:
+		return integralToInt(float64(t)), true
+	}
+	switch v.Type() {
+	case types.MapType:
+		m, ok := v.(traits.Mapper)
+		if !ok {
+			return nil, false
+		}
+		out := map[string]any{}
+		for it := m.Iterator(); it.HasNext() == types.True; {
+			k, ok := it.Next().(types.String)
+			if !ok {
+				return nil, false
+			}
+			e, ok := plainJSON(m.Get(k))
+			if !ok {
+				return nil, false
+			}
+			out[string(k)] = e
+		}
+		return out, true
+	case types.ListType:
+		l, ok := v.(traits.Lister)
+		if !ok {
+			return nil, false
+		}
+		n, ok := l.Size().(types.Int)
+		if !ok {
+			return nil, false
+		}
+		out := make([]any, 0, n)
+		for i := types.Int(0); i < n; i++ {
+			e, ok := plainJSON(l.Get(i))
+			if !ok {
+				return nil, false
+			}
+			out = append(out, e)
+		}
+		return out, true
+	}
+	return nil, false
 }
 
 // integralToInt turns the float64s of a structpb round trip back into

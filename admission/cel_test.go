@@ -255,3 +255,45 @@ func TestPolicyMatchConditions(t *testing.T) {
 		})
 	}
 }
+
+// TestPolicyCELNamespaceReadOnlyWhenUsed: the namespace is looked up only
+// for policies whose expressions read namespaceObject (a variable's
+// included), and those still see it.
+func TestPolicyCELNamespaceReadOnlyWhenUsed(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		name      string
+		expr      string
+		variables []admission.NamedExpression
+		wantGets  bool
+	}{
+		{name: "object_only", expr: `object.metadata.name == "w" && request.namespace == "prod"`},
+		{name: "namespace_object", expr: `namespaceObject.metadata.labels.env == "prod"`, wantGets: true},
+		{name: "through_a_variable", expr: `variables.env == "prod"`, wantGets: true,
+			variables: []admission.NamedExpression{{Name: "env", Expression: `namespaceObject.metadata.labels.env`}}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			gets := 0
+			all := []string{"*"}
+			p := admission.Policy{Metadata: admission.ObjectMeta{Name: "p"}, Spec: admission.PolicySpec{
+				MatchConstraints: &admission.MatchResources{ResourceRules: []admission.Rule{{
+					Operations: all, APIGroups: all, APIVersions: all, Resources: []string{"*"}}}},
+				Variables: tt.variables, Validations: []admission.Validation{{Expression: tt.expr}}}}
+			b := admission.Binding{Metadata: admission.ObjectMeta{Name: "b"}, Spec: admission.BindingSpec{PolicyName: "p", ValidationActions: []string{"Deny"}}}
+			ns := admission.NamespaceGetterFunc(func(ctx context.Context, name string) (map[string]any, error) {
+				gets++
+				return testNamespaces.GetNamespace(ctx, name)
+			})
+			v, err := admission.NewValidatingPolicies([]admission.Policy{p}, []admission.Binding{b}, admission.PolicyOptions{Namespaces: ns})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := v.Validate(context.Background(), request("CREATE", "prod", "w", "", nil)); err != nil {
+				t.Fatalf("%s: %v", tt.expr, err)
+			}
+			if (gets > 0) != tt.wantGets {
+				t.Fatalf("%d namespace lookups, want them: %v", gets, tt.wantGets)
+			}
+		})
+	}
+}

@@ -201,6 +201,21 @@ type compiledPolicy struct {
 	audits      []*compiled
 	mutations   []*compiled
 	failOpen    bool
+	// readsRequest and readsNamespace tell whether any expression reads
+	// request or namespaceObject: the activation builds them only then.
+	readsRequest, readsNamespace bool
+}
+
+// noteReads sets readsRequest and readsNamespace from the expressions.
+func (cp *compiledPolicy) noteReads() {
+	for _, list := range [][]*compiled{cp.conditions, cp.variables, cp.validations, cp.messages, cp.audits, cp.mutations} {
+		for _, c := range list {
+			if c != nil {
+				cp.readsRequest = cp.readsRequest || c.references("request")
+				cp.readsNamespace = cp.readsNamespace || c.references("namespaceObject")
+			}
+		}
+	}
 }
 
 // objectTypes lets MutatingAdmissionPolicy expressions build
@@ -335,6 +350,7 @@ func compilePolicies(policies []Policy, bindings []Binding, kind string) ([]*com
 			}
 			cp.mutations = append(cp.mutations, prg)
 		}
+		cp.noteReads()
 		byName[p.Metadata.Name] = cp
 		out = append(out, cp)
 	}
@@ -464,21 +480,24 @@ func (e *policyEngine) params(a *Attributes, p *compiledPolicy, b *Binding) ([]a
 }
 
 // activation builds the CEL inputs shared by one policy/binding/param.
-func (e *policyEngine) activation(ctx context.Context, a *Attributes, param any) map[string]any {
-	// The environment's jsonAdapter reads the decoded objects in place.
-	var obj, old, nsObj any
+func (e *policyEngine) activation(ctx context.Context, a *Attributes, p *compiledPolicy, param any) map[string]any {
+	// The environment's jsonAdapter reads the decoded objects in place;
+	// request and namespaceObject are made only for policies that read them.
+	var obj, old, nsObj, req any
 	if a.Object != nil {
 		obj = a.Object
 	}
 	if a.OldObject != nil {
 		old = a.OldObject
 	}
-	if e.opts.Namespaces != nil && a.Namespace != "" {
+	if p.readsNamespace && e.opts.Namespaces != nil && a.Namespace != "" {
 		if n, err := e.opts.Namespaces.GetNamespace(ctx, a.Namespace); err == nil && n != nil {
 			nsObj = n
 		}
 	}
-	req := requestObject(a, "")
+	if p.readsRequest {
+		req = requestObject(a, "")
+	}
 	return map[string]any{"object": obj, "oldObject": old, "request": req, "params": param,
 		"namespaceObject": nsObj, "variables": map[string]any{}}
 }
@@ -642,7 +661,7 @@ func reasonToCode(r meta.StatusReason) int32 {
 
 func (v *ValidatingPolicies) evalOne(ctx context.Context, a *Attributes, p *compiledPolicy, b *Binding, param any, deny func(denial), annotations map[string][]string) {
 	budget := v.e.opts.Budget
-	act := v.e.activation(ctx, a, param)
+	act := v.e.activation(ctx, a, p, param)
 	actions := b.Spec.ValidationActions
 	fail := func(msg, reason string, index int) {
 		v.e.metrics.policyChecked(p.Metadata.Name, b.Metadata.Name, "", strings.Join(actions, ","))
@@ -824,7 +843,7 @@ func (m *MutatingPolicies) Mutate(ctx context.Context, a *Attributes) error {
 
 func (m *MutatingPolicies) apply(ctx context.Context, a *Attributes, p *compiledPolicy, b *Binding, param any) error {
 	budget := m.e.opts.Budget
-	act := m.e.activation(ctx, a, param)
+	act := m.e.activation(ctx, a, p, param)
 	ok, err := m.e.prepare(ctx, p, act, &budget)
 	if err != nil || !ok {
 		return err
