@@ -43,7 +43,7 @@ func importRules() []importRule {
 		// field is kube's field errors, over meta's Status causes; schema
 		// reports its structural checks with it.
 		{pkg: "field", allow: []string{"meta"}},
-		{pkg: "schema", allow: []string{"field"}},
+		{pkg: "schema", allow: []string{"field", "internal/jsondec"}},
 		{pkg: "healthz", allow: []string{}},
 		{pkg: "certs", allow: []string{}},
 		{pkg: "kubeclient", allow: []string{"meta"}},

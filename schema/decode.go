@@ -9,6 +9,8 @@ import (
 	"encoding/json"
 	"sort"
 	"strconv"
+
+	"github.com/annexapi/annex/internal/jsondec"
 )
 
 // Prune removes from obj every field p does not specify, with the semantics
@@ -30,54 +32,89 @@ func Prune(p *Props, obj map[string]any) (pruned []string) {
 	if p == nil {
 		return nil
 	}
-	pruneObject(p, obj, "", true, &pruned)
-	sort.Strings(pruned)
-	return pruned
+	var steps [8]pathStep
+	w := pruning{path: steps[:0]}
+	w.object(p, obj, true)
+	sort.Strings(w.out)
+	return w.out
 }
 
-func join(path, field string) string {
-	if path == "" {
-		return field
+// pruning is one Prune walk: where it is (a field of an object, or with
+// field "" an item of an array), made into a string only for a field it
+// removes, and the paths removed.
+type pruning struct {
+	path []pathStep
+	out  []string
+}
+
+type pathStep struct {
+	field string
+	index int
+}
+
+// removed records the removal of field k of the current node.
+func (w *pruning) removed(k string) {
+	var b []byte
+	for _, s := range w.path {
+		if s.field == "" {
+			b = append(strconv.AppendInt(append(b, '['), int64(s.index), 10), ']')
+			continue
+		}
+		if len(b) > 0 {
+			b = append(b, '.')
+		}
+		b = append(b, s.field...)
 	}
-	return path + "." + field
+	if len(b) > 0 {
+		b = append(b, '.')
+	}
+	w.out = append(w.out, string(append(b, k...)))
 }
 
-func pruneObject(p *Props, obj map[string]any, path string, root bool, out *[]string) {
+func (w *pruning) object(p *Props, obj map[string]any, root bool) {
 	preserve := p.XPreserveUnknownFields != nil && *p.XPreserveUnknownFields
 	embedded := root || p.XEmbeddedResource
 	for k, v := range obj {
 		if embedded && (k == "apiVersion" || k == "kind" || k == "metadata") {
 			continue
 		}
-		child, ok := p.Properties[k]
+		// The child's schema is passed as a value: a pointer to a copy
+		// taken here would move the copy to the heap for the recursion.
+		_, ok := p.Properties[k]
 		switch {
 		case ok:
-			pruneValue(&child, v, join(path, k), out)
+			w.path = append(w.path, pathStep{field: k})
+			w.value(p.Properties[k], v)
+			w.path = w.path[:len(w.path)-1]
 		case p.AdditionalProperties != nil && p.AdditionalProperties.Schema != nil:
-			pruneValue(p.AdditionalProperties.Schema, v, join(path, k), out)
+			w.path = append(w.path, pathStep{field: k})
+			w.value(*p.AdditionalProperties.Schema, v)
+			w.path = w.path[:len(w.path)-1]
 		case p.AdditionalProperties != nil && p.AdditionalProperties.Allows, preserve:
 		default:
 			delete(obj, k)
-			*out = append(*out, join(path, k))
+			w.removed(k)
 		}
 	}
 }
 
-func pruneValue(p *Props, v any, path string, out *[]string) {
+func (w *pruning) value(p Props, v any) {
 	switch t := v.(type) {
 	case map[string]any:
 		if p.XIntOrString {
 			return
 		}
 		if p.Type == "object" || p.Type == "" && (len(p.Properties) > 0 || p.AdditionalProperties != nil || p.XEmbeddedResource) {
-			pruneObject(p, t, path, false, out)
+			w.object(&p, t, false)
 		}
 	case []any:
 		if p.Items == nil {
 			return
 		}
 		for i, e := range t {
-			pruneValue(p.Items, e, path+"["+strconv.Itoa(i)+"]", out)
+			w.path = append(w.path, pathStep{index: i})
+			w.value(*p.Items, e)
+			w.path = w.path[:len(w.path)-1]
 		}
 	}
 }
@@ -103,21 +140,23 @@ func defaultObject(p *Props, obj map[string]any) {
 				v = d
 			}
 		}
-		defaultValue(&child, v)
+		defaultValue(child, v)
 	}
 	if p.AdditionalProperties != nil && p.AdditionalProperties.Schema != nil {
 		for k, v := range obj {
 			if _, named := p.Properties[k]; !named {
-				defaultValue(p.AdditionalProperties.Schema, v)
+				defaultValue(*p.AdditionalProperties.Schema, v)
 			}
 		}
 	}
 }
 
-func defaultValue(p *Props, v any) {
+// defaultValue takes p as a value: a pointer to the caller's copy would
+// move that copy to the heap for the recursion.
+func defaultValue(p Props, v any) {
 	switch t := v.(type) {
 	case map[string]any:
-		defaultObject(p, t)
+		defaultObject(&p, t)
 	case []any:
 		if p.Items == nil {
 			return
@@ -129,13 +168,16 @@ func defaultValue(p *Props, v any) {
 					e = d
 				}
 			}
-			defaultValue(p.Items, e)
+			defaultValue(*p.Items, e)
 		}
 	}
 }
 
 // decodeDefault decodes a default afresh, so that no two objects share it.
 func decodeDefault(raw json.RawMessage) (any, bool) {
+	if v, ok := jsondec.Value(raw); ok {
+		return v, true
+	}
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.UseNumber()
 	var v any

@@ -28,6 +28,20 @@ func Object(data []byte) (_ map[string]any, ok bool) {
 	return m, d.i == len(d.data)
 }
 
+// Value decodes data, one JSON value of any kind with only whitespace
+// around it, as json.Decoder (UseNumber) decodes it into an any; ok is
+// false for any other input.
+func Value(data []byte) (_ any, ok bool) {
+	d := decoder{data: data}
+	d.space()
+	v, ok := d.value(0)
+	if !ok {
+		return nil, false
+	}
+	d.space()
+	return v, d.i == len(d.data)
+}
+
 type decoder struct {
 	data []byte
 	i    int

@@ -79,11 +79,41 @@ func TestObject_matches_encoding_json(t *testing.T) {
 	}
 }
 
+// checkValue is check for Value: any one JSON value.
+func checkValue(t *testing.T, data []byte) {
+	t.Helper()
+	got, ok := Value(data)
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	var want any
+	err := dec.Decode(&want)
+	wantOK := err == nil && len(bytes.Trim(data[dec.InputOffset():], " \t\r\n")) == 0
+	switch {
+	case ok && !wantOK:
+		t.Fatalf("%.200q: decoded, encoding/json refuses it", data)
+	case ok && !reflect.DeepEqual(got, want):
+		t.Fatalf("%.200q:\n got %.500v\nwant %.500v", data, got, want)
+	case !ok && wantOK && depth(want) <= maxDepth:
+		t.Fatalf("%.200q: refused, encoding/json decodes it", data)
+	}
+}
+
+func TestValue_matches_encoding_json(t *testing.T) {
+	t.Parallel()
+	for _, s := range []string{`"a"`, ` 1 `, `-0.5e3`, `true`, `false`, `null`, `[]`, `[1,{"a":[null]}]`, `{"a":1}`,
+		`"\u00e9"`, `01`, `"`, ``, `1 2`, `[1]]`, `nul`, `"\x"`} {
+		checkValue(t, []byte(s))
+	}
+}
+
 func FuzzObject(f *testing.F) {
 	for _, s := range []string{`{"a":1,"b":[true,null,"x\u2028<"],"c":{"d":-0.5e3}}`, `{"s":"\ud800\udc00\\"}`, `{"":{"":[{}]}}`, `{"a":1e400}`} {
 		f.Add([]byte(s))
 	}
-	f.Fuzz(func(t *testing.T, data []byte) { check(t, data) })
+	f.Fuzz(func(t *testing.T, data []byte) {
+		check(t, data)
+		checkValue(t, data)
+	})
 }
 
 // BenchmarkObject decodes an object of the environments example, against
