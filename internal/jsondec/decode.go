@@ -2,6 +2,7 @@ package jsondec
 
 import (
 	"encoding/json"
+	"strings"
 	"unicode/utf16"
 	"unicode/utf8"
 )
@@ -90,15 +91,43 @@ func (d *decoder) literal(lit string) bool {
 	return true
 }
 
+// open steps over an object's or array's opening byte and reports whether
+// close follows at once (it is then stepped over too).
+func (d *decoder) open(close byte) (empty bool) {
+	d.i++
+	d.space()
+	if d.i < len(d.data) && d.data[d.i] == close {
+		d.i++
+		return true
+	}
+	return false
+}
+
+// next steps over what follows a member or an item: a comma (more follow)
+// or the closing byte (the end); ok is false for anything else.
+func (d *decoder) next(close byte) (more, ok bool) {
+	d.space()
+	if d.i >= len(d.data) {
+		return false, false
+	}
+	switch d.data[d.i] {
+	case ',':
+		d.i++
+		d.space()
+		return true, true
+	case close:
+		d.i++
+		return false, true
+	}
+	return false, false
+}
+
 func (d *decoder) object(depth int) (map[string]any, bool) {
 	if depth++; depth > maxDepth {
 		return nil, false
 	}
-	d.i++ // {
 	m := make(map[string]any)
-	d.space()
-	if d.i < len(d.data) && d.data[d.i] == '}' {
-		d.i++
+	if d.open('}') {
 		return m, true
 	}
 	for {
@@ -120,19 +149,9 @@ func (d *decoder) object(depth int) (map[string]any, bool) {
 			return nil, false
 		}
 		m[k] = v
-		d.space()
-		if d.i >= len(d.data) {
-			return nil, false
-		}
-		switch d.data[d.i] {
-		case ',':
-			d.i++
-			d.space()
-		case '}':
-			d.i++
-			return m, true
-		default:
-			return nil, false
+		more, ok := d.next('}')
+		if !more {
+			return m, ok
 		}
 	}
 }
@@ -141,11 +160,8 @@ func (d *decoder) array(depth int) ([]any, bool) {
 	if depth++; depth > maxDepth {
 		return nil, false
 	}
-	d.i++ // [
 	a := make([]any, 0)
-	d.space()
-	if d.i < len(d.data) && d.data[d.i] == ']' {
-		d.i++
+	if d.open(']') {
 		return a, true
 	}
 	for {
@@ -154,19 +170,9 @@ func (d *decoder) array(depth int) ([]any, bool) {
 			return nil, false
 		}
 		a = append(a, v)
-		d.space()
-		if d.i >= len(d.data) {
-			return nil, false
-		}
-		switch d.data[d.i] {
-		case ',':
-			d.i++
-			d.space()
-		case ']':
-			d.i++
-			return a, true
-		default:
-			return nil, false
+		more, ok := d.next(']')
+		if !more {
+			return a, ok
 		}
 	}
 }
@@ -217,12 +223,21 @@ func (d *decoder) number() (any, bool) {
 }
 
 // string decodes the JSON string at d.i (its opening quote).
-func (d *decoder) string() (string, bool) {
+func (d *decoder) string() (string, bool) { return d.str(false) }
+
+// key decodes an object key: a string, with the keys every Kubernetes
+// object has taken from constants instead of allocated.
+func (d *decoder) key() (string, bool) { return d.str(true) }
+
+func (d *decoder) str(key bool) (string, bool) {
 	start := d.i + 1
 	for i := start; i < len(d.data); i++ {
 		switch c := d.data[i]; {
 		case c == '"':
 			d.i = i + 1
+			if key {
+				return commonKey(d.data[start:i]), true
+			}
 			return string(d.data[start:i]), true
 		case c == '\\' || c < 0x20 || c >= utf8.RuneSelf:
 			return d.unquote(start)
@@ -231,49 +246,38 @@ func (d *decoder) string() (string, bool) {
 	return "", false
 }
 
-// key decodes the object key at d.i: string, with the keys every
-// Kubernetes object has taken from constants instead of allocated.
-func (d *decoder) key() (string, bool) {
-	start := d.i + 1
-	for i := start; i < len(d.data); i++ {
-		switch c := d.data[i]; {
-		case c == '"':
-			d.i = i + 1
-			switch k := d.data[start:i]; string(k) {
-			case "apiVersion":
-				return "apiVersion", true
-			case "kind":
-				return "kind", true
-			case "metadata":
-				return "metadata", true
-			case "name":
-				return "name", true
-			case "namespace":
-				return "namespace", true
-			case "uid":
-				return "uid", true
-			case "resourceVersion":
-				return "resourceVersion", true
-			case "generation":
-				return "generation", true
-			case "creationTimestamp":
-				return "creationTimestamp", true
-			case "labels":
-				return "labels", true
-			case "annotations":
-				return "annotations", true
-			case "spec":
-				return "spec", true
-			case "status":
-				return "status", true
-			default:
-				return string(k), true
-			}
-		case c == '\\' || c < 0x20 || c >= utf8.RuneSelf:
-			return d.unquote(start)
-		}
+// commonKey is string(s), taken from a constant (not allocated) for the
+// keys every Kubernetes object has.
+func commonKey(s []byte) string {
+	switch string(s) {
+	case "apiVersion":
+		return "apiVersion"
+	case "kind":
+		return "kind"
+	case "metadata":
+		return "metadata"
+	case "name":
+		return "name"
+	case "namespace":
+		return "namespace"
+	case "uid":
+		return "uid"
+	case "resourceVersion":
+		return "resourceVersion"
+	case "generation":
+		return "generation"
+	case "creationTimestamp":
+		return "creationTimestamp"
+	case "labels":
+		return "labels"
+	case "annotations":
+		return "annotations"
+	case "spec":
+		return "spec"
+	case "status":
+		return "status"
 	}
-	return "", false
+	return string(s)
 }
 
 // unquote decodes a string with escapes or non-ASCII bytes, from start
@@ -294,23 +298,8 @@ func (d *decoder) unquote(start int) (string, bool) {
 				return "", false
 			}
 			switch e := d.data[i+1]; e {
-			case '"', '\\', '/':
-				b = append(b, e)
-				i += 2
-			case 'b':
-				b = append(b, '\b')
-				i += 2
-			case 'f':
-				b = append(b, '\f')
-				i += 2
-			case 'n':
-				b = append(b, '\n')
-				i += 2
-			case 'r':
-				b = append(b, '\r')
-				i += 2
-			case 't':
-				b = append(b, '\t')
+			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+				b = append(b, "\"\\/\b\f\n\r\t"[strings.IndexByte(`"\/bfnrt`, e)])
 				i += 2
 			case 'u':
 				r, ok := hex4(d.data, i+2)

@@ -31,17 +31,18 @@ func check(t *testing.T, data []byte) {
 	t.Helper()
 	got, ok := Object(data)
 	want, wantOK := reference(data)
-	short := data
-	if len(short) > 200 {
-		short = short[:200]
-	}
+	same(t, data, got, ok, want, wantOK)
+}
+
+func same(t *testing.T, data []byte, got any, ok bool, want any, wantOK bool) {
+	t.Helper()
 	switch {
 	case ok && !wantOK:
-		t.Fatalf("%q: decoded, encoding/json refuses it", short)
+		t.Fatalf("%.200q: decoded, encoding/json refuses it", data)
 	case ok && !reflect.DeepEqual(got, want):
-		t.Fatalf("%q:\n got %.500v\nwant %.500v", short, got, want)
+		t.Fatalf("%.200q:\n got %.500v\nwant %.500v", data, got, want)
 	case !ok && wantOK && depth(want) <= maxDepth:
-		t.Fatalf("%q: refused, encoding/json decodes it", short)
+		t.Fatalf("%.200q: refused, encoding/json decodes it", data)
 	}
 }
 
@@ -87,15 +88,7 @@ func checkValue(t *testing.T, data []byte) {
 	dec.UseNumber()
 	var want any
 	err := dec.Decode(&want)
-	wantOK := err == nil && len(bytes.Trim(data[dec.InputOffset():], " \t\r\n")) == 0
-	switch {
-	case ok && !wantOK:
-		t.Fatalf("%.200q: decoded, encoding/json refuses it", data)
-	case ok && !reflect.DeepEqual(got, want):
-		t.Fatalf("%.200q:\n got %.500v\nwant %.500v", data, got, want)
-	case !ok && wantOK && depth(want) <= maxDepth:
-		t.Fatalf("%.200q: refused, encoding/json decodes it", data)
-	}
+	same(t, data, got, ok, want, err == nil && len(bytes.Trim(data[dec.InputOffset():], " \t\r\n")) == 0)
 }
 
 func TestValue_matches_encoding_json(t *testing.T) {
