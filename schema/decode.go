@@ -78,23 +78,23 @@ func (w *pruning) object(p *Props, obj map[string]any, root bool) {
 		if embedded && (k == "apiVersion" || k == "kind" || k == "metadata") {
 			continue
 		}
-		// The child's schema is passed as a value: a pointer to a copy
-		// taken here would move the copy to the heap for the recursion.
-		_, ok := p.Properties[k]
+		// The child's schema goes down as a value: a pointer to this copy
+		// would move it to the heap for the recursion.
+		child, named := p.Properties[k]
 		switch {
-		case ok:
-			w.path = append(w.path, pathStep{field: k})
-			w.value(p.Properties[k], v)
-			w.path = w.path[:len(w.path)-1]
+		case named:
 		case p.AdditionalProperties != nil && p.AdditionalProperties.Schema != nil:
-			w.path = append(w.path, pathStep{field: k})
-			w.value(*p.AdditionalProperties.Schema, v)
-			w.path = w.path[:len(w.path)-1]
+			child = *p.AdditionalProperties.Schema
 		case p.AdditionalProperties != nil && p.AdditionalProperties.Allows, preserve:
+			continue
 		default:
 			delete(obj, k)
 			w.removed(k)
+			continue
 		}
+		w.path = append(w.path, pathStep{field: k})
+		w.value(child, v)
+		w.path = w.path[:len(w.path)-1]
 	}
 }
 

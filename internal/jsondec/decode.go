@@ -16,17 +16,9 @@ const maxDepth = 1000
 // the last of duplicate keys wins, invalid UTF-8 and unpaired surrogates
 // become U+FFFD. ok is false for any other input.
 func Object(data []byte) (_ map[string]any, ok bool) {
-	d := decoder{data: data}
-	d.space()
-	if d.i >= len(d.data) || d.data[d.i] != '{' {
-		return nil, false
-	}
-	m, ok := d.object(0)
-	if !ok {
-		return nil, false
-	}
-	d.space()
-	return m, d.i == len(d.data)
+	v, ok := Value(data)
+	m, isObject := v.(map[string]any)
+	return m, ok && isObject
 }
 
 // Value decodes data, one JSON value of any kind with only whitespace
