@@ -32,9 +32,9 @@ func importRules() []importRule {
 	rules := []importRule{
 		{pkg: "meta", stdOnly: true},
 		{pkg: "filters", allow: []string{"meta", "internal/uid"}, forbid: nil},
-		// attrs is the write's attributes, shared by rest and admission so
+		// internal/attrs is the write's attributes, shared by rest and admission so
 		// neither imports the other: a leaf over meta and filters.
-		{pkg: "attrs", allow: []string{"meta", "filters"}},
+		{pkg: "internal/attrs", allow: []string{"meta", "filters"}},
 		{pkg: "storage", noImport: []string{"net/http"}, forbid: []string{"filters", "rest", "watch", "authn", "authz", "admission", "flowcontrol", "audit"}},
 		{pkg: "watch", forbid: []string{"rest", "authn", "authz", "admission", "flowcontrol", "audit"}},
 		{pkg: "rest", forbid: []string{"watch", "authn", "authz", "admission", "flowcontrol", "audit", "storage/backend", "storage/bbolt", "storage/etcd"}},
@@ -50,7 +50,7 @@ func importRules() []importRule {
 		{pkg: "metrics", allow: []string{"filters", "meta"}},
 		// managedfields is server-side apply's engine over the schema: rest
 		// uses it, and admission through the attributes.
-		{pkg: "managedfields", allow: []string{"meta", "schema", "internal/jsonscan", "internal/jsonenc"}},
+		{pkg: "internal/managedfields", allow: []string{"meta", "schema", "internal/jsonscan", "internal/jsonenc"}},
 	}
 	for _, s := range stagePackages {
 		var others []string
@@ -198,13 +198,16 @@ func TestImportRuleCatchesViolations(t *testing.T) {
 		{"rest_imports_admission", "rest", modulePath + "/admission"},
 		{"schema_imports_meta", "schema", modulePath + "/meta"},
 		{"kubeclient_imports_authn", "kubeclient", modulePath + "/authn"},
-		{"attrs_imports_admission", "attrs", modulePath + "/admission"},
-		{"attrs_imports_storage", "attrs", modulePath + "/storage"},
+		{"attrs_imports_admission", "internal/attrs", modulePath + "/admission"},
+		{"attrs_imports_storage", "internal/attrs", modulePath + "/storage"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			pkg := strings.SplitN(tc.dir, "/", 2)[0]
+			if pkg == "internal" {
+				pkg = tc.dir
+			}
 			ft := &fakeT{}
 			checkImport(ft, tc.dir, tc.imp, find(pkg))
 			if !ft.failed {
@@ -216,9 +219,9 @@ func TestImportRuleCatchesViolations(t *testing.T) {
 	checkImport(ok, "rest", modulePath+"/storage", find("rest"))
 	checkImport(ok, "filters", modulePath+"/meta", find("filters"))
 	checkImport(ok, "storage/bbolt", modulePath+"/storage", find("storage"))
-	checkImport(ok, "rest", modulePath+"/attrs", find("rest"))
-	checkImport(ok, "admission", modulePath+"/attrs", find("admission"))
-	checkImport(ok, "attrs", modulePath+"/filters", find("attrs"))
+	checkImport(ok, "rest", modulePath+"/internal/attrs", find("rest"))
+	checkImport(ok, "admission", modulePath+"/internal/attrs", find("admission"))
+	checkImport(ok, "internal/attrs", modulePath+"/filters", find("internal/attrs"))
 	if ok.failed {
 		t.Errorf("allowed imports were reported: %v", ok.msgs)
 	}

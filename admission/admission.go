@@ -12,7 +12,7 @@ import (
 	"reflect"
 	"time"
 
-	"github.com/annexapi/annex/attrs"
+	"github.com/annexapi/annex/internal/attrs"
 	"github.com/annexapi/annex/meta"
 	"github.com/annexapi/annex/schema"
 	"github.com/prometheus/client_golang/prometheus"

@@ -5,7 +5,7 @@ import (
 	"encoding/json"
 	"testing"
 
-	"github.com/annexapi/annex/managedfields"
+	"github.com/annexapi/annex/internal/managedfields"
 	"github.com/annexapi/annex/schema"
 )
 

@@ -71,7 +71,7 @@ func chain(a *audit.Auditor, user, impersonate *filters.User, h http.Handler) ht
 	if impersonate != nil {
 		inner := h
 		h = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			ctx := filters.WithImpersonator(filters.WithUser(r.Context(), impersonate), user)
+			ctx := filters.ContextWithImpersonator(filters.ContextWithUser(r.Context(), impersonate), user)
 			filters.RecordImpersonatedUser(ctx, impersonate)
 			inner.ServeHTTP(w, r.WithContext(ctx))
 		})
@@ -82,7 +82,7 @@ func chain(a *audit.Auditor, user, impersonate *filters.User, h http.Handler) ht
 		ctx := filters.ContextWithAuditID(r.Context(), "aid-1")
 		ctx = filters.ContextWithReceivedTimestamp(ctx, received)
 		if user != nil {
-			ctx = filters.WithUser(ctx, user)
+			ctx = filters.ContextWithUser(ctx, user)
 		}
 		h.ServeHTTP(w, r.WithContext(ctx))
 	})

@@ -87,7 +87,7 @@
 //	authenticate, err := authn.WithAuthentication(authn.FilterConfig{Authenticator: a})
 //	handler = authenticate(handler)
 //
-// [WithAuthentication] puts the user into the context with filters.WithUser,
+// [WithAuthentication] puts the user into the context with filters.ContextWithUser,
 // deletes every front-proxy identity header (X-Remote-User, X-Remote-Uid,
 // X-Remote-Group, X-Remote-Extra-*, and the configured ones) whatever the
 // outcome, and Authorization after a success, so no later stage trusts a

@@ -58,7 +58,7 @@ type FilterConfig struct {
 // WithAuthentication returns the authentication filter.
 //
 // After authentication, whatever its outcome, it deletes the front-proxy
-// identity headers. On success it deletes Authorization, adds the user to the context (filters.WithUser) and
+// identity headers. On success it deletes Authorization, adds the user to the context (filters.ContextWithUser) and
 // calls the next handler; an anonymous user on HTTP/2 also gets
 // "Connection: close", so the connection serves only this request. On
 // failure it answers 401 with the Status Kubernetes writes, and over HTTP/2
@@ -118,7 +118,7 @@ func WithAuthentication(cfg FilterConfig) (func(http.Handler) http.Handler, erro
 			if onSuccess != nil {
 				onSuccess(r, u)
 			}
-			next.ServeHTTP(w, filters.RequestWithContext(r, filters.WithUser(r.Context(), u)))
+			next.ServeHTTP(w, filters.RequestWithContext(r, filters.ContextWithUser(r.Context(), u)))
 		})
 	}, nil
 }

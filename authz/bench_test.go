@@ -34,7 +34,7 @@ func BenchmarkWithAuthorization(b *testing.B) {
 	} {
 		b.Run(bc.name, func(b *testing.B) {
 			r := httptest.NewRequest("GET", "/apis/g/v1/namespaces/ns/things", nil)
-			r = r.WithContext(filters.WithRequestInfo(filters.WithUser(r.Context(), bc.user), info))
+			r = r.WithContext(filters.ContextWithRequestInfo(filters.ContextWithUser(r.Context(), bc.user), info))
 			b.ReportAllocs()
 			for b.Loop() {
 				h.ServeHTTP(httptest.NewRecorder(), r)

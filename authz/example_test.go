@@ -31,8 +31,8 @@ func Example() {
 	h := authorize(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, "ok") }))
 
 	r := httptest.NewRequest("DELETE", "/api/v1/namespaces/ns/pods/p1", nil)
-	ctx := filters.WithUser(r.Context(), &filters.User{Name: "alice", Groups: []string{"system:authenticated"}})
-	ctx = filters.WithRequestInfo(ctx, &filters.RequestInfo{IsResourceRequest: true, Verb: "delete",
+	ctx := filters.ContextWithUser(r.Context(), &filters.User{Name: "alice", Groups: []string{"system:authenticated"}})
+	ctx = filters.ContextWithRequestInfo(ctx, &filters.RequestInfo{IsResourceRequest: true, Verb: "delete",
 		APIVersion: "v1", Namespace: "ns", Resource: "pods", Name: "p1"})
 	w := httptest.NewRecorder()
 	h.ServeHTTP(w, r.WithContext(ctx))

@@ -103,10 +103,10 @@ func TestWithAuthorization_bodies(t *testing.T) {
 			r := httptest.NewRequest("GET", uri, nil)
 			ctx := r.Context()
 			if tt.user != nil {
-				ctx = filters.WithUser(ctx, tt.user)
+				ctx = filters.ContextWithUser(ctx, tt.user)
 			}
 			if tt.info != nil {
-				ctx = filters.WithRequestInfo(ctx, tt.info)
+				ctx = filters.ContextWithRequestInfo(ctx, tt.info)
 			}
 			w := httptest.NewRecorder()
 			h.ServeHTTP(w, r.WithContext(ctx))
@@ -208,7 +208,7 @@ func TestWithAuthorization_over_TLS(t *testing.T) {
 			if len(r.TLS.PeerCertificates) > 0 {
 				c := r.TLS.PeerCertificates[0]
 				if _, err := c.Verify(x509Opts(ca)); err == nil {
-					r = r.WithContext(filters.WithUser(r.Context(), &filters.User{Name: c.Subject.CommonName, Groups: c.Subject.Organization}))
+					r = r.WithContext(filters.ContextWithUser(r.Context(), &filters.User{Name: c.Subject.CommonName, Groups: c.Subject.Organization}))
 				}
 			}
 			next.ServeHTTP(w, r)

@@ -120,7 +120,7 @@ func FuzzImpersonationHeaders(f *testing.F) {
 			}
 		}
 		before := r.Header.Clone()
-		r = r.WithContext(filters.WithUser(r.Context(), &filters.User{Name: "alice"}))
+		r = r.WithContext(filters.ContextWithUser(r.Context(), &filters.User{Name: "alice"}))
 		rec := httptest.NewRecorder()
 		h.ServeHTTP(rec, r)
 		if leaked {
@@ -133,7 +133,7 @@ func FuzzImpersonationHeaders(f *testing.F) {
 				only.Header[k] = vs
 			}
 		}
-		only = only.WithContext(filters.WithUser(only.Context(), &filters.User{Name: "alice"}))
+		only = only.WithContext(filters.ContextWithUser(only.Context(), &filters.User{Name: "alice"}))
 		rec2 := httptest.NewRecorder()
 		h.ServeHTTP(rec2, only)
 		if rec2.Code != rec.Code {

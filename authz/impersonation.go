@@ -59,11 +59,11 @@ type ImpersonationConfig struct {
 // or an authorizer error, is a 403 naming the refused item. Groups, extra
 // or a UID without Impersonate-User is a 400.
 //
-// When all are allowed the context's user (filters.WithUser) becomes the
+// When all are allowed the context's user (filters.ContextWithUser) becomes the
 // impersonated one, with system:authenticated added (system:unauthenticated
 // for system:anonymous) and, for a service account without requested
 // groups, the service-account groups; the original user is kept with
-// filters.WithImpersonator; every Impersonate-* header is deleted.
+// filters.ContextWithImpersonator; every Impersonate-* header is deleted.
 func WithImpersonation(cfg ImpersonationConfig) (func(http.Handler) http.Handler, error) {
 	if cfg.Authorizer == nil {
 		return nil, ErrImpersonation
@@ -102,7 +102,7 @@ func WithImpersonation(cfg ImpersonationConfig) (func(http.Handler) http.Handler
 			if onImp != nil {
 				onImp(r, requestor, imp)
 			}
-			ctx = filters.WithImpersonator(filters.WithUser(ctx, imp), requestor)
+			ctx = filters.ContextWithImpersonator(filters.ContextWithUser(ctx, imp), requestor)
 			next.ServeHTTP(w, r.WithContext(ctx))
 		})
 	}, nil

@@ -221,7 +221,7 @@ func TestWithImpersonation(t *testing.T) {
 			if tt.as == "root" {
 				requester.Groups = []string{"system:masters"}
 			}
-			r = r.WithContext(filters.WithRequestInfo(filters.WithUser(r.Context(), requester), listTeam))
+			r = r.WithContext(filters.ContextWithRequestInfo(filters.ContextWithUser(r.Context(), requester), listTeam))
 			rec := httptest.NewRecorder()
 			h.ServeHTTP(rec, r)
 			body := rec.Body.String()
@@ -275,7 +275,7 @@ func TestWithImpersonation_misuse(t *testing.T) {
 	r := httptest.NewRequest("GET", "/", nil)
 	r.Header.Set("Impersonate-User", "bob")
 	rec := httptest.NewRecorder()
-	h.ServeHTTP(rec, r.WithContext(filters.WithUser(r.Context(), &filters.User{Name: "alice"})))
+	h.ServeHTTP(rec, r.WithContext(filters.ContextWithUser(r.Context(), &filters.User{Name: "alice"})))
 	r.Header.Set("Impersonate-User", "bob") // (re)set for the next cases
 	if rec.Code != 403 {
 		t.Errorf("authorizer error: %d %s", rec.Code, rec.Body)
@@ -294,7 +294,7 @@ func TestWithImpersonation_misuse(t *testing.T) {
 	rl := httptest.NewRequest("GET", "/", nil)
 	rl.Header.Set("Impersonate-Whatever", "x")
 	rec = httptest.NewRecorder()
-	hl.ServeHTTP(rec, rl.WithContext(filters.WithUser(rl.Context(), &filters.User{Name: "alice"})))
+	hl.ServeHTTP(rec, rl.WithContext(filters.ContextWithUser(rl.Context(), &filters.User{Name: "alice"})))
 	if rec.Code != 200 || seen == nil || seen.Name != "alice" || leaked != "" {
 		t.Errorf("lax unknown header: %d %+v %q", rec.Code, seen, leaked)
 	}

@@ -241,7 +241,7 @@ func TestWebhook_through_filter_fails_closed(t *testing.T) {
 	do := func(user string) (int, string) {
 		r := httptest.NewRequest("GET", "/apis/example.com/v1/namespaces/dev/things", nil)
 		info := &filters.RequestInfo{IsResourceRequest: true, Verb: "list", APIGroup: "example.com", APIVersion: "v1", Namespace: "dev", Resource: "things"}
-		r = r.WithContext(filters.WithRequestInfo(filters.WithUser(r.Context(), &filters.User{Name: user}), info))
+		r = r.WithContext(filters.ContextWithRequestInfo(filters.ContextWithUser(r.Context(), &filters.User{Name: user}), info))
 		rec := httptest.NewRecorder()
 		h.ServeHTTP(rec, r)
 		return rec.Code, rec.Body.String()

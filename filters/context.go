@@ -61,9 +61,9 @@ type (
 	traceKey             struct{}
 )
 
-// WithRequestInfo returns a copy of ctx carrying info (ctx itself when the
+// ContextWithRequestInfo returns a copy of ctx carrying info (ctx itself when the
 // request's values layer takes it, see values).
-func WithRequestInfo(ctx context.Context, info *RequestInfo) context.Context {
+func ContextWithRequestInfo(ctx context.Context, info *RequestInfo) context.Context {
 	if v := slots(ctx, requestInfoKey{}); v != nil && info != nil {
 		v.info = info
 		return ctx
@@ -77,9 +77,9 @@ func RequestInfoFrom(ctx context.Context) (*RequestInfo, bool) {
 	return info, ok && info != nil
 }
 
-// WithUser returns a copy of ctx carrying u (ctx itself when the request's
+// ContextWithUser returns a copy of ctx carrying u (ctx itself when the request's
 // values layer takes it, see values).
-func WithUser(ctx context.Context, u *User) context.Context {
+func ContextWithUser(ctx context.Context, u *User) context.Context {
 	if v := slots(ctx, userKey{}); v != nil && u != nil {
 		v.user = u
 		return ctx
@@ -137,11 +137,11 @@ func ReceivedTimestampFrom(ctx context.Context) (time.Time, bool) {
 	return time.Time{}, false
 }
 
-// WithImpersonator returns a copy of ctx carrying the user who authenticated
+// ContextWithImpersonator returns a copy of ctx carrying the user who authenticated
 // a request that impersonates another: the impersonation filter stores the
-// original user here and the impersonated one with WithUser, so audit can
+// original user here and the impersonated one with ContextWithUser, so audit can
 // record both.
-func WithImpersonator(ctx context.Context, u *User) context.Context {
+func ContextWithImpersonator(ctx context.Context, u *User) context.Context {
 	return context.WithValue(ctx, impersonatorKey{}, u)
 }
 

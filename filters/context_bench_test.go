@@ -18,14 +18,14 @@ type sharedKey int
 func BenchmarkContextLookups(b *testing.B) {
 	b.Run("distinct", func(b *testing.B) {
 		ctx := ContextWithTrace(context.Background(), &Trace{})
-		ctx = WithRequestInfo(ctx, &RequestInfo{})
+		ctx = ContextWithRequestInfo(ctx, &RequestInfo{})
 		ctx = ContextWithAuditID(ctx, "id")
 		ctx = ContextWithReceivedTimestamp(ctx, time.Now())
-		ctx = WithUser(ctx, &User{})
+		ctx = ContextWithUser(ctx, &User{})
 		ctx = ContextWithWarningRecorder(ctx, nil)
 		ctx, cancel := context.WithCancel(ctx)
 		defer cancel()
-		ctx = WithImpersonator(ctx, &User{})
+		ctx = ContextWithImpersonator(ctx, &User{})
 		for b.Loop() {
 			for range 12 {
 				_ = TraceFrom(ctx)

@@ -187,7 +187,7 @@ func WithRequestInfoResolver(res RequestInfoResolver) func(http.Handler) http.Ha
 					Details: &meta.StatusDetails{}, Code: http.StatusNotFound})
 				return
 			}
-			next.ServeHTTP(w, RequestWithContext(r, WithRequestInfo(r.Context(), info)))
+			next.ServeHTTP(w, RequestWithContext(r, ContextWithRequestInfo(r.Context(), info)))
 		})
 	}
 }

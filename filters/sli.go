@@ -13,10 +13,10 @@ import (
 
 type sliExcludedKey struct{}
 
-// WithSLIExcluded returns ctx with an accumulator of excluded time, and
+// ContextWithSLIExcluded returns ctx with an accumulator of excluded time, and
 // the accumulator: in the request's values layer when it has none yet (ctx
 // itself is returned, see values), else in a layer of its own.
-func WithSLIExcluded(ctx context.Context) (context.Context, *atomic.Int64) {
+func ContextWithSLIExcluded(ctx context.Context) (context.Context, *atomic.Int64) {
 	if v := slots(ctx, sliExcludedKey{}); v != nil {
 		v.has |= hasSLIExcluded
 		return ctx, &v.sliExcluded

@@ -24,9 +24,9 @@ func TestValuesLayer(t *testing.T) {
 	for _, set := range []func(context.Context) context.Context{
 		func(c context.Context) context.Context { return ContextWithAuditID(c, "id-1") },
 		func(c context.Context) context.Context { return ContextWithReceivedTimestamp(c, at) },
-		func(c context.Context) context.Context { return WithRequestInfo(c, info) },
+		func(c context.Context) context.Context { return ContextWithRequestInfo(c, info) },
 		func(c context.Context) context.Context { return ContextWithWarningRecorder(c, rec) },
-		func(c context.Context) context.Context { return WithUser(c, alice) },
+		func(c context.Context) context.Context { return ContextWithUser(c, alice) },
 	} {
 		if next := set(ctx); next != ctx {
 			t.Fatalf("a first value added a layer instead of filling its slot")
@@ -50,7 +50,7 @@ func TestValuesLayer(t *testing.T) {
 	if _, ok := AuditAnnotationRecorderFrom(ctx); !ok {
 		t.Fatal("no audit annotation recorder")
 	}
-	sli, acc := WithSLIExcluded(ctx)
+	sli, acc := ContextWithSLIExcluded(ctx)
 	AddSLIExcluded(sli, time.Second)
 	if sli != ctx || acc.Load() != int64(time.Second) {
 		t.Fatalf("SLI accumulator: same context %v, %v", sli == ctx, time.Duration(acc.Load()))
@@ -61,7 +61,7 @@ func TestValuesLayer(t *testing.T) {
 	}
 
 	// Impersonation: a second user is a layer above the slot.
-	imp := WithUser(ctx, bob)
+	imp := ContextWithUser(ctx, bob)
 	if imp == ctx {
 		t.Fatal("a second user filled the slot again")
 	}
@@ -83,7 +83,7 @@ func TestValuesLayer(t *testing.T) {
 
 	// No layer: values are layers of their own, as before.
 	plain := context.Background()
-	if c := WithUser(plain, alice); c == plain {
+	if c := ContextWithUser(plain, alice); c == plain {
 		t.Fatal("no values layer, yet no new context")
 	} else if u, _ := UserFrom(c); u != alice {
 		t.Fatalf("user %v", u)

@@ -317,7 +317,7 @@ func BenchmarkFilterGET(b *testing.B) {
 			}
 			r := httptest.NewRequest("GET", "/apis/g/v1/namespaces/n/things/x", nil)
 			info, _ := filters.RequestInfoResolver{}.Resolve(r)
-			ctx := filters.WithRequestInfo(filters.WithUser(r.Context(), &filters.User{Name: "alice", Groups: []string{"system:authenticated"}}), info)
+			ctx := filters.ContextWithRequestInfo(filters.ContextWithUser(r.Context(), &filters.User{Name: "alice", Groups: []string{"system:authenticated"}}), info)
 			r = r.WithContext(ctx)
 			b.ReportAllocs()
 			b.RunParallel(func(pb *testing.PB) {

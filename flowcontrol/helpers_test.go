@@ -20,10 +20,10 @@ func withIdentity(next http.Handler) http.Handler {
 			if g := r.Header.Get("X-Test-Groups"); g != "" {
 				u.Groups = strings.Split(g, ",")
 			}
-			ctx = filters.WithUser(ctx, u)
+			ctx = filters.ContextWithUser(ctx, u)
 		}
 		info, _ := filters.RequestInfoResolver{}.Resolve(r)
-		next.ServeHTTP(w, r.WithContext(filters.WithRequestInfo(ctx, info)))
+		next.ServeHTTP(w, r.WithContext(filters.ContextWithRequestInfo(ctx, info)))
 	})
 }
 

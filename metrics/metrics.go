@@ -182,7 +182,7 @@ func (m *Metrics) Filter() func(http.Handler) http.Handler {
 			var excluded *atomic.Int64
 			if !longRunning {
 				var ctx context.Context
-				ctx, excluded = filters.WithSLIExcluded(r.Context())
+				ctx, excluded = filters.ContextWithSLIExcluded(r.Context())
 				r = filters.RequestWithContext(r, ctx)
 			}
 			if longRunning {

@@ -29,7 +29,7 @@ func TestFilterRecordsKubeLabels(t *testing.T) {
 	}))
 	do := func(method, target string, info filters.RequestInfo) {
 		r := httptest.NewRequest(method, target, nil)
-		r = r.WithContext(filters.WithRequestInfo(r.Context(), &info))
+		r = r.WithContext(filters.ContextWithRequestInfo(r.Context(), &info))
 		h.ServeHTTP(httptest.NewRecorder(), r)
 	}
 	env := filters.RequestInfo{IsResourceRequest: true, APIGroup: "platform.example.com", APIVersion: "v1alpha1", Resource: "environments", Namespace: "dev"}

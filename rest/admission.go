@@ -9,8 +9,8 @@ import (
 	"context"
 	"errors"
 
-	"github.com/annexapi/annex/attrs"
 	"github.com/annexapi/annex/filters"
+	"github.com/annexapi/annex/internal/attrs"
 	"github.com/annexapi/annex/meta"
 )
 

@@ -59,7 +59,7 @@ func benchRequest(b *testing.B, path string) *http.Request {
 	if err != nil {
 		b.Fatal(err)
 	}
-	return r.WithContext(filters.WithRequestInfo(r.Context(), info))
+	return r.WithContext(filters.ContextWithRequestInfo(r.Context(), info))
 }
 
 // rawHandler writes body as a hand-written net/http handler would: the
@@ -197,7 +197,7 @@ func benchWriteRequest(b testing.TB, method, path, contentType string) *http.Req
 	if err != nil {
 		b.Fatal(err)
 	}
-	return r.WithContext(filters.WithRequestInfo(r.Context(), info))
+	return r.WithContext(filters.ContextWithRequestInfo(r.Context(), info))
 }
 
 // runWrite serves r once per iteration with the body body(i) returns, checks

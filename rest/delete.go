@@ -16,8 +16,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/annexapi/annex/attrs"
 	"github.com/annexapi/annex/filters"
+	"github.com/annexapi/annex/internal/attrs"
 	"github.com/annexapi/annex/meta"
 	"github.com/annexapi/annex/storage"
 )

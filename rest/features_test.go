@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/annexapi/annex/attrs"
 	"github.com/annexapi/annex/filters"
+	"github.com/annexapi/annex/internal/attrs"
 	"github.com/annexapi/annex/meta"
 	"github.com/annexapi/annex/schema"
 )

@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"github.com/annexapi/annex/filters"
-	"github.com/annexapi/annex/managedfields"
+	"github.com/annexapi/annex/internal/managedfields"
 	"github.com/annexapi/annex/meta"
 	"github.com/annexapi/annex/schema"
 	"github.com/annexapi/annex/storage"

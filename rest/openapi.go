@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/annexapi/annex/filters"
-	"github.com/annexapi/annex/openapi"
+	"github.com/annexapi/annex/internal/openapi"
 )
 
 // openapiDocs are the encoded OpenAPI documents.

@@ -12,7 +12,7 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/annexapi/annex/attrs"
+	"github.com/annexapi/annex/internal/attrs"
 	"github.com/annexapi/annex/meta"
 )
 

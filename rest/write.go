@@ -17,8 +17,8 @@ import (
 	"time"
 	"unicode"
 
-	"github.com/annexapi/annex/attrs"
 	"github.com/annexapi/annex/filters"
+	"github.com/annexapi/annex/internal/attrs"
 	"github.com/annexapi/annex/meta"
 	"github.com/annexapi/annex/schema"
 	"github.com/annexapi/annex/storage"
