@@ -6,10 +6,11 @@
 package annex
 
 import (
+	"slices"
+
 	"github.com/annexapi/annex/admission"
 	"github.com/annexapi/annex/kubeclient"
 	"github.com/annexapi/annex/rest"
-	"slices"
 )
 
 var _ rest.Admitter = (*admission.Chain)(nil)
@@ -19,7 +20,7 @@ var _ rest.Admitter = (*admission.Chain)(nil)
 // in), plus each resource's schema, and, in delegated mode, the namespace
 // lifecycle plugin against the cluster. observe counts rejections by stage.
 func (s *Server) buildAdmission(c *Builder, p *plan, resources []rest.Resource, cluster *kubeclient.Client, observe func(stage string)) (rest.Admitter, error) {
-	cfg := admission.Config{Registerer: c.Registerer, ObserveRejection: observe}
+	cfg := admission.Config{Registerer: c.Observability.Registerer, ObserveRejection: observe}
 	for _, r := range resources {
 		var subs []string
 		if r.StatusSubresource {
@@ -29,7 +30,7 @@ func (s *Server) buildAdmission(c *Builder, p *plan, resources []rest.Resource, 
 	}
 	var opts admission.PolicyOptions
 	var hookOpts admission.WebhookOptions
-	off := func(plugin string) bool { return slices.Contains(c.DisabledAdmissionPlugins, plugin) }
+	off := func(plugin string) bool { return slices.Contains(c.Admission.DisabledPlugins, plugin) }
 	if cluster != nil && !off("NamespaceLifecycle") {
 		// Namespaces as the cluster has them, followed by a watch: a
 		// namespace that starts terminating refuses new content at once.
@@ -42,8 +43,8 @@ func (s *Server) buildAdmission(c *Builder, p *plan, resources []rest.Resource, 
 		}
 		cfg.Mutators = append(cfg.Mutators, nl)
 	}
-	cfg.Mutators = append(cfg.Mutators, c.Mutators...)
-	cfg.Validators = append(cfg.Validators, c.Validators...)
+	cfg.Mutators = append(cfg.Mutators, c.Admission.Mutators...)
+	cfg.Validators = append(cfg.Validators, c.Admission.Validators...)
 
 	if len(p.policies) > 0 {
 		mp, err := admission.LoadMutatingPolicies(p.policies, opts)
@@ -64,7 +65,7 @@ func (s *Server) buildAdmission(c *Builder, p *plan, resources []rest.Resource, 
 	if len(p.webhooks) > 0 {
 		mutOpts, valOpts := hookOpts, hookOpts
 		if ac := p.admissionConfig; ac != nil {
-			mutOpts.Credentials, valOpts.Credentials = ac.mutatingCreds, ac.validatingCreds
+			mutOpts.Credentials, valOpts.Credentials = ac.MutatingCredentials, ac.ValidatingCredentials
 		}
 		mw, err := admission.NewMutatingWebhooks(p.webhooks, mutOpts)
 		if err != nil {

@@ -49,7 +49,7 @@ func startBenchServer(b *testing.B, name, policy string, batch audit.BatchConfig
 	if err != nil {
 		b.Fatal(err)
 	}
-	bld := Builder{Listener: ln, Storage: store, Logger: zap.NewNop(), Resources: []rest.Resource{widgets()}}
+	bld := Builder{Resources: []rest.Resource{widgets()}, Serving: Serving{Listener: ln}, Storage: Storage{Store: store}, Observability: Observability{Logger: zap.NewNop()}}
 	if policy != "" {
 		p, err := audit.ParsePolicy([]byte(policy))
 		if err != nil {

@@ -10,7 +10,6 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -45,10 +44,10 @@ func auditedBuilder(t *testing.T) (Builder, string) {
 	tokens := writeFile(t, dir, "tokens.csv", "alice-token,alice,alice-uid\n")
 	gr := meta.GroupResource{Group: "test.annex.dev", Resource: "widgets"}
 	return Builder{
-		TokenAuthFile: tokens,
 		Audit: audit.Config{Policy: p, Log: audit.LogConfig{Path: logPath,
 			Batch: audit.BatchConfig{Mode: audit.ModeBatch, BufferSize: 1000, MaxBatchSize: 1000, MaxBatchWait: time.Hour}}},
-		Validators: []admission.Validator{admission.ValidatorFunc(func(_ context.Context, a *admission.Attributes) error {
+		Authentication: Authentication{TokenAuthFile: tokens},
+		Admission: Admission{Validators: []admission.Validator{admission.ValidatorFunc(func(_ context.Context, a *admission.Attributes) error {
 			switch a.Name {
 			case "denied":
 				return meta.NewForbidden(gr, a.Name, errDenied)
@@ -56,7 +55,7 @@ func auditedBuilder(t *testing.T) (Builder, string) {
 				panic("boom")
 			}
 			return nil
-		})},
+		})}},
 	}, logPath
 }
 
@@ -306,7 +305,7 @@ func TestAuditFlags(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			b := Builder{Resources: []rest.Resource{widgets()}, DataDir: filepath.Join(t.TempDir(), "data"), Listener: mustListen(t)}
+			b := Builder{Resources: []rest.Resource{widgets()}, DataDir: filepath.Join(t.TempDir(), "data"), Serving: Serving{Listener: mustListen(t)}}
 			fs := flag.NewFlagSet("test", flag.ContinueOnError)
 			b.AddFlags(fs)
 			if err := fs.Parse(tt.args); err != nil {
@@ -337,23 +336,4 @@ func TestAuditFlags(t *testing.T) {
 			}
 		})
 	}
-}
-
-// TestAppendMillis: the stage-latencies figures are what strconv's float
-// formatting of the microseconds in milliseconds writes.
-func TestAppendMillis(t *testing.T) {
-	for _, us := range []int64{0, 1, 9, 10, 99, 100, 999, 1000, 1001, 12345, 999999, 1000000, 123456789, -1, -1500} {
-		d := time.Duration(us) * time.Microsecond
-		want := strconv.FormatFloat(float64(us)/1000, 'f', 3, 64)
-		if got := string(appendMillis(nil, d+999*time.Nanosecond*time.Duration(sign(us)))); got != want {
-			t.Errorf("%v: got %s, want %s", d, got, want)
-		}
-	}
-}
-
-func sign(n int64) int64 {
-	if n < 0 {
-		return -1
-	}
-	return 1
 }

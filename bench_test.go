@@ -84,17 +84,22 @@ func benchHandler(b *testing.B, withAdmission bool) http.Handler {
 		b.Fatal(err)
 	}
 	res := rest.Resource{Group: "bench.annex.dev", Version: "v1", Plural: "environments", Kind: "Environment", Namespaced: true}
-	bld := Builder{DataDir: b.TempDir(), Listener: ln, Storage: store, Logger: zap.NewNop(), DisableWatchCache: true,
-		Authenticator: authn.AuthenticatorFunc(func(*http.Request) (*filters.User, bool, error) {
+	bld := Builder{
+		DataDir: b.TempDir(),
+		Serving: Serving{Listener: ln},
+		Authentication: Authentication{Authenticator: authn.AuthenticatorFunc(func(*http.Request) (*filters.User, bool, error) {
 			return &filters.User{Name: "bench", Groups: []string{"system:masters", "system:authenticated"}}, true, nil
-		})}
+		})},
+		Storage:       Storage{Store: store, DisableWatchCache: true},
+		Observability: Observability{Logger: zap.NewNop()},
+	}
 	if withAdmission {
 		res.Schema = schema.MustParseYAML(benchSchema)
 		vp, err := admission.LoadValidatingPolicies([]byte(benchPolicies), admission.PolicyOptions{})
 		if err != nil {
 			b.Fatal(err)
 		}
-		bld.Validators = []admission.Validator{vp}
+		bld.Admission.Validators = []admission.Validator{vp}
 	}
 	bld.Resources = []rest.Resource{res}
 	srv, err := bld.Build()

@@ -68,7 +68,7 @@ func buildNoPanic(t *testing.T, resources []rest.Resource) (err error) {
 			t.Errorf("Build panicked: %v", v)
 		}
 	}()
-	b := Builder{Resources: resources, DataDir: t.TempDir(), Logger: zap.NewNop(), Listener: mustListen(t)}
+	b := Builder{Resources: resources, DataDir: t.TempDir(), Serving: Serving{Listener: mustListen(t)}, Observability: Observability{Logger: zap.NewNop()}}
 	srv, err := b.Build()
 	if err == nil {
 		srv.closeAll()

@@ -69,42 +69,42 @@ func TestBuildRejectsBadDeclarations(t *testing.T) {
 		{"missing_kind", Builder{Resources: []rest.Resource{noKind}}, []string{"Resources: ", "kind must be a CamelCase identifier"}},
 		{"printer_column_without_type", Builder{Resources: []rest.Resource{untypedColumn}}, []string{"Resources: ", "printer column owner has type ;"}},
 		{"status_on_computed_resource", Builder{Resources: []rest.Resource{computed}}, []string{"Resources: ", "a computed resource has no status subresource"}},
-		{"cert_without_key", Builder{CertFile: missing}, []string{"CertFile/KeyFile: must be given together"}},
-		{"missing_cert_files", Builder{CertFile: missing, KeyFile: missing}, []string{"CertFile/KeyFile: "}},
-		{"port_out_of_range", Builder{SecurePort: 70000}, []string{"SecurePort: 70000 is out of range"}},
-		{"negative_body_limit", Builder{MaxRequestBodyBytes: -1}, []string{"MaxRequestBodyBytes: -1 is negative"}},
-		{"missing_client_ca", Builder{ClientCAFile: missing}, []string{"ClientCAFile: "}},
-		{"missing_token_file", Builder{TokenAuthFile: missing}, []string{"TokenAuthFile: "}},
-		{"bad_token_file", Builder{TokenAuthFile: badTokens}, []string{"TokenAuthFile: "}},
-		{"oidc_over_http", Builder{OIDC: &authn.OIDCConfig{IssuerURL: "http://issuer", Audiences: []string{"a"}}}, []string{"OIDC: ", "must be https"}},
-		{"missing_policy_file", Builder{AuthorizationPolicyFiles: []string{missing}}, []string{"AuthorizationPolicyFiles: "}},
-		{"missing_delegation_kubeconfig", Builder{Delegation: &Delegation{AuthenticationKubeconfig: missing, AuthorizationKubeconfig: missing}},
+		{"cert_without_key", Builder{Serving: Serving{CertFile: missing}}, []string{"CertFile/KeyFile: must be given together"}},
+		{"missing_cert_files", Builder{Serving: Serving{CertFile: missing, KeyFile: missing}}, []string{"CertFile/KeyFile: "}},
+		{"port_out_of_range", Builder{Serving: Serving{SecurePort: 70000}}, []string{"SecurePort: 70000 is out of range"}},
+		{"negative_body_limit", Builder{Limits: Limits{MaxRequestBodyBytes: -1}}, []string{"MaxRequestBodyBytes: -1 is negative"}},
+		{"missing_client_ca", Builder{Authentication: Authentication{ClientCAFile: missing}}, []string{"ClientCAFile: "}},
+		{"missing_token_file", Builder{Authentication: Authentication{TokenAuthFile: missing}}, []string{"TokenAuthFile: "}},
+		{"bad_token_file", Builder{Authentication: Authentication{TokenAuthFile: badTokens}}, []string{"TokenAuthFile: "}},
+		{"oidc_over_http", Builder{Authentication: Authentication{OIDC: &authn.OIDCConfig{IssuerURL: "http://issuer", Audiences: []string{"a"}}}}, []string{"OIDC: ", "must be https"}},
+		{"missing_policy_file", Builder{Authorization: Authorization{PolicyFiles: []string{missing}}}, []string{"AuthorizationPolicyFiles: "}},
+		{"missing_delegation_kubeconfig", Builder{Authentication: Authentication{Delegation: &Delegation{AuthenticationKubeconfig: missing, AuthorizationKubeconfig: missing}}},
 			[]string{"Delegation.AuthenticationKubeconfig: ", "Delegation.AuthorizationKubeconfig: "}},
-		{"missing_admission_policy_file", Builder{AdmissionPolicyFiles: []string{missing}}, []string{"AdmissionPolicyFiles: "}},
-		{"bad_webhook_file", Builder{AdmissionWebhookFiles: []string{badHooks}}, []string{"AdmissionWebhookFiles: ", "clientConfig"}},
-		{"nil_mutator", Builder{Mutators: []admission.Mutator{nil}}, []string{"Mutators[0]: is nil"}},
-		{"authenticator_and_token_file", Builder{Authenticator: anyone, TokenAuthFile: badTokens}, []string{"Authenticator and TokenAuthFile: both set"}},
-		{"authenticator_and_oidc", Builder{Authenticator: anyone, OIDC: &authn.OIDCConfig{IssuerURL: "https://issuer", Audiences: []string{"a"}}},
+		{"missing_admission_policy_file", Builder{Admission: Admission{PolicyFiles: []string{missing}}}, []string{"AdmissionPolicyFiles: "}},
+		{"bad_webhook_file", Builder{Admission: Admission{WebhookFiles: []string{badHooks}}}, []string{"AdmissionWebhookFiles: ", "clientConfig"}},
+		{"nil_mutator", Builder{Admission: Admission{Mutators: []admission.Mutator{nil}}}, []string{"Mutators[0]: is nil"}},
+		{"authenticator_and_token_file", Builder{Authentication: Authentication{Authenticator: anyone, TokenAuthFile: badTokens}}, []string{"Authenticator and TokenAuthFile: both set"}},
+		{"authenticator_and_oidc", Builder{Authentication: Authentication{Authenticator: anyone, OIDC: &authn.OIDCConfig{IssuerURL: "https://issuer", Audiences: []string{"a"}}}},
 			[]string{"Authenticator and OIDC: both set"}},
-		{"authenticator_and_delegation", Builder{Authenticator: anyone, Delegation: &Delegation{AuthenticationKubeconfig: missing}},
+		{"authenticator_and_delegation", Builder{Authentication: Authentication{Authenticator: anyone, Delegation: &Delegation{AuthenticationKubeconfig: missing}}},
 			[]string{"Authenticator and Delegation: both set"}},
-		{"authorizer_and_policy_files", Builder{Authorizer: allowAll, AuthorizationPolicyFiles: []string{missing}},
+		{"authorizer_and_policy_files", Builder{Authorization: Authorization{Authorizer: allowAll, PolicyFiles: []string{missing}}},
 			[]string{"Authorizer and AuthorizationPolicyFiles: both set"}},
-		{"authorizer_and_always_allow_paths", Builder{Authorizer: allowAll, AlwaysAllowPaths: []string{"/x"}},
+		{"authorizer_and_always_allow_paths", Builder{Authorization: Authorization{Authorizer: allowAll, AlwaysAllowPaths: []string{"/x"}}},
 			[]string{"Authorizer and AlwaysAllowPaths: both set"}},
-		{"authorizer_and_delegation", Builder{Authorizer: allowAll, Delegation: &Delegation{AuthenticationKubeconfig: missing}},
+		{"authorizer_and_delegation", Builder{Authentication: Authentication{Delegation: &Delegation{AuthenticationKubeconfig: missing}}, Authorization: Authorization{Authorizer: allowAll}},
 			[]string{"Authorizer and Delegation: both set"}},
 		{"stage_after_unknown_stage", Builder{Stages: []InsertedStage{{After: "nope", Stage: Stage{Name: "x", Filter: pass}}}},
 			[]string{`Stages[0]: stage "x": no stage named "nope"`}},
 		{"stage_that_reads_too_early", Builder{Stages: []InsertedStage{tooEarly}},
 			[]string{`stage "tenant-check" needs "user", which no earlier stage provides`}},
-		{"bad_encryption_config", Builder{EncryptionProviderConfig: writeFile(t, files, "enc.yaml", "apiVersion: apiserver.config.k8s.io/v1\nkind: EncryptionConfiguration\nresources: []\n")},
+		{"bad_encryption_config", Builder{Storage: Storage{EncryptionProviderConfig: writeFile(t, files, "enc.yaml", "apiVersion: apiserver.config.k8s.io/v1\nkind: EncryptionConfiguration\nresources: []\n")}},
 			[]string{"EncryptionProviderConfig: ", "resources: Required value: at least one resources is required"}},
-		{"encryption_reload_without_config", Builder{EncryptionProviderConfigAutomaticReload: true},
+		{"encryption_reload_without_config", Builder{Storage: Storage{EncryptionProviderConfigAutomaticReload: true}},
 			[]string{"EncryptionProviderConfigAutomaticReload: needs EncryptionProviderConfig"}},
-		{"encryption_config_and_storage", Builder{EncryptionProviderConfig: missing, Storage: pendingStore{}},
+		{"encryption_config_and_storage", Builder{Storage: Storage{EncryptionProviderConfig: missing, Store: pendingStore{}}},
 			[]string{"EncryptionProviderConfig and Storage: both set", "EncryptionProviderConfig: error opening encryption provider configuration file"}},
-		{"every_problem_at_once", Builder{TokenAuthFile: badTokens, AuthorizationPolicyFiles: []string{missing}, Resources: []rest.Resource{noKind}},
+		{"every_problem_at_once", Builder{Resources: []rest.Resource{noKind}, Authentication: Authentication{TokenAuthFile: badTokens}, Authorization: Authorization{PolicyFiles: []string{missing}}},
 			[]string{"TokenAuthFile: ", "AuthorizationPolicyFiles: ", "kind must be a CamelCase identifier"}},
 	}
 	for _, tt := range tests {
@@ -144,8 +144,12 @@ func TestFailedBuildHasNoSideEffect(t *testing.T) {
 	noKind := widgets()
 	noKind.Kind = ""
 	parent := t.TempDir()
-	b := Builder{DataDir: filepath.Join(parent, "data"), BindAddress: "127.0.0.1", SecurePort: port,
-		Resources: []rest.Resource{noKind}, AuthorizationPolicyFiles: []string{filepath.Join(parent, "missing.yaml")}}
+	b := Builder{
+		DataDir:       filepath.Join(parent, "data"),
+		Resources:     []rest.Resource{noKind},
+		Serving:       Serving{BindAddress: "127.0.0.1", SecurePort: port},
+		Authorization: Authorization{PolicyFiles: []string{filepath.Join(parent, "missing.yaml")}},
+	}
 	if _, err := build(t, &b); err == nil {
 		t.Fatal("Build succeeded")
 	}
@@ -160,8 +164,8 @@ func TestFailedBuildHasNoSideEffect(t *testing.T) {
 	again.Close()
 
 	// The same declaration, fixed, builds: validation was the only obstacle.
-	b.Resources, b.AuthorizationPolicyFiles = []rest.Resource{widgets()}, nil
-	b.SecurePort, b.Listener = 0, mustListen(t)
+	b.Resources, b.Authorization.PolicyFiles = []rest.Resource{widgets()}, nil
+	b.Serving.SecurePort, b.Serving.Listener = 0, mustListen(t)
 	srv, err := build(t, &b)
 	if err != nil {
 		t.Fatal(err)
@@ -200,7 +204,7 @@ func TestRunStartsPerResourceStore(t *testing.T) {
 	own := &startCounter{started: make(chan struct{})}
 	r := widgets()
 	r.Storage = own
-	b := Builder{DataDir: t.TempDir(), Listener: mustListen(t), Resources: []rest.Resource{r}, DisableWatchCache: true}
+	b := Builder{DataDir: t.TempDir(), Resources: []rest.Resource{r}, Serving: Serving{Listener: mustListen(t)}, Storage: Storage{DisableWatchCache: true}}
 	srv, err := build(t, &b)
 	if err != nil {
 		t.Fatal(err)
@@ -230,8 +234,12 @@ func TestFailedAssembleUnregistersMetrics(t *testing.T) {
 	busy := mustListen(t)
 	defer busy.Close()
 	reg := prometheus.NewRegistry()
-	b := Builder{DataDir: t.TempDir(), BindAddress: "127.0.0.1", SecurePort: busy.Addr().(*net.TCPAddr).Port,
-		Resources: []rest.Resource{widgets()}, Registerer: reg}
+	b := Builder{
+		DataDir:       t.TempDir(),
+		Resources:     []rest.Resource{widgets()},
+		Serving:       Serving{BindAddress: "127.0.0.1", SecurePort: busy.Addr().(*net.TCPAddr).Port},
+		Observability: Observability{Registerer: reg},
+	}
 	if _, err := build(t, &b); err == nil || !strings.Contains(err.Error(), "listen") {
 		t.Fatalf("Build on a busy port: %v, want a listen error", err)
 	}
@@ -242,7 +250,7 @@ func TestFailedAssembleUnregistersMetrics(t *testing.T) {
 		}
 		t.Errorf("a failed Build left %d metric families registered (%v): %v", len(mfs), err, names)
 	}
-	b.SecurePort, b.Listener = 0, mustListen(t)
+	b.Serving.SecurePort, b.Serving.Listener = 0, mustListen(t)
 	srv, err := build(t, &b)
 	if err != nil {
 		t.Fatalf("Build again with the same registry: %v", err)

@@ -47,7 +47,7 @@ func cacheBytesPerObject(b *testing.B, n int, watching bool) (perObject float64,
 		b.Fatal(err)
 	}
 	defer store.Close()
-	ts := startServer(b, Builder{Storage: store, Logger: zap.NewNop(), Resources: []rest.Resource{widgets()}})
+	ts := startServer(b, Builder{Resources: []rest.Resource{widgets()}, Storage: Storage{Store: store}, Observability: Observability{Logger: zap.NewNop()}})
 	defer func() { ts.cancel(); <-ts.done }()
 	base := ts.srv.URL() + "/apis/test.annex.dev/v1/namespaces/ns/widgets"
 	events := make(chan int, 1)

@@ -110,8 +110,12 @@ func TestDelegatedModeTrustsOnlyTheFrontProxy(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b := Builder{DataDir: dataDir, Listener: ln, Resources: []rest.Resource{widgets()},
-		Delegation: &Delegation{AuthenticationKubeconfig: kube.kubeconfig, AuthorizationKubeconfig: kube.kubeconfig}}
+	b := Builder{
+		DataDir:        dataDir,
+		Resources:      []rest.Resource{widgets()},
+		Serving:        Serving{Listener: ln},
+		Authentication: Authentication{Delegation: &Delegation{AuthenticationKubeconfig: kube.kubeconfig, AuthorizationKubeconfig: kube.kubeconfig}},
+	}
 	srv, err := b.Build()
 	if err != nil {
 		t.Fatal(err)

@@ -25,14 +25,14 @@ func ExampleBuilder() {
 	defer os.RemoveAll(dir)
 	ln, _ := net.Listen("tcp", "127.0.0.1:0")
 	b := annex.Builder{
-		Name:     "shop",
-		DataDir:  dir,
-		Listener: ln, // or SecurePort, 8443 by default
-		Logger:   zap.NewNop(),
+		Name:    "shop",
+		DataDir: dir,
 		Resources: []rest.Resource{{
 			Group: "shop.example.com", Version: "v1", Plural: "widgets", Kind: "Widget", Namespaced: true,
 			PrinterColumns: []rest.PrinterColumn{{Name: "Color", Type: "string", JSONPath: ".spec.color"}},
 		}},
+		Serving:       annex.Serving{Listener: ln},
+		Observability: annex.Observability{Logger: zap.NewNop()},
 	}
 	srv, err := b.Build()
 	if err != nil {
@@ -72,10 +72,13 @@ func ExampleInsertedStage() {
 			next.ServeHTTP(w, r)
 		})
 	}
-	b := annex.Builder{DataDir: dir, Listener: ln, Logger: zap.NewNop(),
+	b := annex.Builder{
+		DataDir:   dir,
 		Resources: []rest.Resource{{Group: "shop.example.com", Version: "v1", Plural: "widgets", Kind: "Widget", Namespaced: true}},
 		Stages: []annex.InsertedStage{{After: annex.StageAuthentication,
 			Stage: annex.Stage{Name: "served-for", Needs: []annex.Provision{annex.ProvidesUser}, Filter: tag}}},
+		Serving:       annex.Serving{Listener: ln},
+		Observability: annex.Observability{Logger: zap.NewNop()},
 	}
 	srv, err := b.Build()
 	if err != nil {

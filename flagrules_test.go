@@ -51,7 +51,7 @@ func TestFlagWithoutEffectIsAnError(t *testing.T) {
 				"--authorization-webhook-cache-unauthorized-ttl: has no effect without --delegated-auth",
 			}},
 		{name: "delegated_auth_with_delegation_in_code", args: []string{"--delegated-auth", "--authentication-kubeconfig", "/k"},
-			builder: func(b *Builder) { b.Delegation = &Delegation{} },
+			builder: func(b *Builder) { b.Authentication.Delegation = &Delegation{} },
 			wantErr: []string{"--authentication-kubeconfig: Builder.Delegation is set in code", "--delegated-auth: Builder.Delegation is set in code"}},
 		{name: "standalone_request_header", args: []string{"--requestheader-client-ca-file", "/rh.crt", "--requestheader-allowed-names", "p",
 			"--requestheader-username-headers", "U", "--requestheader-group-headers", "G", "--requestheader-extra-headers-prefix", "E-",
@@ -73,7 +73,7 @@ func TestFlagWithoutEffectIsAnError(t *testing.T) {
 		{name: "delegated_skip_lookup_with_files", args: []string{"--delegated-auth", "--authentication-skip-lookup", "--client-ca-file", "/ca.crt",
 			"--requestheader-client-ca-file", "/rh.crt", "--requestheader-allowed-names", "p"}},
 		{name: "request_header_flags_with_request_header_in_code", args: []string{"--requestheader-client-ca-file", "/rh.crt", "--requestheader-allowed-names", "p"},
-			builder: func(b *Builder) { b.RequestHeader = &RequestHeader{ClientCAFile: "/x.crt"} },
+			builder: func(b *Builder) { b.Authentication.RequestHeader = &RequestHeader{ClientCAFile: "/x.crt"} },
 			wantErr: []string{"--requestheader-client-ca-file: Builder.RequestHeader is set in code", "--requestheader-allowed-names: Builder.RequestHeader is set in code"}},
 		{name: "oidc", args: []string{"--oidc-issuer-url", "https://issuer", "--oidc-client-id", "c", "--oidc-username-claim", "email",
 			"--oidc-username-prefix", "o:", "--oidc-groups-claim", "g", "--oidc-groups-prefix", "g:", "--oidc-required-claim", "a=b", "--oidc-signing-algs", "ES256"}},
@@ -89,7 +89,7 @@ func TestFlagWithoutEffectIsAnError(t *testing.T) {
 				"--oidc-signing-algs: has no effect without --oidc-issuer-url",
 			}},
 		{name: "oidc_flags_with_oidc_in_code", args: []string{"--oidc-issuer-url", "https://issuer", "--oidc-client-id", "c"},
-			builder: func(b *Builder) { b.OIDC = &authn.OIDCConfig{IssuerURL: "https://other"} },
+			builder: func(b *Builder) { b.Authentication.OIDC = &authn.OIDCConfig{IssuerURL: "https://other"} },
 			wantErr: []string{"--oidc-issuer-url: Builder.OIDC is set in code", "--oidc-client-id: Builder.OIDC is set in code"}},
 		{name: "audit_log", args: []string{"--audit-policy-file", policy, "--audit-log-path", "/a.log", "--audit-log-maxage", "3", "--audit-log-mode", "batch"}},
 		{name: "audit_webhook", args: []string{"--audit-policy-file", policy, "--audit-webhook-config-file", "/w", "--audit-webhook-batch-max-size", "10"}},
@@ -108,7 +108,7 @@ func TestFlagWithoutEffectIsAnError(t *testing.T) {
 				"--audit-webhook-mode: has no effect without --audit-webhook-config-file",
 			}},
 		{name: "port_and_address", args: []string{"--secure-port", "9443", "--bind-address", "127.0.0.1"},
-			builder: func(b *Builder) { b.Listener = nil }},
+			builder: func(b *Builder) { b.Serving.Listener = nil }},
 		{name: "port_and_address_with_a_listener", args: []string{"--secure-port", "9443", "--bind-address", "127.0.0.1"},
 			wantErr: []string{"--secure-port: Builder.Listener is set in code", "--bind-address: Builder.Listener is set in code"}},
 		{name: "data_dir_for_generated_certificates", args: []string{"--data-dir", "/d"}},
@@ -117,7 +117,7 @@ func TestFlagWithoutEffectIsAnError(t *testing.T) {
 			builder: func(b *Builder) { b.Resources = computed },
 			wantErr: []string{"--data-dir: has no effect: certificates come from files, client certificates are not generated (--client-ca-file or delegation) and no resource uses the embedded store"}},
 		{name: "data_dir_with_a_store_given", args: append([]string{"--data-dir", "/d", "--delegated-auth"}, files[:4]...),
-			builder: func(b *Builder) { b.Storage = pendingStore{} },
+			builder: func(b *Builder) { b.Storage.Store = pendingStore{} },
 			wantErr: []string{"--data-dir: has no effect: certificates come from files, client certificates are not generated (--client-ca-file or delegation) and no resource uses the embedded store"}},
 		{name: "flags_that_always_work", args: []string{"--token-auth-file", "/t.csv", "--authorization-policy-file", "/p.yaml",
 			"--authorization-always-allow-paths", "/healthz", "--request-timeout", "30s", "--min-request-timeout", "60",
@@ -125,7 +125,7 @@ func TestFlagWithoutEffectIsAnError(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			b := Builder{Resources: stored, Listener: &net.TCPListener{}}
+			b := Builder{Resources: stored, Serving: Serving{Listener: &net.TCPListener{}}}
 			if tc.builder != nil {
 				tc.builder(&b)
 			}
@@ -157,7 +157,7 @@ func TestFlagErrorsComeFromBuild(t *testing.T) {
 	if err := flags.Parse([]string{"--requestheader-allowed-names", "front-proxy-client", "--authentication-kubeconfig", "/k"}); err != nil {
 		t.Fatal(err)
 	}
-	b.Listener = mustListen(t)
+	b.Serving.Listener = mustListen(t)
 	_, err := b.Build()
 	if err == nil {
 		t.Fatal("Build accepted flags without effect")

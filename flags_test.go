@@ -47,7 +47,7 @@ subjects:
 		t.Fatal(err)
 	}
 	var err error
-	if b.Listener, err = net.Listen("tcp", "127.0.0.1:0"); err != nil {
+	if b.Serving.Listener, err = net.Listen("tcp", "127.0.0.1:0"); err != nil {
 		t.Fatal(err)
 	}
 	srv, err := b.Build()
@@ -102,15 +102,15 @@ func TestFlagsSelectDelegation(t *testing.T) {
 	if err := b.applyFlags(); err != nil {
 		t.Fatal(err)
 	}
-	d := b.Delegation
+	d := b.Authentication.Delegation
 	if d == nil || d.AuthenticationKubeconfig != "/k" || d.AuthorizedTTL != time.Minute ||
 		strings.Join(d.RequestHeaderAllowedNames, ",") != "front-proxy-client,aggregator" {
 		t.Fatalf("delegation = %+v", d)
 	}
 	plain := Builder{}
 	plain.AddFlags(flag.NewFlagSet("plain", flag.ContinueOnError))
-	if err := plain.applyFlags(); err != nil || plain.Delegation != nil {
-		t.Fatalf("no delegation flags gave %+v (%v)", plain.Delegation, err)
+	if err := plain.applyFlags(); err != nil || plain.Authentication.Delegation != nil {
+		t.Fatalf("no delegation flags gave %+v (%v)", plain.Authentication.Delegation, err)
 	}
 }
 
@@ -151,8 +151,8 @@ func TestAddPFlags(t *testing.T) {
 	if err := fs.Parse([]string{"--secure-port=9443", "--authentication-kubeconfig=/x"}); err != nil {
 		t.Fatal(err)
 	}
-	if b.SecurePort != 9443 {
-		t.Errorf("SecurePort = %d", b.SecurePort)
+	if b.Serving.SecurePort != 9443 {
+		t.Errorf("SecurePort = %d", b.Serving.SecurePort)
 	}
 	b.DataDir = t.TempDir()
 	_, err := b.Build()

@@ -132,8 +132,16 @@ func (r *floodRig) start(mode string) (url string, stop func()) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	bld := Builder{Resources: []rest.Resource{widgets()}, Storage: r.store, DataDir: r.dataDir, Listener: ln, Logger: zap.NewNop(),
-		TokenAuthFile: r.tokens, AuthorizationPolicyFiles: []string{r.policy}, FlowControl: r.flowControl(mode)}
+	bld := Builder{
+		Resources:      []rest.Resource{widgets()},
+		DataDir:        r.dataDir,
+		FlowControl:    r.flowControl(mode),
+		Serving:        Serving{Listener: ln},
+		Authentication: Authentication{TokenAuthFile: r.tokens},
+		Authorization:  Authorization{PolicyFiles: []string{r.policy}},
+		Storage:        Storage{Store: r.store},
+		Observability:  Observability{Logger: zap.NewNop()},
+	}
 	srv, err := bld.Build()
 	if err != nil {
 		b.Fatal(err)
@@ -469,8 +477,16 @@ func BenchmarkServerGETFlowControl(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			bld := Builder{Resources: []rest.Resource{widgets()}, Storage: r.store, DataDir: r.dataDir, Listener: ln, Logger: zap.NewNop(),
-				TokenAuthFile: r.tokens, AuthorizationPolicyFiles: []string{r.policy}, FlowControl: r.flowControl(mode)}
+			bld := Builder{
+				Resources:      []rest.Resource{widgets()},
+				DataDir:        r.dataDir,
+				FlowControl:    r.flowControl(mode),
+				Serving:        Serving{Listener: ln},
+				Authentication: Authentication{TokenAuthFile: r.tokens},
+				Authorization:  Authorization{PolicyFiles: []string{r.policy}},
+				Storage:        Storage{Store: r.store},
+				Observability:  Observability{Logger: zap.NewNop()},
+			}
 			srv, err := bld.Build()
 			if err != nil {
 				b.Fatal(err)

@@ -122,7 +122,7 @@ func TestFlowControlThroughTheServer(t *testing.T) {
 	config := writeFile(t, dir, "flowcontrol.yaml", oneSeatForX)
 	g := newGate()
 	reg := prometheus.NewRegistry()
-	b := Builder{Resources: []rest.Resource{widgets(), g.resource()}, Registerer: reg}
+	b := Builder{Resources: []rest.Resource{widgets(), g.resource()}, Observability: Observability{Registerer: reg}}
 	fs := flag.NewFlagSet("test", flag.ContinueOnError)
 	b.AddFlags(fs)
 	if err := fs.Parse([]string{"--data-dir", filepath.Join(dir, "data"), "--token-auth-file", tokens, "--authorization-policy-file", policy,
@@ -339,7 +339,7 @@ func TestFlowControlOffWithoutLimits(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			b.Listener = ln
+			b.Serving.Listener = ln
 			srv, err := b.Build()
 			if err != nil {
 				t.Fatal(err)

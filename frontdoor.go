@@ -29,18 +29,13 @@ type Delegation struct {
 	// AuthorizationKubeconfig reaches the cluster for SubjectAccessReviews
 	// (--authorization-kubeconfig). Empty means in-cluster configuration.
 	AuthorizationKubeconfig string
-	// RequestHeaderClientCAFile overrides the front-proxy CA the ConfigMap
-	// names (--requestheader-client-ca-file). Empty means the ConfigMap's.
-	RequestHeaderClientCAFile string
-	// RequestHeaderAllowedNames, UsernameHeaders, GroupHeaders,
-	// ExtraHeadersPrefixes and UIDHeaders override the ConfigMap's
-	// --requestheader-* settings when any is set. All empty means the
-	// ConfigMap's.
-	RequestHeaderAllowedNames    []string
-	RequestHeaderUsernameHeaders []string
-	RequestHeaderGroupHeaders    []string
-	RequestHeaderExtraPrefixes   []string
-	RequestHeaderUIDHeaders      []string
+	// RequestHeader overrides the front proxy of the cluster's
+	// extension-apiserver-authentication ConfigMap: its ClientCAFile the CA
+	// the ConfigMap names (--requestheader-client-ca-file; empty means the
+	// ConfigMap's), its Names the ConfigMap's --requestheader-* settings when
+	// any list is set (all empty means the ConfigMap's). With SkipLookup it
+	// is the whole front proxy, none when ClientCAFile is empty.
+	RequestHeader RequestHeader
 	// TokenCacheTTL is how long TokenReview answers are cached
 	// (--authentication-token-webhook-cache-ttl). Zero means 10s.
 	TokenCacheTTL time.Duration
@@ -53,9 +48,9 @@ type Delegation struct {
 	TolerateMissingRequestHeaderCA bool
 	// SkipLookup leaves the extension-apiserver-authentication ConfigMap
 	// unread (--authentication-skip-lookup): client certificates verify
-	// against Builder.ClientCAFile only, and the front proxy is
-	// RequestHeaderClientCAFile with the RequestHeader* fields (Kubernetes'
-	// defaults for empty header lists), or none when that is empty.
+	// against Authentication.ClientCAFile only, and the front proxy is
+	// RequestHeader (Kubernetes' defaults for empty header lists), or none
+	// when its ClientCAFile is empty.
 	// TokenReview and SubjectAccessReview still go to the cluster.
 	SkipLookup bool
 	// TolerateLookupFailure keeps /readyz passing when the ConfigMap cannot
@@ -67,11 +62,6 @@ type Delegation struct {
 	// (namespaces for NamespaceLifecycle, flowcontrol objects), as kube's
 	// --kubeconfig. Empty means AuthenticationKubeconfig's client.
 	Kubeconfig string
-}
-
-func (d *Delegation) overridesHeaders() bool {
-	return len(d.RequestHeaderAllowedNames)+len(d.RequestHeaderUsernameHeaders)+len(d.RequestHeaderGroupHeaders)+
-		len(d.RequestHeaderExtraPrefixes)+len(d.RequestHeaderUIDHeaders) > 0
 }
 
 // frontDoor is what the stages of authentication, impersonation and
@@ -100,13 +90,14 @@ type frontDoor struct {
 func (s *Server) buildFrontDoor(c *Builder, p *plan) (*frontDoor, error) {
 	fd := &frontDoor{}
 	var err error
-	if fd.authnMetrics, err = authn.NewMetrics(c.Registerer); err != nil {
+	if fd.authnMetrics, err = authn.NewMetrics(c.Observability.Registerer); err != nil {
 		return nil, err
 	}
-	if fd.authzMetrics, err = authz.NewMetrics(c.Registerer); err != nil {
+	if fd.authzMetrics, err = authz.NewMetrics(c.Observability.Registerer); err != nil {
 		return nil, err
 	}
 
+	an := c.Authentication
 	var cfg authn.Config
 	cfg.Anonymous = &authn.AnonymousConfig{Paths: healthPaths()}
 	var authorizers []authz.NamedAuthorizer
@@ -114,20 +105,19 @@ func (s *Server) buildFrontDoor(c *Builder, p *plan) (*frontDoor, error) {
 	case p.clientCA != nil:
 		cfg.ClientCA = p.clientCA
 		s.runners = append(s.runners, p.clientCA.Start)
-	case c.Delegation == nil && c.Authenticator == nil:
+	case an.Delegation == nil && an.Authenticator == nil:
 		if cfg.ClientCA, err = s.standaloneClientCA(c); err != nil {
 			return nil, err
 		}
 	}
 
-	if d := c.Delegation; d != nil {
+	if d := an.Delegation; d != nil {
 		if err := s.delegate(d, p, &cfg, &authorizers, fd); err != nil {
 			return nil, err
 		}
 	}
-	if r := c.RequestHeader; r != nil {
-		s.staticRequestHeader(r, p, &cfg)
-		fd.headerNames = cfg.RequestHeader.Names
+	if r := an.RequestHeader; r != nil {
+		s.staticRequestHeader(*r, p, &cfg, fd)
 	}
 	if p.tokenFile != nil {
 		cfg.Tokens = append(cfg.Tokens, p.tokenFile)
@@ -139,7 +129,7 @@ func (s *Server) buildFrontDoor(c *Builder, p *plan) (*frontDoor, error) {
 	if p.rbac != nil {
 		authorizers = append(authorizers, authz.NamedAuthorizer{Name: authz.NameRBAC, Authorizer: p.rbac})
 	}
-	if c.Delegation == nil {
+	if an.Delegation == nil {
 		// Authorizing on its own, the server grants what kube-apiserver's
 		// bootstrap policy grants everyone: discovery, version and health,
 		// and asking about oneself (kubectl auth can-i, auth whoami).
@@ -150,7 +140,7 @@ func (s *Server) buildFrontDoor(c *Builder, p *plan) (*frontDoor, error) {
 		authorizers = append(authorizers, authz.NamedAuthorizer{Name: authz.NameBootstrapRBAC, Authorizer: bootstrap})
 	}
 
-	fd.authenticator = c.Authenticator
+	fd.authenticator = an.Authenticator
 	if fd.authenticator == nil {
 		if fd.authenticator, err = authn.New(cfg); err != nil {
 			return nil, err
@@ -167,9 +157,9 @@ func (s *Server) buildFrontDoor(c *Builder, p *plan) (*frontDoor, error) {
 		fd.advertised = authn.UnionCA(caProviders...)
 	}
 
-	fd.authorizer = c.Authorizer
+	fd.authorizer = c.Authorization.Authorizer
 	if fd.authorizer == nil {
-		paths := c.AlwaysAllowPaths
+		paths := c.Authorization.AlwaysAllowPaths
 		if paths == nil {
 			paths = healthPaths()
 		}
@@ -196,10 +186,7 @@ func (s *Server) standaloneClientCA(c *Builder) (authn.CAProvider, error) {
 	if err != nil {
 		return nil, err
 	}
-	if s.standalone == nil {
-		s.standalone = &standaloneMaterial{}
-	}
-	s.standalone.admin = admin
+	s.admin = admin
 	return b, nil
 }
 
@@ -210,9 +197,8 @@ func (s *Server) delegate(d *Delegation, p *plan, cfg *authn.Config, authorizers
 	authnClient, authzClient := p.authnClient, p.authzClient
 	fd.cluster = p.clusterClient
 	if d.SkipLookup {
-		if r := delegationHeaders(d); r != nil {
-			s.staticRequestHeader(r, p, cfg)
-			fd.headerNames = cfg.RequestHeader.Names
+		if d.RequestHeader.ClientCAFile != "" {
+			s.staticRequestHeader(d.RequestHeader, p, cfg, fd)
 		}
 	} else if err := s.lookupCluster(d, p, cfg, fd); err != nil {
 		return err
@@ -242,12 +228,8 @@ func (s *Server) lookupCluster(d *Delegation, p *plan, cfg *authn.Config, fd *fr
 		s.runners = append(s.runners, p.requestHeaderCA.Start)
 	}
 	var names authn.RequestHeaderNamesProvider = del
-	if d.overridesHeaders() {
-		names = authn.StaticRequestHeaderNames(authn.RequestHeaderNames{
-			AllowedNames: d.RequestHeaderAllowedNames, UsernameHeaders: d.RequestHeaderUsernameHeaders,
-			GroupHeaders: d.RequestHeaderGroupHeaders, ExtraHeaderPrefixes: d.RequestHeaderExtraPrefixes,
-			UIDHeaders: d.RequestHeaderUIDHeaders,
-		})
+	if n := d.RequestHeader.Names; len(n.AllowedNames)+len(n.UsernameHeaders)+len(n.GroupHeaders)+len(n.ExtraHeaderPrefixes)+len(n.UIDHeaders) > 0 {
+		names = authn.StaticRequestHeaderNames(n)
 	}
 	cfg.RequestHeader = &authn.RequestHeaderConfig{CA: rhCA, Names: names}
 	fd.headerNames = names

@@ -5,23 +5,20 @@ package annex
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
-	"runtime"
-	"runtime/debug"
 	"slices"
-	"strings"
-	"time"
 
 	"github.com/go-chi/chi/v5"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"go.uber.org/zap"
 
+	"github.com/annexapi/annex/authn"
 	"github.com/annexapi/annex/authz"
 	"github.com/annexapi/annex/filters"
 	"github.com/annexapi/annex/healthz"
+	"github.com/annexapi/annex/internal/logs"
 	"github.com/annexapi/annex/metrics"
 	"github.com/annexapi/annex/rest"
 	"github.com/annexapi/annex/storage"
@@ -35,8 +32,9 @@ func (s *Server) buildHandler(c *Builder, p *plan, resources []rest.Resource, fd
 	var errs []error
 	s.watchCtx, s.cancelWatch = context.WithCancel(context.Background())
 	s.closers = append(s.closers, func() error { s.cancelWatch(); return nil })
+	reg := c.Observability.Registerer
 
-	m, err := metrics.New(metrics.Config{Registerer: c.Registerer, Known: knownResources(resources)})
+	m, err := metrics.New(metrics.Config{Registerer: reg, Known: knownResources(resources)})
 	if err != nil {
 		return nil, err
 	}
@@ -44,9 +42,10 @@ func (s *Server) buildHandler(c *Builder, p *plan, resources []rest.Resource, fd
 	if err != nil {
 		errs = append(errs, err)
 	}
-	apiHandler, err := rest.NewHandler(rest.Config{Resources: resources, MinRequestTimeout: c.MinRequestTimeout, DisableManagedFields: c.DisableManagedFields, DisableResponseCompression: c.DisableResponseCompression, DeleteCollectionWorkers: c.DeleteCollectionWorkers, Shutdown: s.watchCtx,
-		WatchEvents: m.WatchEvents,
-		Admission:   admit, OpenAPITitle: c.Name})
+	apiHandler, err := rest.NewHandler(rest.Config{Resources: resources, MinRequestTimeout: c.Limits.MinRequestTimeout,
+		DisableManagedFields: c.Storage.DisableManagedFields, DisableResponseCompression: c.Serving.DisableResponseCompression,
+		DeleteCollectionWorkers: c.Limits.DeleteCollectionWorkers, Shutdown: s.watchCtx,
+		WatchEvents: m.WatchEvents, Admission: admit, OpenAPITitle: c.Name})
 	if err != nil {
 		errs = append(errs, err)
 	}
@@ -54,22 +53,27 @@ func (s *Server) buildHandler(c *Builder, p *plan, resources []rest.Resource, fd
 	if err != nil {
 		errs = append(errs, err)
 	}
-	mux, err := s.buildMux(c, resources, apiHandler, fd.authorizer)
+	mux, err := s.buildMux(c, apiHandler, fd.authorizer)
 	if err != nil {
 		errs = append(errs, err)
 	}
-
+	auditor, err := s.buildAudit(c)
+	if err != nil {
+		errs = append(errs, err)
+	}
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
 	}
 
-	// Fill the table of stages.go; a slot left unset stays off.
+	// Fill the table of stages.go; a row left unset stays off.
 	stages := DefaultStages()
 	set := func(name string, f Filter) {
 		if err := SetFilter(stages, name, f); err != nil {
 			errs = append(errs, err)
 		}
 	}
+	set(StageStackGrowth, filters.WithStackGrowth())
+	set(StageShutdownDrain, s.drain.Filter)
 	set(StagePanicRecovery, filters.WithPanicRecovery(filters.PanicRecoveryConfig{
 		OnPanic: func(r *http.Request, v any, stack []byte) {
 			s.log.Error("handler panic", zap.String("path", r.URL.Path), zap.Any("panic", v), zap.ByteString("stack", stack))
@@ -78,21 +82,17 @@ func (s *Server) buildHandler(c *Builder, p *plan, resources []rest.Resource, fd
 	set(StageRequestInfo, chainOf(
 		filters.WithRequestReceivedTimestamp(filters.RequestReceivedTimestampConfig{}),
 		filters.WithRequestInfoResolver(filters.RequestInfoResolver{})))
-	if s.tracer != nil { // the request's span wraps everything after request info
-		set(StageMetrics, chainOf(s.tracer.filter, m.Filter()))
-	} else {
-		set(StageMetrics, m.Filter())
+	if s.tracer != nil {
+		set(StageTracing, s.tracer.Filter)
 	}
-	set(StageLogging, s.requestLogging)
+	set(StageMetrics, m.Filter())
+	set(StageLogging, filters.WithRequestLogging(filters.RequestLoggingConfig{Logger: s.log.Named("http")}))
 	set(StageHeaders, filters.WithCacheControl(filters.CacheControlConfig{}))
-	set(StageDeadline, filters.WithRequestDeadline(filters.RequestDeadlineConfig{MaxTimeout: c.RequestTimeout}))
+	set(StageDeadline, filters.WithRequestDeadline(filters.RequestDeadlineConfig{MaxTimeout: c.Limits.RequestTimeout}))
 	set(StageTimeout, filters.WithRequestTimeout(filters.RequestTimeoutConfig{}))
-	set(StageBodyLimit, filters.WithMaxRequestBody(filters.MaxRequestBodyConfig{MaxBytes: c.MaxRequestBodyBytes}))
+	set(StageBodyLimit, filters.WithMaxRequestBody(filters.MaxRequestBodyConfig{MaxBytes: c.Limits.MaxRequestBodyBytes}))
 	set(StageWarnings, filters.WithWarningRecorder(filters.WarningRecorderConfig{}))
-	auditor, err := s.buildAudit(c)
-	if err != nil {
-		errs = append(errs, err)
-	} else if auditor != nil {
+	if auditor != nil {
 		set(StageAudit, auditor.Filter)
 		// A 401 never reaches the audit stage, which sits after
 		// authentication: the authentication stage reports it.
@@ -123,13 +123,27 @@ func (s *Server) buildHandler(c *Builder, p *plan, resources []rest.Resource, fd
 	}})
 }
 
+// genericStage reports whether name is one of the stages before
+// authentication that every request passes in microseconds; the
+// stage-latencies annotation leaves them out.
+func genericStage(name string) bool {
+	switch name {
+	case StageStackGrowth, StageShutdownDrain, StagePanicRecovery, StageAuditID, StageRequestInfo, StageTracing,
+		StageMetrics, StageLogging, StageHeaders, StageDeadline, StageTimeout, StageBodyLimit, StageWarnings:
+		return true
+	}
+	return false
+}
+
 // fills reports whether Build fills the built-in stage name; the others
-// (the slots) stay off. The validation phase checks the order of the stages
-// with these on.
+// stay off. The validation phase checks the order of the stages with these
+// on.
 func (c *Builder) fills(name string) bool {
 	switch name {
 	case StageAudit:
 		return c.Audit.Enabled()
+	case StageTracing:
+		return c.Observability.TracingConfigFile != "" || c.Observability.Tracing != nil
 	}
 	return true
 }
@@ -168,7 +182,7 @@ func knownResources(resources []rest.Resource) func(group, version, resource str
 
 // buildMux routes the health, metrics and version paths, and everything else
 // to the API handler (which answers discovery and 404s).
-func (s *Server) buildMux(c *Builder, resources []rest.Resource, api http.Handler, authorizer authz.Authorizer) (http.Handler, error) {
+func (s *Server) buildMux(c *Builder, api http.Handler, authorizer authz.Authorizer) (http.Handler, error) {
 	s.shutdownFlag = healthz.NewFlag("shutdown", "server is shutting down")
 	// One "storage" check per distinct store under the resources (the watch
 	// caches in front of them have their own checks).
@@ -204,8 +218,8 @@ func (s *Server) buildMux(c *Builder, resources []rest.Resource, api http.Handle
 		return h, err
 	}
 	live, err1 := mk("livez", healthz.PingCheck())
-	health, err2 := mk("healthz", append([]healthz.Check{healthz.PingCheck()}, append(healthChecks, c.ReadyChecks...)...)...)
-	ready, err3 := mk("readyz", append(append([]healthz.Check{healthz.PingCheck()}, storageChecks...), append(c.ReadyChecks, s.shutdownFlag)...)...)
+	health, err2 := mk("healthz", append([]healthz.Check{healthz.PingCheck()}, append(healthChecks, c.Serving.ReadyChecks...)...)...)
+	ready, err3 := mk("readyz", append(append([]healthz.Check{healthz.PingCheck()}, storageChecks...), append(slices.Clone(c.Serving.ReadyChecks), s.shutdownFlag)...)...)
 	if err := errors.Join(err1, err2, err3); err != nil {
 		return nil, err
 	}
@@ -218,22 +232,18 @@ func (s *Server) buildMux(c *Builder, resources []rest.Resource, api http.Handle
 		r.Handle(h.path, h.h)
 		r.Handle(h.path+"/*", h.h)
 	}
-	if !c.DisableProfiling {
-		routeProfiling(r, c.ContentionProfiling)
+	if !c.Observability.DisableProfiling {
+		routeProfiling(r, c.Observability.ContentionProfiling)
 	}
 	var level *zap.AtomicLevel
 	if !c.loggerInCode && c.logs != nil && c.logs.err == nil {
 		level = &c.logs.level
 	}
-	r.Put("/debug/flags/v", logLevelHandler(level))
-	r.Post(selfSubjectAccessReviewPath, selfSubjectAccessReviewHandler(authorizer))
-	r.Post(selfSubjectReviewPath, selfSubjectReviewHandler)
-	version := c.Version.complete()
-	r.Get("/version", func(w http.ResponseWriter, _ *http.Request) {
-		w.Header().Set("Content-Type", "application/json")
-		_ = json.NewEncoder(w).Encode(version)
-	})
-	if g, ok := gathererOf(c.Registerer); ok {
+	r.Put("/debug/flags/v", logs.LevelHandler(level))
+	r.Post(authz.SelfSubjectAccessReviewPath, authz.SelfSubjectAccessReviewHandler(authorizer))
+	r.Post(authn.SelfSubjectReviewPath, authn.SelfSubjectReviewHandler)
+	r.Method(http.MethodGet, "/version", c.Serving.Version.Handler())
+	if g, ok := gathererOf(c.Observability.Registerer); ok {
 		r.Handle("/metrics", promhttp.HandlerFor(g, promhttp.HandlerOpts{}))
 	}
 	if s.flowControl != nil {
@@ -246,114 +256,6 @@ func (s *Server) buildMux(c *Builder, resources []rest.Resource, api http.Handle
 
 // Check is a health check; see package healthz.
 type Check = healthz.Check
-
-// requestLogging logs one line per request at debug level, and 5xx answers at
-// warn level.
-func (s *Server) requestLogging(next http.Handler) http.Handler {
-	log := s.log.Named("http")
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		start := time.Now()
-		rw := filters.WrapResponseWriter(w)
-		next.ServeHTTP(rw, r)
-		code := rw.Status()
-		level := V(3) // kube's httplog: every request at -v=3
-		if code >= 500 {
-			level = zap.WarnLevel
-		}
-		if ce := log.Check(level, "HTTP"); ce != nil {
-			verb := r.Method
-			if info, ok := filters.RequestInfoFrom(r.Context()); ok && info.Verb != "" {
-				verb = strings.ToUpper(info.Verb)
-			}
-			fields := []zap.Field{
-				zap.String("verb", verb), zap.String("URI", r.RequestURI), zap.Duration("latency", time.Since(start)),
-				zap.String("userAgent", r.UserAgent()), zap.String("audit-ID", filters.AuditIDFrom(r.Context())),
-				zap.String("srcIP", r.RemoteAddr),
-			}
-			if u, ok := filters.UserFrom(r.Context()); ok {
-				fields = append(fields, zap.String("user", u.Name))
-			}
-			ce.Write(append(fields, zap.Int("resp", code))...)
-		}
-	})
-}
-
-// VersionInfo is the /version document, as kube-apiserver's version.Info.
-type VersionInfo struct {
-	Major        string `json:"major"`
-	Minor        string `json:"minor"`
-	GitVersion   string `json:"gitVersion"`
-	GitCommit    string `json:"gitCommit"`
-	GitTreeState string `json:"gitTreeState"`
-	BuildDate    string `json:"buildDate"`
-	GoVersion    string `json:"goVersion"`
-	Compiler     string `json:"compiler"`
-	Platform     string `json:"platform"`
-}
-
-// KubernetesVersion is the Kubernetes release whose API conventions annex
-// serves: its wire behaviour is compared with kube-apiserver of this minor
-// version in the e2e module. /version reports it as the gitVersion's core,
-// so that kubectl's version-skew check, which compares minor versions,
-// passes for every kubectl it supports.
-const KubernetesVersion = "v1.33.0"
-
-// complete fills zero fields from the build information of the binary:
-// gitVersion is KubernetesVersion with the program's own version (the main
-// module's, else annex's, else "devel") as semver build metadata, e.g.
-// v1.33.0+v0.4.2; major and minor follow gitVersion.
-func (v VersionInfo) complete() VersionInfo {
-	own := ""
-	if bi, ok := debug.ReadBuildInfo(); ok {
-		own = bi.Main.Version
-		if own == "" || own == "(devel)" {
-			own = ""
-			for _, d := range bi.Deps {
-				if d.Path == "github.com/annexapi/annex" {
-					own = "annex-" + d.Version
-				}
-			}
-		}
-		for _, kv := range bi.Settings {
-			switch {
-			case kv.Key == "vcs.revision" && v.GitCommit == "":
-				v.GitCommit = kv.Value
-			case kv.Key == "vcs.time" && v.BuildDate == "":
-				v.BuildDate = kv.Value
-			case kv.Key == "vcs.modified" && v.GitTreeState == "":
-				v.GitTreeState = map[string]string{"true": "dirty", "false": "clean"}[kv.Value]
-			}
-		}
-	}
-	if v.GitVersion == "" {
-		v.GitVersion = KubernetesVersion + "+" + buildMetadata(own)
-	}
-	if v.Major == "" && v.Minor == "" {
-		if maj, rest, ok := strings.Cut(strings.TrimPrefix(v.GitVersion, "v"), "."); ok {
-			min, _, _ := strings.Cut(rest, ".")
-			v.Major, v.Minor = maj, min
-		}
-	}
-	v.GoVersion = runtime.Version()
-	v.Compiler = runtime.Compiler
-	v.Platform = runtime.GOOS + "/" + runtime.GOARCH
-	return v
-}
-
-// buildMetadata makes a version a semver build-metadata string: only
-// [0-9A-Za-z-.], anything else becomes '-'; empty is "devel".
-func buildMetadata(version string) string {
-	if version == "" {
-		return "devel"
-	}
-	b := []byte(version)
-	for i, c := range b {
-		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c == '-' || c == '.') {
-			b[i] = '-'
-		}
-	}
-	return string(b)
-}
 
 // healthyChecker is a store with a health check of its own.
 type healthyChecker interface {

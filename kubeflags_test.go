@@ -174,8 +174,9 @@ func TestKubeServingFlags(t *testing.T) {
 		t.Fatal(err)
 	}
 	certDir := filepath.Join(dir, "elsewhere")
-	ts := startServer(t, Builder{CertDir: certDir, TLSMinVersion: tls.VersionTLS13, DisableHTTP2Serving: true,
-		SNICertKeys: []SNICertKey{{CertFile: filepath.Join(sniDir, "serving.crt"), KeyFile: filepath.Join(sniDir, "serving.key"), Names: []string{"*.example.com"}}}})
+	ts := startServer(t, Builder{
+		Serving: Serving{CertDir: certDir, TLSMinVersion: tls.VersionTLS13, DisableHTTP2: true, SNICertKeys: []SNICertKey{{CertFile: filepath.Join(sniDir, "serving.crt"), KeyFile: filepath.Join(sniDir, "serving.key"), Names: []string{"*.example.com"}}}},
+	})
 	if _, err := os.Stat(filepath.Join(certDir, "serving.crt")); err != nil {
 		t.Fatalf("--cert-dir: %v", err)
 	}

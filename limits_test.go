@@ -255,7 +255,7 @@ func TestLimitHeaderReadTimeout(t *testing.T) {
 	t.Parallel()
 	b := Builder{DataDir: t.TempDir(), Resources: []rest.Resource{widgets()}}
 	var err error
-	if b.Listener, err = net.Listen("tcp", "127.0.0.1:0"); err != nil {
+	if b.Serving.Listener, err = net.Listen("tcp", "127.0.0.1:0"); err != nil {
 		t.Fatal(err)
 	}
 	srv, err := b.Build()
@@ -333,7 +333,7 @@ func TestLimitHTTP2StreamsPerConnection(t *testing.T) {
 	}{{"default_is_kubes", 0, 1000}, {"flag_value", 42, 42}} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			ts := startServer(t, Builder{HTTP2MaxStreamsPerConnection: tc.set})
+			ts := startServer(t, Builder{Limits: Limits{HTTP2MaxStreamsPerConnection: tc.set}})
 			if got := http2Settings(t, ts)[maxConcurrentStreams]; got != tc.want {
 				t.Errorf("SETTINGS_MAX_CONCURRENT_STREAMS = %d, want %d", got, tc.want)
 			}
@@ -415,7 +415,7 @@ func TestLimitRequestTimeout(t *testing.T) {
 		}),
 		Lister: rest.ListerFunc(func(context.Context, string, rest.ListOptions) ([][]byte, error) { return nil, nil }),
 	}
-	ts := startServer(t, Builder{Resources: []rest.Resource{widgets(), blocking}, RequestTimeout: 500 * time.Millisecond})
+	ts := startServer(t, Builder{Resources: []rest.Resource{widgets(), blocking}, Limits: Limits{RequestTimeout: 500 * time.Millisecond}})
 	url := ts.srv.URL() + "/apis/test.annex.dev/v1/namespaces/default/sleepers/s"
 	for _, tc := range []struct {
 		name, query string
@@ -442,7 +442,7 @@ func TestLimitRequestTimeout(t *testing.T) {
 func TestLimitWatchTimeout(t *testing.T) {
 	t.Parallel()
 	const minTimeout = 300 * time.Millisecond
-	ts := startServer(t, Builder{MinRequestTimeout: minTimeout})
+	ts := startServer(t, Builder{Limits: Limits{MinRequestTimeout: minTimeout}})
 	for _, tc := range []struct {
 		name, query     string
 		atLeast, atMost time.Duration

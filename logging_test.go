@@ -3,14 +3,10 @@ package annex
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"net/http"
 	"strings"
 	"sync"
 	"testing"
-
-	"go.uber.org/zap"
-	"go.uber.org/zap/zapcore"
 )
 
 func logLines(t *testing.T, buf *bytes.Buffer) []map[string]any {
@@ -29,71 +25,13 @@ func logLines(t *testing.T, buf *bytes.Buffer) []map[string]any {
 	return out
 }
 
-// TestJSONLogsAsKube: --logging-format=json writes kube's fields (ts in
-// milliseconds, caller, msg, v on info lines, err on errors) and -v picks
-// the verbosity.
-func TestJSONLogsAsKube(t *testing.T) {
-	t.Parallel()
-	var buf bytes.Buffer
-	log, _, err := newLogger(Logging{Format: "json", Verbosity: 3}, zapcore.AddSync(&buf))
-	if err != nil {
-		t.Fatal(err)
-	}
-	log.Info("serving", zap.String("url", "https://x"))
-	log.Check(V(3), "HTTP").Write(zap.String("verb", "LIST"), zap.Int("resp", 200))
-	if ce := log.Check(V(4), "too verbose"); ce != nil {
-		t.Fatal("V(4) enabled at -v=3")
-	}
-	log.Named("storage").Error("failed", zap.Error(errors.New("disk full")))
-	lines := logLines(t, &buf)
-	if len(lines) != 3 {
-		t.Fatalf("%d lines: %s", len(lines), buf.String())
-	}
-	info, http, failed := lines[0], lines[1], lines[2]
-	if ts, ok := info["ts"].(float64); !ok || ts < 1.7e12 || info["msg"] != "serving" || info["v"] != float64(0) ||
-		info["url"] != "https://x" || !strings.Contains(info["caller"].(string), "logging_test.go:") {
-		t.Errorf("info line %v", info)
-	}
-	if http["v"] != float64(3) || http["verb"] != "LIST" || http["resp"] != float64(200) {
-		t.Errorf("V(3) line %v", http)
-	}
-	if _, has := failed["v"]; has || failed["err"] != "disk full" || failed["logger"] != "storage" {
-		t.Errorf("error line %v", failed)
-	}
-	if _, _, err := newLogger(Logging{Format: "xml"}, zapcore.AddSync(&buf)); err == nil || !strings.Contains(err.Error(), `"xml" is not one of text, json`) {
-		t.Errorf("bad format: %v", err)
-	}
-}
-
-// TestVModule: --vmodule raises one file's verbosity.
-func TestVModule(t *testing.T) {
-	t.Parallel()
-	for _, tc := range []struct {
-		vmodule string
-		shown   bool
-	}{{"logging_test=5", true}, {"logging_*=5", true}, {"other=5", false}, {"logging_test=4", false}} {
-		var buf bytes.Buffer
-		log, _, err := newLogger(Logging{VModule: tc.vmodule}, zapcore.AddSync(&buf))
-		if err != nil {
-			t.Fatal(err)
-		}
-		log.Check(V(5), "detail").Write()
-		if got := strings.Contains(buf.String(), "detail"); got != tc.shown {
-			t.Errorf("--vmodule=%s: shown %v, want %v: %q", tc.vmodule, got, tc.shown, buf.String())
-		}
-	}
-	if _, _, err := newLogger(Logging{VModule: "x"}, zapcore.AddSync(&bytes.Buffer{})); err == nil {
-		t.Error("a vmodule without =N was accepted")
-	}
-}
-
 // TestRequestLogAndDebugFlagsV: at -v=3 every request is one kube httplog
 // line; PUT /debug/flags/v changes the verbosity of the running server
 // (behind authorization), as on kube's components.
 func TestRequestLogAndDebugFlagsV(t *testing.T) {
 	t.Parallel()
 	var buf lockedBuf
-	ts := startServer(t, Builder{Logging: Logging{Format: "json", Verbosity: 2, Output: &buf}})
+	ts := startServer(t, Builder{Observability: Observability{Logging: Logging{Format: "json", Verbosity: 2, Output: &buf}}})
 	url := ts.srv.URL()
 	if code, _ := do(t, ts.admin, "GET", url+"/apis/test.annex.dev/v1/namespaces/a/widgets", ""); code != 200 {
 		t.Fatalf("list: %d", code)

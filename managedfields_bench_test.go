@@ -30,7 +30,7 @@ func BenchmarkManagedFieldsThroughput(b *testing.B) {
 		name string
 		off  bool
 	}{{"on", false}, {"off", true}, {"on#2", false}, {"off#2", true}} {
-		ts := startServer(b, Builder{Resources: []rest.Resource{res}, DisableManagedFields: mode.off})
+		ts := startServer(b, Builder{Resources: []rest.Resource{res}, Storage: Storage{DisableManagedFields: mode.off}})
 		coll := ts.srv.URL() + "/apis/bench.annex.dev/v1/namespaces/ns1/environments"
 		run := func(b *testing.B, op func(c *http.Client, i int) (int, error), want int) {
 			var next atomic.Int64

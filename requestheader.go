@@ -1,7 +1,7 @@
 // This file holds request-header (front proxy) authentication configured
 // from files rather than read from the cluster: in standalone mode
-// (Builder.RequestHeader, kube-apiserver's --requestheader-* flags on their
-// own) and in delegated mode with Delegation.SkipLookup
+// (Authentication.RequestHeader, kube-apiserver's --requestheader-* flags on
+// their own) and in delegated mode with Delegation.SkipLookup
 // (--authentication-skip-lookup).
 
 package annex
@@ -13,76 +13,49 @@ import (
 	"github.com/annexapi/annex/certs"
 )
 
-// RequestHeader configures request-header authentication without a
-// cluster: a request whose client certificate verifies against ClientCAFile
-// (and whose CN is allowed) is authenticated as the user its headers name, as
-// kube-apiserver does with its --requestheader-* flags. Header lists left
-// empty take a delegated server's defaults, so a front proxy configured for
-// one works with the other.
+// RequestHeader configures request-header (front proxy) authentication
+// from files: a request whose client certificate verifies against
+// ClientCAFile (and whose CN Names allows) is authenticated as the user its
+// headers name, as kube-apiserver does with its --requestheader-* flags.
+// The same shape configures a standalone server's front proxy
+// (Authentication.RequestHeader) and overrides a delegated server's
+// (Delegation.RequestHeader).
 type RequestHeader struct {
 	// ClientCAFile is the CA bundle the front proxy's client certificate
 	// must chain to (--requestheader-client-ca-file), reloaded when it
-	// changes. Required; it must share no certificate with ClientCAFile.
+	// changes. It must share no certificate with ClientCAFile.
 	ClientCAFile string
-	// AllowedNames are the client certificate CNs trusted to assert
-	// identities (--requestheader-allowed-names). Empty means any
-	// certificate from ClientCAFile.
-	AllowedNames []string
-	// UsernameHeaders are tried in order for the user name
-	// (--requestheader-username-headers). Empty means X-Remote-User.
-	UsernameHeaders []string
-	// GroupHeaders hold the groups (--requestheader-group-headers). Empty
-	// means X-Remote-Group.
-	GroupHeaders []string
-	// ExtraHeaderPrefixes start the headers of extra fields
-	// (--requestheader-extra-headers-prefix). Empty means X-Remote-Extra-.
-	ExtraHeaderPrefixes []string
-	// UIDHeaders are tried in order for the UID
-	// (--requestheader-uid-headers). Empty means none, as in Kubernetes
-	// (an older front proxy may pass a client's X-Remote-Uid through).
-	UIDHeaders []string
-}
-
-// names is r's provider of allowed names and headers, defaults filled in.
-func (r *RequestHeader) names() authn.RequestHeaderNamesProvider {
-	return authn.StaticRequestHeaderNames(authn.RequestHeaderNames{
-		AllowedNames: r.AllowedNames, UsernameHeaders: r.UsernameHeaders, GroupHeaders: r.GroupHeaders,
-		ExtraHeaderPrefixes: r.ExtraHeaderPrefixes, UIDHeaders: r.UIDHeaders,
-	})
-}
-
-// delegationHeaders is the RequestHeader a delegation that skips the lookup
-// configures from its own fields; nil when it names no request-header CA.
-func delegationHeaders(d *Delegation) *RequestHeader {
-	if d.RequestHeaderClientCAFile == "" {
-		return nil
-	}
-	return &RequestHeader{ClientCAFile: d.RequestHeaderClientCAFile, AllowedNames: d.RequestHeaderAllowedNames,
-		UsernameHeaders: d.RequestHeaderUsernameHeaders, GroupHeaders: d.RequestHeaderGroupHeaders,
-		ExtraHeaderPrefixes: d.RequestHeaderExtraPrefixes, UIDHeaders: d.RequestHeaderUIDHeaders}
+	// Names are the allowed CNs (--requestheader-allowed-names; empty means
+	// any certificate from ClientCAFile) and the header names
+	// (--requestheader-username-headers, -group-headers,
+	// -extra-headers-prefix, -uid-headers). Empty lists take Kubernetes'
+	// defaults (authn.DefaultRequestHeaderNames), so a front proxy
+	// configured for a delegated server works with a standalone one.
+	Names authn.RequestHeaderNames
 }
 
 // validateRequestHeader is phase 1's part for request-header authentication
 // from files: the fields that conflict, the CA bundle loaded, and checked
 // distinct from the client CA.
 func (c *Builder) validateRequestHeader(p *plan, reload certs.ReloadConfig, bad func(string, error)) {
-	if d := c.Delegation; d != nil && d.SkipLookup {
+	an := c.Authentication
+	if d := an.Delegation; d != nil && d.SkipLookup {
 		if d.TolerateMissingRequestHeaderCA {
 			bad("Delegation.TolerateMissingRequestHeaderCA and Delegation.SkipLookup", errors.New("both set: without the lookup nothing can be missing"))
 		}
 		if p.clientCA != nil && p.requestHeaderCA != nil {
-			bad("Delegation.RequestHeaderClientCAFile", authn.CheckDistinctCAs(p.clientCA, p.requestHeaderCA))
+			bad("Delegation.RequestHeader.ClientCAFile", authn.CheckDistinctCAs(p.clientCA, p.requestHeaderCA))
 		}
 	}
-	r := c.RequestHeader
+	r := an.RequestHeader
 	if r == nil {
 		return
 	}
 	switch {
-	case c.Delegation != nil:
-		bad("RequestHeader and Delegation", errors.New("both set: a delegated server takes its front proxy from Delegation (RequestHeader* fields, or the cluster)"))
+	case an.Delegation != nil:
+		bad("RequestHeader and Delegation", errors.New("both set: a delegated server takes its front proxy from Delegation (its RequestHeader, or the cluster)"))
 		return
-	case c.Authenticator != nil:
+	case an.Authenticator != nil:
 		bad("Authenticator and RequestHeader", errors.New("both set: Authenticator replaces the authentication the other configures"))
 		return
 	case r.ClientCAFile == "":
@@ -98,8 +71,9 @@ func (c *Builder) validateRequestHeader(p *plan, reload certs.ReloadConfig, bad 
 }
 
 // staticRequestHeader sets up request-header authentication from files:
-// r's settings over the CA bundle phase 1 loaded.
-func (s *Server) staticRequestHeader(r *RequestHeader, p *plan, cfg *authn.Config) {
+// r's names over the CA bundle phase 1 loaded.
+func (s *Server) staticRequestHeader(r RequestHeader, p *plan, cfg *authn.Config, fd *frontDoor) {
 	s.runners = append(s.runners, p.requestHeaderCA.Start)
-	cfg.RequestHeader = &authn.RequestHeaderConfig{CA: p.requestHeaderCA, Names: r.names()}
+	cfg.RequestHeader = &authn.RequestHeaderConfig{CA: p.requestHeaderCA, Names: authn.StaticRequestHeaderNames(r.Names)}
+	fd.headerNames = cfg.RequestHeader.Names
 }

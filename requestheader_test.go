@@ -87,7 +87,7 @@ func buildFromFlags(t *testing.T, b Builder, args ...string) (*testServer, func(
 	if err != nil {
 		t.Fatal(err)
 	}
-	b.Listener = ln
+	b.Serving.Listener = ln
 	srv, err := b.Build()
 	if err != nil {
 		t.Fatal(err)

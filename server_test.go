@@ -43,18 +43,18 @@ type testServer struct {
 
 func startServer(t testing.TB, b Builder) *testServer {
 	t.Helper()
-	if b.Logger == nil && b.Logging.Output == nil { // the default logs to stderr: keep test output quiet
-		b.Logger = zap.NewNop()
+	if b.Observability.Logger == nil && b.Observability.Logging.Output == nil { // the default logs to stderr: keep test output quiet
+		b.Observability.Logger = zap.NewNop()
 	}
 	if b.DataDir == "" {
 		b.DataDir = t.TempDir()
 	}
-	if b.Listener == nil {
+	if b.Serving.Listener == nil {
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
 			t.Fatal(err)
 		}
-		b.Listener = ln
+		b.Serving.Listener = ln
 	}
 	if b.Resources == nil {
 		b.Resources = []rest.Resource{widgets()}
@@ -127,7 +127,7 @@ func do(t testing.TB, c *http.Client, method, url, body string) (int, string) {
 func TestServerServesResourcesBehindAuthentication(t *testing.T) {
 	t.Parallel()
 	reg := prometheus.NewRegistry()
-	ts := startServer(t, Builder{Registerer: reg})
+	ts := startServer(t, Builder{Observability: Observability{Registerer: reg}})
 	u := ts.srv.URL()
 	base := u + "/apis/test.annex.dev/v1/namespaces/default/widgets"
 
@@ -224,7 +224,7 @@ func TestServerServesResourcesBehindAuthentication(t *testing.T) {
 
 func TestGracefulShutdownFailsReadyzFirstAndEndsWatches(t *testing.T) {
 	t.Parallel()
-	ts := startServer(t, Builder{ShutdownDelay: 2 * time.Second})
+	ts := startServer(t, Builder{Shutdown: Shutdown{Delay: 2 * time.Second}})
 	u := ts.srv.URL()
 	req, err := http.NewRequest(http.MethodGet, u+"/apis/test.annex.dev/v1/widgets?watch=1", nil)
 	if err != nil {
@@ -276,7 +276,7 @@ func TestGracefulShutdownFailsReadyzFirstAndEndsWatches(t *testing.T) {
 
 func TestBuildReportsEveryProblem(t *testing.T) {
 	t.Parallel()
-	b := Builder{DataDir: t.TempDir(), CertFile: "x.crt", SecurePort: 70000}
+	b := Builder{DataDir: t.TempDir(), Serving: Serving{CertFile: "x.crt", SecurePort: 70000}}
 	_, err := b.Build()
 	if err == nil {
 		t.Fatal("want errors")
@@ -294,8 +294,12 @@ func TestBuildRejectsStageThatReadsTooEarly(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b := Builder{DataDir: t.TempDir(), Listener: ln, Resources: []rest.Resource{widgets()},
-		Stages: []InsertedStage{{After: StageRequestInfo, Stage: Stage{Name: "tenant-check", Needs: []Provision{ProvidesUser}, Filter: pass}}}}
+	b := Builder{
+		DataDir:   t.TempDir(),
+		Resources: []rest.Resource{widgets()},
+		Stages:    []InsertedStage{{After: StageRequestInfo, Stage: Stage{Name: "tenant-check", Needs: []Provision{ProvidesUser}, Filter: pass}}},
+		Serving:   Serving{Listener: ln},
+	}
 	_, err = b.Build()
 	if err == nil || !strings.Contains(err.Error(), `stage "tenant-check" needs "user", which no earlier stage provides`) {
 		t.Fatalf("Build: %v", err)
@@ -380,7 +384,7 @@ func TestProfiling(t *testing.T) {
 	if code, body := do(t, ts.anon, http.MethodGet, u+"/debug/pprof/heap", ""); code != 401 && code != 403 {
 		t.Errorf("heap profile without credentials: %d %.200s, want 401 or 403", code, body)
 	}
-	off := startServer(t, Builder{DisableProfiling: true})
+	off := startServer(t, Builder{Observability: Observability{DisableProfiling: true}})
 	if code, _ := do(t, off.admin, http.MethodGet, off.srv.URL()+"/debug/pprof/", ""); code != 404 {
 		t.Errorf("pprof with profiling off: %d, want 404", code)
 	}

@@ -27,8 +27,15 @@ func BenchmarkGETStackGrowth(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	bld := Builder{Resources: []rest.Resource{widgets()}, Storage: r.store, DataDir: r.dataDir, Listener: ln, Logger: zap.NewNop(),
-		TokenAuthFile: r.tokens, AuthorizationPolicyFiles: []string{r.policy}}
+	bld := Builder{
+		Resources:      []rest.Resource{widgets()},
+		DataDir:        r.dataDir,
+		Serving:        Serving{Listener: ln},
+		Authentication: Authentication{TokenAuthFile: r.tokens},
+		Authorization:  Authorization{PolicyFiles: []string{r.policy}},
+		Storage:        Storage{Store: r.store},
+		Observability:  Observability{Logger: zap.NewNop()},
+	}
 	srv, err := bld.Build()
 	if err != nil {
 		b.Fatal(err)

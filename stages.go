@@ -1,14 +1,16 @@
 // This file is the one place that knows the path of a request: the ordered
 // table of the stages of the chain (DefaultStages), what each reads from and
 // adds to the request context, and Chain, the checked builder that turns the
-// table into a handler. The Builder fills the table's Filters
-// (handler.go, frontdoor.go); a hand-built server can do the same.
+// table into a handler. Every wrapper of the path is a row: the Builder
+// fills the table's Filters (handler.go, frontdoor.go) and serves Chain's
+// handler as it is; a hand-built server can do the same.
 //
 // The path, outermost first, numbered as in DESIGN.md:
 //
 //	01  TLS handshake, client certificates requested   (net/http, server.go)
-//	02  panic-recovery, audit-id, request-info, metrics, logging, headers,
-//	    deadline, timeout, body-limit, warnings       (filters)
+//	02  stack-growth, shutdown-drain (429 while draining), panic-recovery,
+//	    audit-id, request-info, tracing, metrics, logging, headers,
+//	    deadline, timeout, body-limit, warnings       (filters, otlp, metrics)
 //	03  authentication                                 (authn)       401
 //	04  audit                                          (audit)       never rejects
 //	05  impersonation                                  (authz)       403
@@ -41,6 +43,14 @@ import (
 // name is what errors, logs, the annex_request_rejections_total metric and
 // audit events call it.
 const (
+	// StageStackGrowth grows the goroutine's stack once up front
+	// (filters.WithStackGrowth): net/http serves each request on a fresh
+	// goroutine.
+	StageStackGrowth = "stack-growth"
+	// StageShutdownDrain counts the requests in flight for graceful
+	// shutdown and, while draining with Shutdown.SendRetryAfter, answers
+	// 429 with Retry-After (filters.ShutdownDrain).
+	StageShutdownDrain = "shutdown-drain"
 	// StagePanicRecovery answers a handler's panic with 500, or aborts a
 	// response that had started (filters.WithPanicRecovery).
 	StagePanicRecovery = "panic-recovery"
@@ -51,9 +61,13 @@ const (
 	// request asks for; 500 on a path it cannot resolve
 	// (filters.WithRequestReceivedTimestamp, filters.WithRequestInfoResolver).
 	StageRequestInfo = "request-info"
+	// StageTracing starts the request's span and adds one per stage the
+	// request went through (otlp.Tracer.Filter). Off unless tracing is
+	// configured.
+	StageTracing = "tracing"
 	// StageMetrics counts and times requests (package metrics).
 	StageMetrics = "metrics"
-	// StageLogging logs one line per request.
+	// StageLogging logs one line per request (filters.WithRequestLogging).
 	StageLogging = "logging"
 	// StageHeaders sets Cache-Control (filters.WithCacheControl).
 	StageHeaders = "headers"
@@ -72,8 +86,8 @@ const (
 	// certificate, bearer token, anonymous; 401 otherwise
 	// (authn.WithAuthentication).
 	StageAuthentication = "authentication"
-	// StageAudit records the request in the audit log. A slot: off until an
-	// audit filter fills it; it never rejects.
+	// StageAudit records the request in the audit log (audit.Auditor.Filter).
+	// Off unless the Builder's Audit turns it on; it never rejects.
 	StageAudit = "audit"
 	// StageImpersonation lets a user act as another when authorized to
 	// impersonate; 403 otherwise (authz.WithImpersonation).
@@ -149,17 +163,20 @@ type Stage struct {
 // Needs and Provides and no Filter (off): the table Build fills in and a
 // hand-built server starts from. The slice is fresh on every call.
 //
-// Every stage of the path has a row, including the slots the Builder does
-// not fill yet (StageAudit, StageFlowControl). Filling one is one call:
+// Every stage of the path has a row, including those the Builder leaves off
+// unless configured (StageAudit, StageTracing). Filling one is one call:
 //
 //	stages := annex.DefaultStages()
 //	err := annex.SetFilter(stages, annex.StageAudit, auditFilter)
 func DefaultStages() []Stage {
 	needs := func(p ...Provision) []Provision { return p }
 	return []Stage{
+		{Name: StageStackGrowth},
+		{Name: StageShutdownDrain},
 		{Name: StagePanicRecovery},
 		{Name: StageAuditID, Provides: needs(ProvidesAuditID)},
 		{Name: StageRequestInfo, Provides: needs(ProvidesRequestInfo)},
+		{Name: StageTracing, Needs: needs(ProvidesRequestInfo, ProvidesAuditID)},
 		{Name: StageMetrics, Needs: needs(ProvidesRequestInfo)},
 		{Name: StageLogging, Needs: needs(ProvidesRequestInfo, ProvidesAuditID)},
 		{Name: StageHeaders},

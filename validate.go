@@ -12,6 +12,8 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"slices"
+	"strings"
 
 	"go.uber.org/zap"
 
@@ -21,6 +23,7 @@ import (
 	"github.com/annexapi/annex/certs"
 	"github.com/annexapi/annex/kubeclient"
 	"github.com/annexapi/annex/meta"
+	"github.com/annexapi/annex/otlp"
 	"github.com/annexapi/annex/rest"
 	"github.com/annexapi/annex/storage"
 	"github.com/annexapi/annex/storage/value"
@@ -35,23 +38,23 @@ type plan struct {
 	clientCA *certs.CABundle
 	serving  *certs.ServingCert
 	// authnClient and authzClient reach the cluster in delegated mode;
-	// requestHeaderCA is Delegation.RequestHeaderClientCAFile's bundle.
+	// requestHeaderCA is the front proxy's RequestHeader.ClientCAFile bundle.
 	authnClient, authzClient *kubeclient.Client
 	// clusterClient reads the objects the server follows (--kubeconfig).
 	clusterClient   *kubeclient.Client
 	requestHeaderCA *certs.CABundle
 	// tracing is the tracing configuration, nil for none.
-	tracing *TracingConfiguration
-	// admissionConfig is AdmissionControlConfigFile's, nil for none.
-	admissionConfig *admissionConfig
-	// policies are the AdmissionPolicyFiles, one YAML stream; webhooks the
-	// configurations of the AdmissionWebhookFiles.
+	tracing *otlp.Configuration
+	// admissionConfig is Admission.ConfigFile's, nil for none.
+	admissionConfig *admission.Configuration
+	// policies are the Admission.PolicyFiles, one YAML stream; webhooks the
+	// configurations of the Admission.WebhookFiles.
 	policies []byte
 	webhooks []admission.WebhookConfiguration
 }
 
-// validate checks c (with defaults and flags applied) and returns every
-// problem, joined.
+// validate checks c (with defaults applied) and returns every problem,
+// joined.
 func (c *Builder) validate() (*plan, error) {
 	var errs []error
 	bad := func(field string, err error) {
@@ -70,12 +73,9 @@ func (c *Builder) validate() (*plan, error) {
 	}
 	p := &plan{}
 
-	if err := c.applyFlags(); err != nil {
-		errs = append(errs, err) // names the flag
-	}
 	c.validateServing(bad)
-	if c.GoAwayChance < 0 || c.GoAwayChance > 0.02 {
-		bad("GoAwayChance", fmt.Errorf("%v is not between 0 and 0.02 (--goaway-chance)", c.GoAwayChance))
+	if g := c.Shutdown.GoAwayChance; g < 0 || g > 0.02 {
+		bad("Shutdown.GoAwayChance", fmt.Errorf("%v is not between 0 and 0.02 (--goaway-chance)", g))
 	}
 	c.validateConflicts(bad)
 	if len(c.Resources) == 0 {
@@ -85,59 +85,62 @@ func (c *Builder) validate() (*plan, error) {
 	}
 
 	var err error
-	reload := certs.ReloadConfig{OnError: func(err error) { c.Logger.Error("reloading a certificate file", zap.Error(err)) }}
-	if c.CertFile != "" && c.KeyFile != "" {
-		p.serving, err = certs.NewServingCert(c.CertFile, c.KeyFile, reload)
-		bad("CertFile/KeyFile", err)
+	reload := certs.ReloadConfig{OnError: func(err error) { c.Observability.Logger.Error("reloading a certificate file", zap.Error(err)) }}
+	if sv := c.Serving; sv.CertFile != "" && sv.KeyFile != "" {
+		p.serving, err = certs.NewServingCert(sv.CertFile, sv.KeyFile, reload)
+		bad("Serving.CertFile/KeyFile", err)
 	}
-	if c.ClientCAFile != "" {
-		p.clientCA, err = certs.NewCABundle(c.ClientCAFile, reload)
-		bad("ClientCAFile", err)
+	an := c.Authentication
+	if an.ClientCAFile != "" {
+		p.clientCA, err = certs.NewCABundle(an.ClientCAFile, reload)
+		bad("Authentication.ClientCAFile", err)
 	}
-	if c.TokenAuthFile != "" {
-		p.tokenFile, err = authn.NewTokenFile(c.TokenAuthFile)
-		bad("TokenAuthFile", err)
+	if an.TokenAuthFile != "" {
+		p.tokenFile, err = authn.NewTokenFile(an.TokenAuthFile)
+		bad("Authentication.TokenAuthFile", err)
 	}
-	bad("Logging", c.loggingErr)
-	if c.AdmissionControlConfigFile != "" {
-		p.admissionConfig, err = loadAdmissionConfiguration(c.AdmissionControlConfigFile)
-		bad("AdmissionControlConfigFile", err)
+	bad("Observability.Logging", c.loggingErr)
+	if f := c.Admission.ConfigFile; f != "" {
+		p.admissionConfig, err = admission.LoadConfiguration(f)
+		bad("Admission.ConfigFile", err)
 	}
+	o := c.Observability
 	switch {
-	case c.TracingConfigFile != "" && c.Tracing != nil:
-		bad("Tracing and TracingConfigFile", errors.New("both set"))
-	case c.TracingConfigFile != "":
-		p.tracing, err = LoadTracingConfiguration(c.TracingConfigFile)
-		bad("TracingConfigFile", err)
-	case c.Tracing != nil:
-		p.tracing = c.Tracing
-		bad("Tracing", c.Tracing.validate())
+	case o.TracingConfigFile != "" && o.Tracing != nil:
+		bad("Observability.Tracing and TracingConfigFile", errors.New("both set"))
+	case o.TracingConfigFile != "":
+		p.tracing, err = otlp.LoadConfiguration(o.TracingConfigFile)
+		bad("Observability.TracingConfigFile", err)
+	case o.Tracing != nil:
+		p.tracing = o.Tracing
+		bad("Observability.Tracing", o.Tracing.Validate())
 	}
-	if p.tracing != nil && c.TraceExporter == nil {
-		what := "Tracing"
-		if c.TracingConfigFile != "" {
-			what = "TracingConfigFile"
+	if p.tracing != nil && o.TraceExporter == nil {
+		what := "Observability.Tracing"
+		if o.TracingConfigFile != "" {
+			what = "Observability.TracingConfigFile"
 		}
-		bad(what, errors.New("this program has no trace exporter: its Builder.TraceExporter is nil (otlp.GRPCExporter is kube's OTLP/gRPC)"))
+		bad(what, errors.New("this program has no trace exporter: its Builder.Observability.TraceExporter is nil (otlpgrpc.Exporter is kube's OTLP/gRPC)"))
 	}
-	if lg := c.Logging; c.loggerInCode && (lg.Verbosity != 0 || lg.VModule != "" || (lg.Format != "" && lg.Format != "text")) {
-		bad("Logging and Logger", errors.New("both set: Logging configures the logger made when Logger is nil"))
+	if lg := o.Logging; c.loggerInCode && (lg.Verbosity != 0 || lg.VModule != "" || (lg.Format != "" && lg.Format != "text")) {
+		bad("Observability.Logging and Logger", errors.New("both set: Logging configures the logger made when Logger is nil"))
 	}
-	if c.EncryptionProviderConfig != "" {
-		_, err = value.LoadEncryptionConfigurationFile(c.EncryptionProviderConfig)
-		bad("EncryptionProviderConfig", err)
-	} else if c.EncryptionProviderConfigAutomaticReload {
-		bad("EncryptionProviderConfigAutomaticReload", errors.New("needs EncryptionProviderConfig (--encryption-provider-config-automatic-reload must be set with --encryption-provider-config)"))
+	st := c.Storage
+	if st.EncryptionProviderConfig != "" {
+		_, err = value.LoadEncryptionConfigurationFile(st.EncryptionProviderConfig)
+		bad("Storage.EncryptionProviderConfig", err)
+	} else if st.EncryptionProviderConfigAutomaticReload {
+		bad("Storage.EncryptionProviderConfigAutomaticReload", errors.New("needs EncryptionProviderConfig (--encryption-provider-config-automatic-reload must be set with --encryption-provider-config)"))
 	}
-	if c.OIDC != nil {
-		p.oidc, err = authn.NewOIDC(*c.OIDC)
-		bad("OIDC", err)
+	if an.OIDC != nil {
+		p.oidc, err = authn.NewOIDC(*an.OIDC)
+		bad("Authentication.OIDC", err)
 	}
-	if len(c.AuthorizationPolicyFiles) > 0 {
-		p.rbac, err = authz.LoadRBACFiles(c.AuthorizationPolicyFiles...)
-		bad("AuthorizationPolicyFiles", err)
+	if files := c.Authorization.PolicyFiles; len(files) > 0 {
+		p.rbac, err = authz.LoadRBACFiles(files...)
+		bad("Authorization.PolicyFiles", err)
 	}
-	if d := c.Delegation; d != nil {
+	if d := an.Delegation; d != nil {
 		p.authnClient, err = clientFor(d.AuthenticationKubeconfig)
 		bad("Delegation.AuthenticationKubeconfig", err)
 		p.authzClient, err = clientFor(d.AuthorizationKubeconfig)
@@ -147,9 +150,9 @@ func (c *Builder) validate() (*plan, error) {
 			p.clusterClient, err = clientFor(d.Kubeconfig)
 			bad("Delegation.Kubeconfig", err)
 		}
-		if d.RequestHeaderClientCAFile != "" {
-			p.requestHeaderCA, err = certs.NewCABundle(d.RequestHeaderClientCAFile, reload)
-			bad("Delegation.RequestHeaderClientCAFile", err)
+		if f := d.RequestHeader.ClientCAFile; f != "" {
+			p.requestHeaderCA, err = certs.NewCABundle(f, reload)
+			bad("Delegation.RequestHeader.ClientCAFile", err)
 		}
 	}
 	c.validateRequestHeader(p, reload, bad)
@@ -164,23 +167,30 @@ func (c *Builder) validate() (*plan, error) {
 
 // validateServing checks the listening and TLS fields.
 func (c *Builder) validateServing(bad func(string, error)) {
-	if (c.CertFile == "") != (c.KeyFile == "") {
-		bad("CertFile/KeyFile", errors.New("must be given together"))
+	sv, l := c.Serving, c.Limits
+	if (sv.CertFile == "") != (sv.KeyFile == "") {
+		bad("Serving.CertFile/KeyFile", errors.New("must be given together"))
 	}
-	if c.SecurePort < 0 || c.SecurePort > 65535 {
-		bad("SecurePort", fmt.Errorf("%d is out of range", c.SecurePort))
+	if sv.SecurePort < 0 || sv.SecurePort > 65535 {
+		bad("Serving.SecurePort", fmt.Errorf("%d is out of range", sv.SecurePort))
 	}
-	if c.MaxRequestBodyBytes < 0 {
-		bad("MaxRequestBodyBytes", fmt.Errorf("%d is negative", c.MaxRequestBodyBytes))
+	if l.MaxRequestBodyBytes < 0 {
+		bad("Limits.MaxRequestBodyBytes", fmt.Errorf("%d is negative", l.MaxRequestBodyBytes))
 	}
-	if c.HTTP2MaxStreamsPerConnection < 0 {
-		bad("HTTP2MaxStreamsPerConnection", fmt.Errorf("%d is negative", c.HTTP2MaxStreamsPerConnection))
+	if l.HTTP2MaxStreamsPerConnection < 0 {
+		bad("Limits.HTTP2MaxStreamsPerConnection", fmt.Errorf("%d is negative", l.HTTP2MaxStreamsPerConnection))
 	}
-	if c.MinRequestTimeout < 0 {
-		bad("MinRequestTimeout", fmt.Errorf("%v is negative", c.MinRequestTimeout))
+	if l.MinRequestTimeout < 0 {
+		bad("Limits.MinRequestTimeout", fmt.Errorf("%v is negative", l.MinRequestTimeout))
 	}
-	if c.ShutdownDelay < 0 {
-		bad("ShutdownDelay", fmt.Errorf("%v is negative", c.ShutdownDelay))
+	if l.DeleteCollectionWorkers < 0 {
+		bad("Limits.DeleteCollectionWorkers", fmt.Errorf("%d is negative", l.DeleteCollectionWorkers))
+	}
+	if c.Shutdown.Delay < 0 {
+		bad("Shutdown.Delay", fmt.Errorf("%v is negative", c.Shutdown.Delay))
+	}
+	if c.Storage.Store != nil && c.Storage.Open != nil {
+		bad("Storage.Store and Storage.Open", errors.New("both set: Open opens the default store Store gives"))
 	}
 }
 
@@ -190,32 +200,33 @@ func (c *Builder) validateConflicts(bad func(string, error)) {
 	conflict := func(a, b, why string) {
 		bad(a+" and "+b, errors.New("both set: "+why))
 	}
-	if c.Authenticator != nil {
+	an, az := c.Authentication, c.Authorization
+	if an.Authenticator != nil {
 		why := "Authenticator replaces the authentication the other configures"
-		if c.TokenAuthFile != "" {
-			conflict("Authenticator", "TokenAuthFile", why)
+		if an.TokenAuthFile != "" {
+			conflict("Authentication.Authenticator", "TokenAuthFile", why)
 		}
-		if c.OIDC != nil {
-			conflict("Authenticator", "OIDC", why)
+		if an.OIDC != nil {
+			conflict("Authentication.Authenticator", "OIDC", why)
 		}
-		if c.Delegation != nil {
-			conflict("Authenticator", "Delegation", why)
+		if an.Delegation != nil {
+			conflict("Authentication.Authenticator", "Delegation", why)
 		}
 	}
-	if c.EncryptionProviderConfig != "" && c.Storage != nil {
-		conflict("EncryptionProviderConfig", "Storage", "the file configures the store the Builder opens; "+
-			"give Storage its transformer in its own options (value.LoadEncryptionConfigurationFile)")
+	if c.Storage.EncryptionProviderConfig != "" && c.Storage.Store != nil {
+		conflict("Storage.EncryptionProviderConfig", "Storage.Store", "the file configures the store the Builder opens; "+
+			"give Store its transformer in its own options (value.LoadEncryptionConfigurationFile)")
 	}
-	if c.Authorizer != nil {
+	if az.Authorizer != nil {
 		why := "Authorizer replaces the authorization the other configures"
-		if len(c.AuthorizationPolicyFiles) > 0 {
-			conflict("Authorizer", "AuthorizationPolicyFiles", why)
+		if len(az.PolicyFiles) > 0 {
+			conflict("Authorization.Authorizer", "PolicyFiles", why)
 		}
-		if c.AlwaysAllowPaths != nil {
-			conflict("Authorizer", "AlwaysAllowPaths", why)
+		if az.AlwaysAllowPaths != nil {
+			conflict("Authorization.Authorizer", "AlwaysAllowPaths", why)
 		}
-		if c.Delegation != nil {
-			conflict("Authorizer", "Delegation", why)
+		if an.Delegation != nil {
+			conflict("Authorization.Authorizer", "Authentication.Delegation", why)
 		}
 	}
 }
@@ -230,7 +241,7 @@ func (c *Builder) validateResources() error {
 	var errs []error
 	rs := make([]rest.Resource, len(c.Resources))
 	for i, r := range c.Resources {
-		if r.Storage == nil && r.Getter == nil && r.Lister == nil {
+		if defaultStore(r) {
 			r.Storage = pendingStore{}
 		}
 		rs[i] = r
@@ -253,21 +264,27 @@ func (c *Builder) validateResources() error {
 // plugins. The second phase compiles the files again with the cluster's
 // namespaces (delegated mode).
 func (c *Builder) validateAdmission(p *plan, bad func(string, error)) {
-	for i, m := range c.Mutators {
+	ad := c.Admission
+	for i, m := range ad.Mutators {
 		if m == nil {
-			bad(fmt.Sprintf("Mutators[%d]", i), errors.New("is nil"))
+			bad(fmt.Sprintf("Admission.Mutators[%d]", i), errors.New("is nil"))
 		}
 	}
-	for i, v := range c.Validators {
+	for i, v := range ad.Validators {
 		if v == nil {
-			bad(fmt.Sprintf("Validators[%d]", i), errors.New("is nil"))
+			bad(fmt.Sprintf("Admission.Validators[%d]", i), errors.New("is nil"))
+		}
+	}
+	for _, name := range ad.DisabledPlugins {
+		if known := admission.PluginNames(); !slices.Contains(known, name) {
+			bad("Admission.DisabledPlugins", fmt.Errorf("plugin %q is unknown (known: %s)", name, strings.Join(known, ", ")))
 		}
 	}
 	policyErrs := 0
-	for _, f := range c.AdmissionPolicyFiles {
+	for _, f := range ad.PolicyFiles {
 		data, err := os.ReadFile(f)
 		if err != nil {
-			bad("AdmissionPolicyFiles", err)
+			bad("Admission.PolicyFiles", err)
 			policyErrs++
 			continue
 		}
@@ -276,30 +293,30 @@ func (c *Builder) validateAdmission(p *plan, bad func(string, error)) {
 	}
 	if len(p.policies) > 0 && policyErrs == 0 {
 		_, err := admission.LoadMutatingPolicies(p.policies, admission.PolicyOptions{})
-		bad("AdmissionPolicyFiles", err)
+		bad("Admission.PolicyFiles", err)
 		if err == nil {
 			_, err = admission.LoadValidatingPolicies(p.policies, admission.PolicyOptions{})
-			bad("AdmissionPolicyFiles", err)
+			bad("Admission.PolicyFiles", err)
 		}
 	}
-	for _, f := range c.AdmissionWebhookFiles {
+	for _, f := range ad.WebhookFiles {
 		data, err := os.ReadFile(f)
 		if err != nil {
-			bad("AdmissionWebhookFiles", err)
+			bad("Admission.WebhookFiles", err)
 			continue
 		}
 		cfgs, err := admission.LoadWebhookConfigurations(data)
 		if err != nil {
-			bad("AdmissionWebhookFiles", fmt.Errorf("%s: %w", f, err))
+			bad("Admission.WebhookFiles", fmt.Errorf("%s: %w", f, err))
 			continue
 		}
 		p.webhooks = append(p.webhooks, cfgs...)
 	}
 	if len(p.webhooks) > 0 {
 		_, err := admission.NewMutatingWebhooks(p.webhooks, admission.WebhookOptions{})
-		bad("AdmissionWebhookFiles", err)
+		bad("Admission.WebhookFiles", err)
 		_, err = admission.NewValidatingWebhooks(p.webhooks, admission.WebhookOptions{})
-		bad("AdmissionWebhookFiles", err)
+		bad("Admission.WebhookFiles", err)
 	}
 }
 

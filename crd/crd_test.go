@@ -38,7 +38,7 @@ func TestCertManagerCRDServes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, err := (&annex.Builder{Name: "crd", Resources: rs, DataDir: dir, Listener: ln, Logger: zap.NewNop()}).Build()
+	srv, err := (&annex.Builder{Name: "crd", Resources: rs, DataDir: dir, Serving: annex.Serving{Listener: ln}, Observability: annex.Observability{Logger: zap.NewNop()}}).Build()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -192,11 +192,14 @@ func TestAuditEventsMatchKubeAPIServer(t *testing.T) {
 		t.Fatal(err)
 	}
 	b := annex.Builder{
-		Name: "environments", DataDir: filepath.Join(dir, "annex-data"), Listener: ln, Logger: zap.NewNop(),
-		CertFile: p.file("serving.crt"), KeyFile: p.file("serving.key"), ClientCAFile: p.file("cluster-ca.crt"),
-		AdmissionPolicyFiles: []string{vapFile},
+		Name:    "environments",
+		DataDir: filepath.Join(dir, "annex-data"),
 		Resources: []rest.Resource{{Group: "platform.example.com", Version: "v1alpha1", Plural: "environments", Singular: "environment",
 			Kind: "Environment", ListKind: "EnvironmentList", Namespaced: true, Schema: props, StatusSubresource: true}},
+		Serving:        annex.Serving{Listener: ln, CertFile: p.file("serving.crt"), KeyFile: p.file("serving.key")},
+		Authentication: annex.Authentication{ClientCAFile: p.file("cluster-ca.crt")},
+		Admission:      annex.Admission{PolicyFiles: []string{vapFile}},
+		Observability:  annex.Observability{Logger: zap.NewNop()},
 	}
 	fs := flag.NewFlagSet("annex", flag.ContinueOnError)
 	b.AddFlags(fs)

@@ -168,12 +168,14 @@ func startGCServer(t *testing.T, p *pki, kasURL string) (port int) {
 		t.Fatal(err)
 	}
 	kubeconfig := p.kubeconfig(t, "annex-gc", kasURL, p.exampleUser)
-	runAnnex(t, annex.Builder{Name: "annex-gc", Resources: []rest.Resource{environmentResource(t, gcGroup, "v1")},
-		DataDir: t.TempDir(), Listener: ln, Logger: zap.NewNop(),
-		CertFile: writeFile(t, filepath.Join(p.dir, "annex-gc.crt"), serving.CertPEM),
-		KeyFile:  writeFile(t, filepath.Join(p.dir, "annex-gc.key"), serving.KeyPEM),
-		Delegation: &annex.Delegation{AuthenticationKubeconfig: kubeconfig, AuthorizationKubeconfig: kubeconfig,
-			AuthorizedTTL: time.Minute},
+	runAnnex(t, annex.Builder{
+		Name:      "annex-gc",
+		Resources: []rest.Resource{environmentResource(t, gcGroup, "v1")},
+		DataDir:   t.TempDir(),
+		Serving:   annex.Serving{Listener: ln, CertFile: writeFile(t, filepath.Join(p.dir, "annex-gc.crt"), serving.CertPEM), KeyFile: writeFile(t, filepath.Join(p.dir, "annex-gc.key"), serving.KeyPEM)},
+		Authentication: annex.Authentication{Delegation: &annex.Delegation{AuthenticationKubeconfig: kubeconfig, AuthorizationKubeconfig: kubeconfig,
+			AuthorizedTTL: time.Minute}},
+		Observability: annex.Observability{Logger: zap.NewNop()},
 	})
 	return ln.Addr().(*net.TCPAddr).Port
 }
@@ -514,9 +516,14 @@ func startMessageServers(t *testing.T, p *pki, kasURL string, kasLogs fmt.String
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := runAnnex(t, annex.Builder{Name: "environments", Resources: []rest.Resource{environmentResource(t, "platform.example.com", "v1alpha1")},
-		DataDir: t.TempDir(), Listener: ln, Logger: zap.NewNop(),
-		CertFile: p.file("serving.crt"), KeyFile: p.file("serving.key"), ClientCAFile: p.file("cluster-ca.crt")})
+	srv := runAnnex(t, annex.Builder{
+		Name:           "environments",
+		Resources:      []rest.Resource{environmentResource(t, "platform.example.com", "v1alpha1")},
+		DataDir:        t.TempDir(),
+		Serving:        annex.Serving{Listener: ln, CertFile: p.file("serving.crt"), KeyFile: p.file("serving.key")},
+		Authentication: annex.Authentication{ClientCAFile: p.file("cluster-ca.crt")},
+		Observability:  annex.Observability{Logger: zap.NewNop()},
+	})
 	waitUntil(t, time.Minute, "annex /readyz", &lockedBuffer{}, func() bool {
 		code, _ := call(t, admin, http.MethodGet, srv.URL()+"/readyz", "")
 		return code == http.StatusOK

@@ -33,7 +33,7 @@ func benchServer(b *testing.B, st storage.Interface) dynamic.ResourceInterface {
 	if err != nil {
 		b.Fatal(err)
 	}
-	bl := annex.Builder{Name: "bench", Resources: []rest.Resource{environment(nil)}, Storage: st, DataDir: b.TempDir(), Listener: ln}
+	bl := annex.Builder{Name: "bench", Resources: []rest.Resource{environment(nil)}, DataDir: b.TempDir(), Serving: annex.Serving{Listener: ln}, Storage: annex.Storage{Store: st}}
 	srv, err := bl.Build()
 	if err != nil {
 		b.Fatal(err)

@@ -35,7 +35,7 @@ func TestEtcdExpiredContinueThroughServer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b := annex.Builder{Name: "expired", Resources: []rest.Resource{environment(nil)}, Storage: st, DataDir: t.TempDir(), Listener: ln, DisableWatchCache: true}
+	b := annex.Builder{Name: "expired", Resources: []rest.Resource{environment(nil)}, DataDir: t.TempDir(), Serving: annex.Serving{Listener: ln}, Storage: annex.Storage{Store: st, DisableWatchCache: true}}
 	srv, err := b.Build()
 	if err != nil {
 		t.Fatal(err)

@@ -48,7 +48,7 @@ func TestEtcdTooLargeObjectThroughServer(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			b := annex.Builder{Name: "too-large", Resources: []rest.Resource{environment(nil)}, Storage: st, DataDir: t.TempDir(), Listener: ln}
+			b := annex.Builder{Name: "too-large", Resources: []rest.Resource{environment(nil)}, DataDir: t.TempDir(), Serving: annex.Serving{Listener: ln}, Storage: annex.Storage{Store: st}}
 			srv, err := b.Build()
 			if err != nil {
 				t.Fatal(err)

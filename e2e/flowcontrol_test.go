@@ -144,15 +144,15 @@ func startAPFServer(t *testing.T, p *pki, kasURL string, g *slowGate) (port int)
 		t.Fatal(err)
 	}
 	kubeconfig := p.kubeconfig(t, "annex-apf", kasURL, p.exampleUser)
-	b := annex.Builder{Name: "annex-apf", Resources: []rest.Resource{g.resource()}, DataDir: t.TempDir(), Listener: ln,
-		CertFile: writeFile(t, filepath.Join(p.dir, "annex-apf.crt"), serving.CertPEM),
-		KeyFile:  writeFile(t, filepath.Join(p.dir, "annex-apf.key"), serving.KeyPEM),
-		Delegation: &annex.Delegation{AuthenticationKubeconfig: kubeconfig, AuthorizationKubeconfig: kubeconfig,
-			AuthorizedTTL: time.Minute},
-		// 100 + 50 seats: with the cluster's own levels (245 shares) a
-		// level of one share gets one seat.
+	b := annex.Builder{
+		Name:        "annex-apf",
+		Resources:   []rest.Resource{g.resource()},
+		DataDir:     t.TempDir(),
 		FlowControl: flowcontrol.Config{MaxRequestsInFlight: 100, MaxMutatingRequestsInFlight: 50},
-		Logger:      zap.NewNop(),
+		Serving:     annex.Serving{Listener: ln, CertFile: writeFile(t, filepath.Join(p.dir, "annex-apf.crt"), serving.CertPEM), KeyFile: writeFile(t, filepath.Join(p.dir, "annex-apf.key"), serving.KeyPEM)},
+		Authentication: annex.Authentication{Delegation: &annex.Delegation{AuthenticationKubeconfig: kubeconfig, AuthorizationKubeconfig: kubeconfig,
+			AuthorizedTTL: time.Minute}},
+		Observability: annex.Observability{Logger: zap.NewNop()},
 	}
 	srv, err := b.Build()
 	if err != nil {

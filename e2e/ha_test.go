@@ -69,7 +69,7 @@ func runReplica(spec string) error {
 	if err != nil {
 		return err
 	}
-	b := annex.Builder{Name: "ha", Resources: []rest.Resource{environment(nil)}, Storage: st, DataDir: parts[2], Listener: ln}
+	b := annex.Builder{Name: "ha", Resources: []rest.Resource{environment(nil)}, DataDir: parts[2], Serving: annex.Serving{Listener: ln}, Storage: annex.Storage{Store: st}}
 	srv, err := b.Build()
 	if err != nil {
 		return err

@@ -191,8 +191,13 @@ func startServer(t *testing.T) *server {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b := annex.Builder{Name: "e2e", Resources: []rest.Resource{environment(cacheStore{cache})}, DataDir: dir,
-		Listener: ln, DisableWatchCache: true}
+	b := annex.Builder{
+		Name:      "e2e",
+		Resources: []rest.Resource{environment(cacheStore{cache})},
+		DataDir:   dir,
+		Serving:   annex.Serving{Listener: ln},
+		Storage:   annex.Storage{DisableWatchCache: true},
+	}
 	srv, err := b.Build()
 	if err != nil {
 		t.Fatal(err)

@@ -1,8 +1,18 @@
-// Package otlp exports a server's trace spans the way kube-apiserver does
-// for --tracing-config-file: OTLP over gRPC, plaintext, to the configured
-// endpoint. It is its own package so that only programs that trace link
-// gRPC: set annex.Builder.TraceExporter to GRPCExporter.
+// Package otlp traces a server as kube-apiserver does with
+// --tracing-config-file: an OpenTelemetry span per request (its parent taken
+// from a traceparent header, as kube-aggregator sends it), a span per stage
+// of the chain the request went through (read from the request's
+// filters.Trace), and one per storage call (Tracer.Observe, a
+// storage.RequestObserver).
 //
-//	b := annex.Builder{TraceExporter: otlp.GRPCExporter}
-//	b.AddPFlags(fs) // --tracing-config-file now exports
+// # Usage
+//
+//	cfg, err := otlp.LoadConfiguration("tracing.yaml") // kube's TracingConfiguration
+//	t, err := otlp.New(*cfg, "my-server", otlpgrpc.Exporter)
+//	annex.SetFilter(stages, annex.StageTracing, t.Filter)
+//	store, err := bbolt.Open(path, bbolt.Options{Observer: t.Observe})
+//	defer t.Shutdown()
+//
+// The exporter is given, not linked: package otlpgrpc holds kube's OTLP/gRPC
+// one, so that a program that does not trace does not link gRPC.
 package otlp

@@ -72,7 +72,7 @@ func widgetServer(dir string, ln net.Listener) (*annex.Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	b := annex.Builder{Name: "shop", DataDir: dir, Listener: ln, Logger: zap.NewNop(), Resources: []rest.Resource{widgets, inventories}}
+	b := annex.Builder{Name: "shop", DataDir: dir, Resources: []rest.Resource{widgets, inventories}, Serving: annex.Serving{Listener: ln}, Observability: annex.Observability{Logger: zap.NewNop()}}
 	return b.Build()
 }
 

@@ -49,7 +49,7 @@ func startExampleWith(t *testing.T, dataDir string, edit func(*annex.Builder), f
 	if edit != nil {
 		edit(&b)
 	}
-	b.Listener, err = net.Listen("tcp", "127.0.0.1:0")
+	b.Serving.Listener, err = net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}

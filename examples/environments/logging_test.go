@@ -34,12 +34,12 @@ func TestKubectlSessionWithJSONLogs(t *testing.T) {
 		t.Fatal(err)
 	}
 	var logs syncBuf
-	o.builder.Logging.Output = &logs
+	o.builder.Observability.Logging.Output = &logs
 	b, err := builder(o, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if b.Listener, err = net.Listen("tcp", "127.0.0.1:0"); err != nil {
+	if b.Serving.Listener, err = net.Listen("tcp", "127.0.0.1:0"); err != nil {
 		t.Fatal(err)
 	}
 	srv, err := b.Build()

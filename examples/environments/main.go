@@ -54,13 +54,11 @@ type options struct {
 
 func parseFlags(args []string) (options, error) {
 	o := options{builder: annex.Builder{
-		Name:        "environments",
-		Resources:   Resources(),
-		DataDir:     ".annex/environments",
-		BindAddress: "127.0.0.1",
-		SecurePort:  8443,
-		// --tracing-config-file exports over OTLP/gRPC, as kube's.
-		TraceExporter: otlp.GRPCExporter,
+		Name:          "environments",
+		Resources:     Resources(),
+		DataDir:       ".annex/environments",
+		Serving:       annex.Serving{BindAddress: "127.0.0.1", SecurePort: 8443},
+		Observability: annex.Observability{TraceExporter: otlp.GRPCExporter},
 	}}
 	fs := pflag.NewFlagSet("environments", pflag.ContinueOnError)
 	o.builder.AddPFlags(fs)
@@ -74,11 +72,11 @@ func parseFlags(args []string) (options, error) {
 func builder(o options, log *zap.Logger) (annex.Builder, error) {
 	b := o.builder
 	if log != nil { // tests quiet the server; run uses the flags' logger
-		b.Logger = log
+		b.Observability.Logger = log
 	}
-	b.Registerer = prometheus.NewRegistry()
+	b.Observability.Registerer = prometheus.NewRegistry()
 	var err error
-	b.Mutators, b.Validators, err = policies()
+	b.Admission.Mutators, b.Admission.Validators, err = policies()
 	return b, err
 }
 
@@ -105,7 +103,7 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 			return err
 		}
 		defer st.Close()
-		b.Storage = st
+		b.Storage.Store = st
 	}
 	srv, err := b.Build()
 	if err != nil {

@@ -193,7 +193,7 @@ func TestAdmissionAtTheRuleVersion(t *testing.T) {
 		t.Fatal(err)
 	}
 	dataDir, _, _ := startExampleWith(t, filepath.Join(dir, "data"), func(b *annex.Builder) {
-		b.AdmissionPolicyFiles = []string{file}
+		b.Admission.PolicyFiles = []string{file}
 	})
 	k := kubectltest.New(t, filepath.Join(dataDir, "kubeconfig"))
 	out, ok := k.Run("apply", "-f", k.WriteFile("bad.yaml", "apiVersion: platform.example.com/v1alpha1\nkind: Environment\n"+

@@ -88,10 +88,9 @@ type options struct {
 
 func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	o := &options{builder: annex.Builder{
-		Name:        "metrics-server",
-		DataDir:     ".annex/metrics-server",
-		BindAddress: "127.0.0.1",
-		SecurePort:  8443,
+		Name:    "metrics-server",
+		DataDir: ".annex/metrics-server",
+		Serving: annex.Serving{BindAddress: "127.0.0.1", SecurePort: 8443},
 	}}
 	fs := pflag.NewFlagSet("metrics-server", pflag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -117,7 +116,7 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 		if !ok || name == "" || ns == "" || strings.Contains(ns, ".") {
 			return nil, fmt.Errorf("--service %q: want name.namespace", o.service)
 		}
-		o.builder.ServingHosts = append(o.builder.ServingHosts, name, name+"."+ns, serviceHost(o.service), serviceHost(o.service)+".cluster.local")
+		o.builder.Serving.Hosts = append(o.builder.Serving.Hosts, name, name+"."+ns, serviceHost(o.service), serviceHost(o.service)+".cluster.local")
 	}
 	return o, nil
 }
@@ -151,7 +150,7 @@ func (o *options) clusterClient() (*kubeclient.Client, error) {
 // newLogger is the server's logger from the logging flags (--logging-format,
 // -v, --vmodule) on stderr: the example logs its own lines with it too.
 func newLogger(o *options, stderr io.Writer) (*zap.Logger, error) {
-	o.builder.Logging.Output = stderr
+	o.builder.Observability.Logging.Output = stderr
 	return o.builder.ServerLogger()
 }
 
@@ -209,8 +208,8 @@ func setupSource(args []string, stderr io.Writer, ln net.Listener, src Source) (
 	if b.Resources, err = Resources(a.store); err != nil {
 		return nil, err
 	}
-	b.Registerer = prometheus.NewRegistry()
-	b.Listener = ln
+	b.Observability.Registerer = prometheus.NewRegistry()
+	b.Serving.Listener = ln
 	b.Stages = append(b.Stages, annex.InsertedStage{After: annex.StageAuthorization, Stage: identityStage(a.log.Named("identity"))})
 	a.checks = append(a.checks, namedCheck{storeCheckName, a.store})
 	if o.service != "" {
@@ -227,7 +226,7 @@ func setupSource(args []string, stderr io.Writer, ln net.Listener, src Source) (
 		a.checks = append(a.checks, namedCheck{"delegation-permissions", pc})
 	}
 	for _, c := range a.checks {
-		b.ReadyChecks = append(b.ReadyChecks, healthz.ReadyCheck(c.name, c.rc))
+		b.Serving.ReadyChecks = append(b.Serving.ReadyChecks, healthz.ReadyCheck(c.name, c.rc))
 	}
 	if a.srv, err = b.Build(); err != nil {
 		return nil, err
@@ -237,8 +236,8 @@ func setupSource(args []string, stderr io.Writer, ln net.Listener, src Source) (
 
 // servingCertFile is --tls-cert-file, or the certificate Build generates.
 func (a *app) servingCertFile() string {
-	if a.opts.builder.CertFile != "" {
-		return a.opts.builder.CertFile
+	if a.opts.builder.Serving.CertFile != "" {
+		return a.opts.builder.Serving.CertFile
 	}
 	return filepath.Join(a.opts.builder.DataDir, "certs", "serving.crt")
 }
@@ -334,10 +333,10 @@ func (a *app) registrationCA() ([]byte, error) {
 	switch {
 	case o.registrationCAFile != "":
 		return os.ReadFile(o.registrationCAFile)
-	case o.builder.CertFile == "":
+	case o.builder.Serving.CertFile == "":
 		return os.ReadFile(filepath.Join(o.builder.DataDir, "certs", o.builder.Name+"-serving-ca.crt"))
 	}
-	b, err := os.ReadFile(o.builder.CertFile)
+	b, err := os.ReadFile(o.builder.Serving.CertFile)
 	if err != nil {
 		return nil, err
 	}

@@ -1,9 +1,8 @@
-// This file holds the server's own logger, configured as kube's components
+// Package logs is the server's own logger, configured as kube's components
 // configure theirs: --logging-format text or json (kube's JSON field names),
 // -v (verbosity: V(n) is zap level -n), --vmodule (per-file verbosity), and
 // /debug/flags/v to change the verbosity of a running server.
-
-package annex
+package logs
 
 import (
 	"fmt"
@@ -18,9 +17,9 @@ import (
 	"go.uber.org/zap/zapcore"
 )
 
-// Logging configures the logger Build makes when Builder.Logger is nil.
-// The zero value is kube's default: text, verbosity 0.
-type Logging struct {
+// Config configures the logger (annex.Logging is this). The zero value is
+// kube's default: text, verbosity 0, on stderr.
+type Config struct {
 	// Format is "text" (one readable line per entry; zero means text) or
 	// "json" (kube's JSON lines: ts, caller, msg, v, and the entry's
 	// key/value pairs, err for errors).
@@ -71,9 +70,8 @@ func parseVModule(s string) ([]vmoduleRule, error) {
 	return rules, nil
 }
 
-// newLogger builds the logger of cfg on w, and the level /debug/flags/v
-// changes.
-func newLogger(cfg Logging, w zapcore.WriteSyncer) (*zap.Logger, zap.AtomicLevel, error) {
+// New builds the logger of cfg on w, and the level /debug/flags/v changes.
+func New(cfg Config, w zapcore.WriteSyncer) (*zap.Logger, zap.AtomicLevel, error) {
 	level := zap.NewAtomicLevelAt(V(cfg.Verbosity))
 	rules, err := parseVModule(cfg.VModule)
 	if err != nil {
@@ -180,10 +178,10 @@ func (c *levelCore) Write(e zapcore.Entry, fields []zapcore.Field) error {
 	return c.Core.Write(e, fields)
 }
 
-// logLevelHandler serves /debug/flags/v as kube's components: a PUT whose
-// body is a verbosity sets it. With a logger given in code there is no
-// level to set.
-func logLevelHandler(level *zap.AtomicLevel) http.HandlerFunc {
+// LevelHandler serves /debug/flags/v as kube's components: a PUT whose
+// body is a verbosity sets it. With a logger given in code (nil level)
+// there is no level to set.
+func LevelHandler(level *zap.AtomicLevel) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		if r.Method != http.MethodPut {
@@ -192,7 +190,7 @@ func logLevelHandler(level *zap.AtomicLevel) http.HandlerFunc {
 			return
 		}
 		if level == nil {
-			http.Error(w, "the server's logger was given in code (Builder.Logger): its verbosity is set there", http.StatusBadRequest)
+			http.Error(w, "the server's logger was given in code (Builder.Observability.Logger): its verbosity is set there", http.StatusBadRequest)
 			return
 		}
 		body, err := io.ReadAll(io.LimitReader(r.Body, 64))

@@ -1,15 +1,13 @@
-package annex
+package authz
 
 import (
 	"testing"
-
-	"github.com/annexapi/annex/authz"
 
 	"google.golang.org/protobuf/encoding/protowire"
 )
 
 // ssarProto encodes a SelfSubjectAccessReview as Kubernetes protobuf, as
-// kubectl's typed client sends it.
+// kubectl's typed client sends it (after the magic).
 func ssarProto(fields map[protowire.Number]string) []byte {
 	var attrs []byte
 	for n := protowire.Number(1); n <= 7; n++ {
@@ -31,7 +29,7 @@ func ssarProto(fields map[protowire.Number]string) []byte {
 	unknown = protowire.AppendBytes(unknown, review)
 	unknown = protowire.AppendTag(unknown, 5, protowire.VarintType) // unknown field, skipped
 	unknown = protowire.AppendVarint(unknown, 7)
-	return append([]byte("k8s\x00"), unknown...)
+	return unknown
 }
 
 func TestDecodeAccessReviewProto(t *testing.T) {
@@ -39,10 +37,10 @@ func TestDecodeAccessReviewProto(t *testing.T) {
 	var r selfSubjectAccessReview
 	err := decodeAccessReviewProto(ssarProto(map[protowire.Number]string{1: "default", 2: "list", 3: "platform.example.com", 5: "environments", 7: "x"}), &r)
 	ra := r.Spec.ResourceAttributes
-	if err != nil || ra == nil || *ra != (authz.ResourceAttributes{Namespace: "default", Verb: "list", Group: "platform.example.com", Resource: "environments", Name: "x"}) {
+	if err != nil || ra == nil || *ra != (ResourceAttributes{Namespace: "default", Verb: "list", Group: "platform.example.com", Resource: "environments", Name: "x"}) {
 		t.Fatalf("decoded %+v, %v", ra, err)
 	}
-	for name, body := range map[string][]byte{"no_magic": []byte("{}"), "truncated": ssarProto(map[protowire.Number]string{2: "get"})[:9]} {
+	for name, body := range map[string][]byte{"not_a_review": []byte("\x12\x05{}"), "truncated": ssarProto(map[protowire.Number]string{2: "get"})[:5]} {
 		if err := decodeAccessReviewProto(body, &selfSubjectAccessReview{}); err == nil {
 			t.Errorf("%s: no error", name)
 		}
@@ -51,7 +49,7 @@ func TestDecodeAccessReviewProto(t *testing.T) {
 
 func FuzzDecodeAccessReviewProto(f *testing.F) {
 	f.Add(ssarProto(map[protowire.Number]string{2: "get", 5: "widgets"}))
-	f.Add([]byte("k8s\x00\x12\x02\x12\x00"))
+	f.Add([]byte("\x12\x02\x12\x00"))
 	f.Fuzz(func(t *testing.T, body []byte) {
 		_ = decodeAccessReviewProto(body, &selfSubjectAccessReview{})
 	})

@@ -1,11 +1,6 @@
-// This file holds tracing as kube-apiserver's --tracing-config-file does it:
-// an OpenTelemetry span per request (the parent taken from a traceparent
-// header, as kube-aggregator sends it), a span per stage of the chain the
-// request went through, and one per storage call, exported over OTLP/gRPC
-// with the OpenTelemetry Go SDK through Builder.TraceExporter (package otlp),
-// so that a program that does not trace does not link gRPC.
+// This file holds the tracer and kube's TracingConfiguration file.
 
-package annex
+package otlp
 
 import (
 	"context"
@@ -24,12 +19,13 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/annexapi/annex/filters"
+	"github.com/annexapi/annex/metrics"
 	"github.com/annexapi/annex/storage"
 )
 
-// TracingConfiguration is kube's apiserver.config.k8s.io
+// Configuration is kube's apiserver.config.k8s.io
 // TracingConfiguration (the --tracing-config-file).
-type TracingConfiguration struct {
+type Configuration struct {
 	// Endpoint is the OTLP/gRPC collector, host:port (plaintext, as kube's).
 	// Zero means localhost:4317.
 	Endpoint string `json:"endpoint,omitempty"`
@@ -39,9 +35,9 @@ type TracingConfiguration struct {
 	SamplingRatePerMillion *int32 `json:"samplingRatePerMillion,omitempty"`
 }
 
-// LoadTracingConfiguration reads a TracingConfiguration file (YAML or
-// JSON; apiserver.config.k8s.io v1, v1beta1 or v1alpha1).
-func LoadTracingConfiguration(path string) (*TracingConfiguration, error) {
+// LoadConfiguration reads a TracingConfiguration file (YAML or JSON;
+// apiserver.config.k8s.io v1, v1beta1 or v1alpha1).
+func LoadConfiguration(path string) (*Configuration, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err
@@ -65,31 +61,40 @@ func LoadTracingConfiguration(path string) (*TracingConfiguration, error) {
 	if doc.Kind != "TracingConfiguration" {
 		return nil, fmt.Errorf("%s: kind %q is not TracingConfiguration", path, doc.Kind)
 	}
-	c := &TracingConfiguration{Endpoint: doc.Endpoint, SamplingRatePerMillion: doc.SamplingRatePerMillion}
-	return c, c.validate()
+	c := &Configuration{Endpoint: doc.Endpoint, SamplingRatePerMillion: doc.SamplingRatePerMillion}
+	return c, c.Validate()
 }
 
-func (c *TracingConfiguration) validate() error {
+// Validate checks the sampling rate.
+func (c *Configuration) Validate() error {
 	if r := c.SamplingRatePerMillion; r != nil && (*r < 0 || *r > 1000000) {
 		return fmt.Errorf("samplingRatePerMillion: Invalid value: %d: sampling rate must be between 0 and 1000000", *r)
 	}
 	return nil
 }
 
-// TraceExporter returns the exporter of a server's spans to endpoint, the
-// TracingConfiguration's (localhost:4317 by default): package otlp's
-// GRPCExporter is kube-apiserver's OTLP/gRPC.
-type TraceExporter func(ctx context.Context, endpoint string) (sdktrace.SpanExporter, error)
+// Exporter returns the exporter of a server's spans to endpoint, the
+// Configuration's (localhost:4317 by default): package otlpgrpc's Exporter
+// is kube-apiserver's OTLP/gRPC.
+type Exporter func(ctx context.Context, endpoint string) (sdktrace.SpanExporter, error)
 
-// tracer is the server's tracing: the provider (shut down with the server)
-// and the tracer of its spans.
-type tracer struct {
+// Tracer is a server's tracing: the provider (shut down with the server)
+// and the tracer of its spans. Its methods are safe for concurrent use.
+type Tracer struct {
 	provider *sdktrace.TracerProvider
 	tracer   trace.Tracer
 	prop     propagation.TextMapPropagator
 }
 
-func newTracer(c *TracingConfiguration, service string, exporter TraceExporter) (*tracer, error) {
+// New starts the exporter (to c's endpoint) and the provider of spans named
+// for service, sampled as c says.
+func New(c Configuration, service string, exporter Exporter) (*Tracer, error) {
+	if exporter == nil {
+		return nil, errors.New("no exporter (otlpgrpc.Exporter is kube's OTLP/gRPC)")
+	}
+	if err := c.Validate(); err != nil {
+		return nil, err
+	}
 	ep := c.Endpoint
 	if ep == "" {
 		ep = "localhost:4317"
@@ -105,14 +110,14 @@ func newTracer(c *TracingConfiguration, service string, exporter TraceExporter) 
 	res := sdkresource.NewSchemaless(attribute.String("service.name", service))
 	tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp), sdktrace.WithResource(res),
 		sdktrace.WithSampler(sdktrace.ParentBased(sdktrace.TraceIDRatioBased(rate))))
-	return &tracer{provider: tp, tracer: tp.Tracer("github.com/annexapi/annex"),
+	return &Tracer{provider: tp, tracer: tp.Tracer("github.com/annexapi/annex"),
 		prop: propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{})}, nil
 }
 
-// filter starts the request's span (a child of its traceparent), runs the
+// Filter starts the request's span (a child of its traceparent), runs the
 // rest of the chain, then adds a span per stage the request went through,
-// from the chain's stage trace.
-func (t *tracer) filter(next http.Handler) http.Handler {
+// from the chain's stage trace (the annex.StageTracing row).
+func (t *Tracer) Filter(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		ctx := t.prop.Extract(r.Context(), propagation.HeaderCarrier(r.Header))
 		ctx, span := t.tracer.Start(ctx, "HTTP "+r.Method, trace.WithSpanKind(trace.SpanKindServer),
@@ -143,19 +148,20 @@ func (t *tracer) filter(next http.Handler) http.Handler {
 	})
 }
 
-// observe adds a span for a storage call, in the request's trace.
-func (t *tracer) observe(ctx context.Context, op, key string, start time.Time, took time.Duration) {
+// Observe adds a span for a storage call, in the request's trace: a
+// storage.RequestObserver for the backends' Observer option.
+func (t *Tracer) Observe(ctx context.Context, op, key string, start time.Time, took time.Duration) {
 	if !trace.SpanFromContext(ctx).IsRecording() {
 		return
 	}
-	group, resource := keyResource(key)
+	group, resource := metrics.KeyResource(key)
 	_, s := t.tracer.Start(ctx, "storage."+op, trace.WithTimestamp(start), trace.WithSpanKind(trace.SpanKindClient),
 		trace.WithAttributes(attribute.String("key", key), attribute.String("group", group), attribute.String("resource", resource)))
 	s.End(trace.WithTimestamp(start.Add(took)))
 }
 
-// shutdown flushes the spans still buffered.
-func (t *tracer) shutdown() error {
+// Shutdown flushes the spans still buffered.
+func (t *Tracer) Shutdown() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	err := t.provider.Shutdown(ctx)
@@ -165,4 +171,4 @@ func (t *tracer) shutdown() error {
 	return err
 }
 
-var _ storage.RequestObserver = (*tracer)(nil).observe
+var _ storage.RequestObserver = (*Tracer)(nil).Observe

@@ -4,7 +4,7 @@
 // apiserver_storage_db_total_size_in_bytes polled from backends that know
 // their size.
 
-package annex
+package metrics
 
 import (
 	"context"
@@ -17,14 +17,16 @@ import (
 	"github.com/annexapi/annex/storage"
 )
 
-// storageMetrics are the storage families, registered once per server.
-type storageMetrics struct {
+// Storage are the storage families, registered once per server: the
+// backends report to Observer, and PollDBSize runs beside the server.
+type Storage struct {
 	requests *prometheus.HistogramVec
 	dbSize   *prometheus.GaugeVec
 }
 
-func newStorageMetrics(reg prometheus.Registerer) (*storageMetrics, error) {
-	m := &storageMetrics{
+// NewStorage registers the storage families on reg.
+func NewStorage(reg prometheus.Registerer) (*Storage, error) {
+	m := &Storage{
 		requests: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "etcd_request_duration_seconds",
 			Help:    "Etcd request latency in seconds for each operation and object type.",
@@ -43,18 +45,18 @@ func newStorageMetrics(reg prometheus.Registerer) (*storageMetrics, error) {
 	return m, nil
 }
 
-// observer is the storage.RequestObserver of the backends: the group and
-// resource labels are the key's (kube's since 1.34).
-func (m *storageMetrics) observer() storage.RequestObserver {
+// Observer is the storage.RequestObserver of the backends (their Observer
+// option): the group and resource labels are the key's (kube's since 1.34).
+func (m *Storage) Observer() storage.RequestObserver {
 	return func(_ context.Context, op, key string, _ time.Time, took time.Duration) {
-		group, resource := keyResource(key)
+		group, resource := KeyResource(key)
 		m.requests.WithLabelValues(op, group, resource).Observe(took.Seconds())
 	}
 }
 
-// keyResource is the group and resource of a storage key
+// KeyResource is the group and resource of a storage key
 // (/<group>/<resource>/...; the core group, "core" in keys, is "").
-func keyResource(key string) (group, resource string) {
+func KeyResource(key string) (group, resource string) {
 	parts := strings.SplitN(strings.TrimPrefix(key, "/"), "/", 3)
 	if len(parts) < 2 {
 		return "", "unknown"
@@ -65,9 +67,9 @@ func keyResource(key string) (group, resource string) {
 	return parts[0], parts[1]
 }
 
-// pollDBSize sets the size gauge from the stores every interval until ctx
-// is done.
-func (m *storageMetrics) pollDBSize(stores []storage.SizeReporter, interval time.Duration) func(ctx context.Context) error {
+// PollDBSize returns a long-running part (Start-shaped) that sets the size
+// gauge from the stores at once and then every interval until ctx is done.
+func (m *Storage) PollDBSize(stores []storage.SizeReporter, interval time.Duration) func(ctx context.Context) error {
 	return func(ctx context.Context) error {
 		var once sync.Once
 		poll := func() {

@@ -4,7 +4,7 @@
 // WebhookAdmissionConfiguration names a kubeconfig with the credentials the
 // server presents to each webhook, looked up by host as kube-apiserver does.
 
-package annex
+package admission
 
 import (
 	"crypto/tls"
@@ -17,18 +17,29 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
-	"github.com/annexapi/annex/admission"
 	"github.com/annexapi/annex/kubeclient"
 )
 
-// admissionConfig is what an AdmissionConfiguration configures: the
-// credentials of the mutating and validating webhook plugins.
-type admissionConfig struct {
-	mutatingCreds, validatingCreds func(target string) (*admission.WebhookCredentials, error)
+// PluginNames are kube's names of the admission plugins a server built on
+// this package runs, in kube's order: NamespaceLifecycle (delegated mode),
+// MutatingAdmissionPolicy, MutatingAdmissionWebhook,
+// ValidatingAdmissionPolicy, ValidatingAdmissionWebhook. All are on by
+// default, as in kube. The slice is fresh on every call.
+func PluginNames() []string {
+	return []string{"NamespaceLifecycle", "MutatingAdmissionPolicy", "MutatingAdmissionWebhook",
+		"ValidatingAdmissionPolicy", "ValidatingAdmissionWebhook"}
 }
 
-// loadAdmissionConfiguration reads an AdmissionConfiguration file.
-func loadAdmissionConfiguration(path string) (*admissionConfig, error) {
+// Configuration is what an AdmissionConfiguration configures: the
+// credentials the mutating and validating webhook plugins present to each
+// webhook (WebhookOptions.Credentials). A nil function means anonymous.
+type Configuration struct {
+	MutatingCredentials, ValidatingCredentials func(target string) (*WebhookCredentials, error)
+}
+
+// LoadConfiguration reads an AdmissionConfiguration file
+// (--admission-control-config-file).
+func LoadConfiguration(path string) (*Configuration, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err
@@ -54,11 +65,11 @@ func loadAdmissionConfiguration(path string) (*admissionConfig, error) {
 		return nil, fmt.Errorf("%s: apiVersion %q is not apiserver.config.k8s.io/v1", path, doc.APIVersion)
 	}
 	dir := filepath.Dir(path)
-	out := &admissionConfig{}
+	out := &Configuration{}
 	for i, p := range doc.Plugins {
 		field := fmt.Sprintf("plugins[%d]", i)
-		if !slices.Contains(admissionPluginNames, p.Name) {
-			return nil, fmt.Errorf("%s: %s.name: admission plugin %q is unknown (known: %s)", path, field, p.Name, strings.Join(admissionPluginNames, ", "))
+		if known := PluginNames(); !slices.Contains(known, p.Name) {
+			return nil, fmt.Errorf("%s: %s.name: admission plugin %q is unknown (known: %s)", path, field, p.Name, strings.Join(known, ", "))
 		}
 		cfg := p.Configuration
 		if p.Path != "" {
@@ -80,9 +91,9 @@ func loadAdmissionConfiguration(path string) (*admissionConfig, error) {
 				return nil, fmt.Errorf("%s: %s.configuration: %w", path, field, err)
 			}
 			if p.Name == "MutatingAdmissionWebhook" {
-				out.mutatingCreds = creds
+				out.MutatingCredentials = creds
 			} else {
-				out.validatingCreds = creds
+				out.ValidatingCredentials = creds
 			}
 		default:
 			return nil, fmt.Errorf("%s: %s.configuration: %s takes no configuration here", path, field, p.Name)
@@ -100,7 +111,7 @@ func resolvePath(dir, p string) string {
 
 // webhookCredentials reads a WebhookAdmissionConfiguration and returns the
 // lookup of its kubeconfig's users.
-func webhookCredentials(node *yaml.Node, dir string) (func(string) (*admission.WebhookCredentials, error), error) {
+func webhookCredentials(node *yaml.Node, dir string) (func(string) (*WebhookCredentials, error), error) {
 	var wc struct {
 		APIVersion     string `yaml:"apiVersion"`
 		Kind           string `yaml:"kind"`
@@ -127,13 +138,13 @@ func webhookCredentials(node *yaml.Node, dir string) (func(string) (*admission.W
 	if err != nil {
 		return nil, fmt.Errorf("kubeConfigFile: %w", err)
 	}
-	return func(target string) (*admission.WebhookCredentials, error) {
+	return func(target string) (*WebhookCredentials, error) {
 		name, ok := lookupWebhookUser(users, target)
 		if !ok {
 			return nil, nil // anonymous
 		}
 		u := users[name]
-		c := &admission.WebhookCredentials{BearerToken: u.BearerToken, Username: u.Username, Password: u.Password}
+		c := &WebhookCredentials{BearerToken: u.BearerToken, Username: u.Username, Password: u.Password}
 		if c.BearerToken == "" && u.BearerTokenFile != "" {
 			b, err := os.ReadFile(u.BearerTokenFile)
 			if err != nil {
