@@ -18,7 +18,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -30,8 +29,8 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/annexapi/annex"
-	"github.com/annexapi/annex/otlp"
-	"github.com/annexapi/annex/storage/etcd"
+	"github.com/annexapi/annex/kubeflags"
+	"github.com/annexapi/annex/otlp/otlpgrpc"
 )
 
 func main() {
@@ -46,26 +45,29 @@ func main() {
 	}
 }
 
-// options are the command-line flags: the Builder's kube-named ones and etcd's.
+// options are the command-line flags: kube's (package kubeflags, etcd's
+// included: --etcd-servers lets several replicas share one etcd cluster),
+// applied to the Builder.
 type options struct {
 	builder annex.Builder
-	etcd    etcd.Config
 }
 
 func parseFlags(args []string) (options, error) {
-	o := options{builder: annex.Builder{
+	b := annex.Builder{
 		Name:          "environments",
 		Resources:     Resources(),
 		DataDir:       ".annex/environments",
 		Serving:       annex.Serving{BindAddress: "127.0.0.1", SecurePort: 8443},
-		Observability: annex.Observability{TraceExporter: otlp.GRPCExporter},
-	}}
+		Observability: annex.Observability{TraceExporter: otlpgrpc.Exporter}, // --tracing-config-file exports as kube's
+	}
+	var flags kubeflags.Options
 	fs := pflag.NewFlagSet("environments", pflag.ContinueOnError)
-	o.builder.AddPFlags(fs)
-	gfs := flag.NewFlagSet("environments", flag.ContinueOnError)
-	o.etcd.AddFlags(gfs)
-	fs.AddGoFlagSet(gfs)
-	return o, fs.Parse(args)
+	flags.AddFlags(fs, &b)
+	if err := fs.Parse(args); err != nil {
+		return options{}, err
+	}
+	err := flags.Apply(&b)
+	return options{builder: b}, err
 }
 
 // builder declares the server the flags describe.
@@ -85,25 +87,9 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	// The server's logger, from the logging flags (--logging-format, -v,
-	// --vmodule): the example logs its own lines with it too.
-	log, err := o.builder.ServerLogger()
-	if err != nil {
-		return err
-	}
-
 	b, err := builder(o, nil)
 	if err != nil {
 		return err
-	}
-	if o.etcd.Enabled() {
-		// --etcd-servers: several replicas share one etcd cluster.
-		st, err := o.etcd.Open(etcd.Options{Logger: log})
-		if err != nil {
-			return err
-		}
-		defer st.Close()
-		b.Storage.Store = st
 	}
 	srv, err := b.Build()
 	if err != nil {

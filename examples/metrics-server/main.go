@@ -59,6 +59,7 @@ import (
 	"github.com/annexapi/annex/filters"
 	"github.com/annexapi/annex/healthz"
 	"github.com/annexapi/annex/kubeclient"
+	"github.com/annexapi/annex/kubeflags"
 )
 
 func main() {
@@ -74,7 +75,6 @@ func main() {
 // example's own.
 type options struct {
 	builder annex.Builder
-	fs      *pflag.FlagSet
 
 	nodes, pods        string
 	simulationFile     string
@@ -94,7 +94,8 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	}}
 	fs := pflag.NewFlagSet("metrics-server", pflag.ContinueOnError)
 	fs.SetOutput(stderr)
-	o.builder.AddPFlags(fs)
+	var flags kubeflags.Options
+	flags.AddFlags(fs, &o.builder)
 	fs.StringVar(&o.nodes, "nodes", "node-1,node-2", "Simulated nodes, comma-separated (ignored with --simulation-file).")
 	fs.StringVar(&o.pods, "pods", "default/web-0,default/web-1,kube-system/coredns-0", "Simulated pods as namespace/name, comma-separated (ignored with --simulation-file).")
 	fs.StringVar(&o.simulationFile, "simulation-file", "", "YAML file declaring simulated nodes and pods with their mean usage (see testdata/cluster.yaml).")
@@ -104,8 +105,10 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.BoolVar(&o.register, "register-apiservice", false, "Create or update the APIService v1beta1.metrics.k8s.io with the caBundle of the serving certificate (needs --service and delegated mode).")
 	fs.IntVar(&o.apiServicePort, "apiservice-port", 443, "The Service port the APIService names.")
 	fs.StringVar(&o.registrationCAFile, "apiservice-ca-file", "", "The CA bundle to put in the APIService's caBundle. Empty means the generated serving CA, or the last certificate of --tls-cert-file.")
-	o.fs = fs
 	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	if err := flags.Apply(&o.builder); err != nil {
 		return nil, err
 	}
 	if o.register && o.service == "" {
@@ -124,19 +127,15 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 // serviceHost is <name>.<namespace>.svc for "name.namespace".
 func serviceHost(service string) string { return service + ".svc" }
 
-// delegated reports whether the flags ask for delegated mode, as the
-// Builder decides it.
-func (o *options) delegated() bool {
-	v := func(name string) string { return o.fs.Lookup(name).Value.String() }
-	return v("delegated-auth") == "true"
-}
+// delegated reports whether the server is delegated (--delegated-auth).
+func (o *options) delegated() bool { return o.builder.Authentication.Delegation != nil }
 
 // clusterClient is a client with this server's own credentials
 // (--authentication-kubeconfig, or in-cluster).
 func (o *options) clusterClient() (*kubeclient.Client, error) {
 	var cfg *kubeclient.Config
 	var err error
-	if kc := o.fs.Lookup("authentication-kubeconfig").Value.String(); kc != "" {
+	if kc := o.builder.Authentication.Delegation.AuthenticationKubeconfig; kc != "" {
 		cfg, err = kubeclient.LoadKubeconfig(kc, "")
 	} else {
 		cfg, err = kubeclient.InClusterConfig()
