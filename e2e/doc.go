@@ -5,4 +5,8 @@
 // library's go.mod.
 //
 // Run it with: cd e2e && ANNEX_REQUIRE_KUBECTL=1 go test -count=1 ./...
+//
+// The load benchmarks of a whole server are in package loadbench
+// (./loadbench), the load tool comparing annex with kube-apiserver in
+// cmd/annexload.
 package e2e

@@ -2,9 +2,10 @@ package stack
 
 // Size is the frame of Grow. The runtime sizes the stack to the next power
 // of two that fits it with its guard, 16 KiB: room for a GET or a write
-// through the whole chain, measured with the root package's
-// BenchmarkGETStackGrowth (a 4 KiB frame, an 8 KiB stack, saves little; a 16
-// KiB frame, a 32 KiB stack, costs more to zero and allocate than it saves).
+// through the whole chain, measured with BenchmarkGETStackGrowth of the e2e
+// module's loadbench package (a 4 KiB frame, an 8 KiB stack, saves little; a
+// 16 KiB frame, a 32 KiB stack, costs more to zero and allocate than it
+// saves).
 const Size = 8 << 10
 
 // Grow makes the calling goroutine's stack at least 16 KiB deep (a no-op

@@ -1,6 +1,6 @@
 //go:build !unix
 
-package annex
+package loadbench
 
 import (
 	"errors"

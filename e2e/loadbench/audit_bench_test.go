@@ -1,9 +1,8 @@
-package annex
+package loadbench
 
 import (
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"path/filepath"
 	"runtime"
@@ -13,10 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"go.uber.org/zap"
-
 	"github.com/annexapi/annex/audit"
-	"github.com/annexapi/annex/rest"
 	"github.com/annexapi/annex/storage/bbolt"
 )
 
@@ -45,22 +41,26 @@ func startBenchServer(b *testing.B, name, policy string, batch audit.BatchConfig
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { _ = store.Close() })
+<<<<<<< HEAD:audit_bench_test.go
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		b.Fatal(err)
 	}
 	bld := Builder{Resources: []rest.Resource{widgets()}, Serving: Serving{Listener: ln}, Storage: Storage{Store: store}, Observability: Observability{Logger: zap.NewNop()}}
+=======
+	o := benchOpts{store: store}
+>>>>>>> benchmove:e2e/loadbench/audit_bench_test.go
 	if policy != "" {
 		p, err := audit.ParsePolicy([]byte(policy))
 		if err != nil {
 			b.Fatal(err)
 		}
-		bld.Audit = audit.Config{Policy: p, Log: audit.LogConfig{Path: filepath.Join(b.TempDir(), "audit.log")}}
-		bld.Audit.Log.Batch = batch
+		o.audit = audit.Config{Policy: p, Log: audit.LogConfig{Path: filepath.Join(b.TempDir(), "audit.log")}}
+		o.audit.Log.Batch = batch
 	}
-	ts := startServer(b, bld)
+	ts := startServer(b, o)
 	ts.admin.Transport.(*http.Transport).MaxIdleConnsPerHost = 64
-	s := &benchServer{name: name, base: ts.srv.URL() + "/apis/test.annex.dev/v1/namespaces/ns/widgets", client: ts.admin,
+	s := &benchServer{name: name, base: ts.url + "/apis/test.annex.dev/v1/namespaces/ns/widgets", client: ts.admin,
 		wall: map[string]time.Duration{}, cpu: map[string]time.Duration{}, allocs: map[string]uint64{}, bytes: map[string]uint64{}}
 	if code, body := do(b, s.client, "POST", s.base, widgetJSON("seed")); code != 201 {
 		b.Fatalf("%s: seed: %d %s", name, code, body)
@@ -134,7 +134,7 @@ func (s *benchServer) round(b *testing.B, op string, n, workers int) {
 // per request as a ratio (<level>-<op>-cpu, the figure other processes on a
 // shared machine do not disturb):
 //
-//	go test -run '^$' -bench AuditOverhead -benchtime 2000x .
+//	cd e2e && go test -run '^$' -bench AuditOverhead -benchtime 2000x ./loadbench
 func BenchmarkAuditOverhead(b *testing.B) {
 	const (
 		metadata        = "apiVersion: audit.k8s.io/v1\nkind: Policy\nrules:\n- level: Metadata\n"

@@ -1,4 +1,4 @@
-package annex
+package loadbench
 
 import (
 	"bufio"
@@ -11,9 +11,6 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"go.uber.org/zap"
-
-	"github.com/annexapi/annex/rest"
 	"github.com/annexapi/annex/storage/bbolt"
 )
 
@@ -24,7 +21,7 @@ import (
 // for the object's lifetime). It reports heap-B/object and that divided by
 // the object's JSON size (goal of issue 18: at most 2):
 //
-//	go test -run '^$' -bench CacheBytesPerObject -benchtime 1x .
+//	cd e2e && go test -run '^$' -bench CacheBytesPerObject -benchtime 1x ./loadbench
 func BenchmarkCacheBytesPerObject(b *testing.B) {
 	for _, watching := range []bool{false, true} {
 		name := "no-watcher"
@@ -47,9 +44,15 @@ func cacheBytesPerObject(b *testing.B, n int, watching bool) (perObject float64,
 		b.Fatal(err)
 	}
 	defer store.Close()
+<<<<<<< HEAD:cachemem_bench_test.go
 	ts := startServer(b, Builder{Resources: []rest.Resource{widgets()}, Storage: Storage{Store: store}, Observability: Observability{Logger: zap.NewNop()}})
 	defer func() { ts.cancel(); <-ts.done }()
 	base := ts.srv.URL() + "/apis/test.annex.dev/v1/namespaces/ns/widgets"
+=======
+	ts := startServer(b, benchOpts{store: store})
+	defer ts.stop(b)
+	base := ts.url + "/apis/test.annex.dev/v1/namespaces/ns/widgets"
+>>>>>>> benchmove:e2e/loadbench/cachemem_bench_test.go
 	events := make(chan int, 1)
 	if watching {
 		req, _ := http.NewRequest(http.MethodGet, base+"?watch=true", nil)

@@ -1,4 +1,4 @@
-package annex
+package loadbench
 
 import (
 	"fmt"
@@ -21,7 +21,7 @@ import (
 // and off (Builder.DisableManagedFields), in one run. It reports objects
 // per second; compare on and off:
 //
-//	go test -run '^$' -bench ManagedFieldsThroughput -benchtime 4000x .
+//	cd e2e && go test -run '^$' -bench ManagedFieldsThroughput -benchtime 4000x ./loadbench
 func BenchmarkManagedFieldsThroughput(b *testing.B) {
 	const clients = 16
 	res := rest.Resource{Group: "bench.annex.dev", Version: "v1", Plural: "environments", Kind: "Environment", Namespaced: true,
@@ -30,8 +30,8 @@ func BenchmarkManagedFieldsThroughput(b *testing.B) {
 		name string
 		off  bool
 	}{{"on", false}, {"off", true}, {"on#2", false}, {"off#2", true}} {
-		ts := startServer(b, Builder{Resources: []rest.Resource{res}, Storage: Storage{DisableManagedFields: mode.off}})
-		coll := ts.srv.URL() + "/apis/bench.annex.dev/v1/namespaces/ns1/environments"
+		ts := startServer(b, benchOpts{resources: []rest.Resource{res}, disableManagedFields: mode.off})
+		coll := ts.url + "/apis/bench.annex.dev/v1/namespaces/ns1/environments"
 		run := func(b *testing.B, op func(c *http.Client, i int) (int, error), want int) {
 			var next atomic.Int64
 			var failed atomic.Value
@@ -87,7 +87,6 @@ func BenchmarkManagedFieldsThroughput(b *testing.B) {
 					fmt.Sprintf(`{"spec":{"replicas":%d}}`, i%5+2))
 			}, http.StatusOK)
 		})
-		ts.cancel()
-		<-ts.done
+		ts.stop(b)
 	}
 }

@@ -1,15 +1,12 @@
-package annex
+package loadbench
 
 import (
 	"bufio"
 	"bytes"
 	"context"
-	"crypto/tls"
-	"crypto/x509"
 	"fmt"
 	"net/http"
 	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -18,35 +15,27 @@ import (
 	"time"
 )
 
-// watchLoad runs n HTTP watchers (spread over conns TLS connections) on one
-// resource of a real server while writes are offered at rate per second for
-// dur, then checks that every watcher saw every create exactly once and in
-// order, and returns the delivery latencies (write sent → event read).
+// watchLoadResult is what runWatchLoad measured: the writes offered, every
+// delivery's latency (sorted) and the process's resident set at the end.
 type watchLoadResult struct {
 	writes    int
 	latencies []time.Duration
 	rssKiB    int64
 }
 
+// runWatchLoad runs watchers HTTP watchers (spread over conns TLS
+// connections) on one resource of a real server while writes are offered at
+// rate per second for dur, then checks that every watcher saw every create
+// exactly once and in order, and returns the delivery latencies (write sent
+// → event read).
 func runWatchLoad(t testing.TB, watchers, conns, rate int, dur time.Duration) watchLoadResult {
-	ts := startServer(t, Builder{})
-	url := ts.srv.URL() + "/apis/test.annex.dev/v1/namespaces/load/widgets"
-	certDir := filepath.Join(ts.dataDir, "certs")
-	caPEM, err := os.ReadFile(filepath.Join(certDir, "annex-serving-ca.crt"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	pair, err := tls.LoadX509KeyPair(filepath.Join(certDir, "admin.crt"), filepath.Join(certDir, "admin.key"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	pool := x509.NewCertPool()
-	pool.AppendCertsFromPEM(caPEM)
+	s := startServer(t, benchOpts{})
+	url := s.url + "/apis/test.annex.dev/v1/namespaces/load/widgets"
+	kc := s.kubeconfig
 	clients := make([]*http.Client, conns)
 	for i := range clients {
-		tr := &http.Transport{ForceAttemptHTTP2: true, TLSClientConfig: &tls.Config{RootCAs: pool, Certificates: []tls.Certificate{pair}}}
-		t.Cleanup(tr.CloseIdleConnections)
-		clients[i] = &http.Client{Transport: tr}
+		clients[i] = newClient(t, kc.CAData, kc.CertData, kc.KeyData)
+		clients[i].Timeout = 0 // watches stay open
 	}
 
 	total := int(float64(rate) * dur.Seconds())
@@ -179,7 +168,7 @@ func TestWatchFanOutOverHTTP(t *testing.T) {
 // BenchmarkWatchFanOutOverHTTP is the load figure: 1,000 watchers
 // over real TLS connections, 100 writes/s for 5s.
 //
-//	go test -run '^$' -bench WatchFanOutOverHTTP -benchtime 1x .
+//	cd e2e && go test -run '^$' -bench WatchFanOutOverHTTP -benchtime 1x ./loadbench
 func BenchmarkWatchFanOutOverHTTP(b *testing.B) {
 	for range b.N {
 		res := runWatchLoad(b, 1000, 50, 100, 5*time.Second)

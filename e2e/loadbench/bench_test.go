@@ -1,16 +1,13 @@
-package annex
+package loadbench
 
 import (
 	"fmt"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
-
-	"go.uber.org/zap"
 
 	"github.com/annexapi/annex/admission"
 	"github.com/annexapi/annex/authn"
@@ -79,15 +76,16 @@ func benchHandler(b *testing.B, withAdmission bool) http.Handler {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { _ = store.Close() })
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		b.Fatal(err)
-	}
 	res := rest.Resource{Group: "bench.annex.dev", Version: "v1", Plural: "environments", Kind: "Environment", Namespaced: true}
+<<<<<<< HEAD:bench_test.go
 	bld := Builder{
 		DataDir: b.TempDir(),
 		Serving: Serving{Listener: ln},
 		Authentication: Authentication{Authenticator: authn.AuthenticatorFunc(func(*http.Request) (*filters.User, bool, error) {
+=======
+	o := benchOpts{store: store, disableWatchCache: true,
+		authenticator: authn.AuthenticatorFunc(func(*http.Request) (*filters.User, bool, error) {
+>>>>>>> benchmove:e2e/loadbench/bench_test.go
 			return &filters.User{Name: "bench", Groups: []string{"system:masters", "system:authenticated"}}, true, nil
 		})},
 		Storage:       Storage{Store: store, DisableWatchCache: true},
@@ -99,22 +97,21 @@ func benchHandler(b *testing.B, withAdmission bool) http.Handler {
 		if err != nil {
 			b.Fatal(err)
 		}
+<<<<<<< HEAD:bench_test.go
 		bld.Admission.Validators = []admission.Validator{vp}
+=======
+		o.validators = []admission.Validator{vp}
+>>>>>>> benchmove:e2e/loadbench/bench_test.go
 	}
-	bld.Resources = []rest.Resource{res}
-	srv, err := bld.Build()
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { _ = ln.Close() })
-	return srv.Handler()
+	o.resources = []rest.Resource{res}
+	return buildServer(b, o).Handler() // never run: no watch cache to fill
 }
 
 // BenchmarkCreate measures create throughput through the whole handler chain,
 // without and with schema validation plus two ValidatingAdmissionPolicies, in
 // one run:
 //
-//	go test -run '^$' -bench Create -benchtime 3000x .
+//	cd e2e && go test -run '^$' -bench Create -benchtime 3000x ./loadbench
 func BenchmarkCreate(b *testing.B) {
 	for _, tc := range []struct {
 		name      string

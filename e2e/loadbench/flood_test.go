@@ -1,9 +1,8 @@
-package annex
+package loadbench
 
 import (
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -18,10 +17,7 @@ import (
 	"testing"
 	"time"
 
-	"go.uber.org/zap"
-
 	"github.com/annexapi/annex/flowcontrol"
-	"github.com/annexapi/annex/rest"
 	"github.com/annexapi/annex/storage/bbolt"
 )
 
@@ -31,7 +27,7 @@ import (
 // --max-mutating-requests-inflight=1); flow B (user "bystander") GETs one
 // widget every 20ms. Run it with
 //
-//	go test -run '^$' -bench FairnessUnderFlood -benchtime 1x -v .
+//	cd e2e && go test -run '^$' -bench FairnessUnderFlood -benchtime 1x -v ./loadbench
 //
 // It prints B's latency alone, under the flood with priority and fairness
 // on, off (kube's max-in-flight limits) and with no limit at all, and A's
@@ -92,14 +88,31 @@ spec:
     resourceRules: [{verbs: ["*"], apiGroups: ["*"], resources: ["*"], clusterScope: true, namespaces: ["*"]}]
 `
 
+// testersPolicy lets the group testers (both users of the tokens file) do
+// anything to test.annex.dev.
+const testersPolicy = `apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata: {name: tester}
+rules:
+- {apiGroups: [test.annex.dev], resources: ["*"], verbs: ["*"]}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata: {name: testers}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: tester}
+subjects:
+- {apiGroup: rbac.authorization.k8s.io, kind: Group, name: testers}
+`
+
 // floodRig is what every server of the measurement shares: the data
 // directory (certificates), the store with the widgets, the token and RBAC
-// files.
+// files, and the serving CA (from the first server's admin kubeconfig).
 type floodRig struct {
 	b                      *testing.B
 	dataDir                string
 	store                  *bbolt.Store
 	tokens, policy, levels string
+	caPEM                  []byte
 }
 
 // floodModes are the servers compared.
@@ -125,36 +138,18 @@ func (r *floodRig) flowControl(mode string) flowcontrol.Config {
 	return flowcontrol.Config{}
 }
 
-// start builds and runs a server in mode on the rig's store; stop ends it.
-func (r *floodRig) start(mode string) (url string, stop func()) {
-	b := r.b
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		b.Fatal(err)
-	}
-	bld := Builder{
-		Resources:      []rest.Resource{widgets()},
-		DataDir:        r.dataDir,
-		FlowControl:    r.flowControl(mode),
-		Serving:        Serving{Listener: ln},
-		Authentication: Authentication{TokenAuthFile: r.tokens},
-		Authorization:  Authorization{PolicyFiles: []string{r.policy}},
-		Storage:        Storage{Store: r.store},
-		Observability:  Observability{Logger: zap.NewNop()},
-	}
-	srv, err := bld.Build()
-	if err != nil {
-		b.Fatal(err)
-	}
-	ts := &testServer{srv: srv, done: make(chan struct{})}
-	runInBackground(b, ts)
-	waitReady(b, r.client(), srv.URL())
-	return srv.URL(), func() { ts.cancel(); <-ts.done }
+// start builds and runs a server in mode on the rig's store; its stop
+// method ends it.
+func (r *floodRig) start(mode string) *server {
+	s := startServer(r.b, benchOpts{dataDir: r.dataDir, store: r.store, tokenAuthFile: r.tokens,
+		authorizationPolicyFiles: []string{r.policy}, flowControl: r.flowControl(mode)})
+	r.caPEM = s.kubeconfig.CAData // the same CA for every server of the rig
+	return s
 }
 
 // client is a new HTTP/2 client of the rig's servers (its own connection).
 func (r *floodRig) client() *http.Client {
-	c := clientWith(r.b, filepath.Join(r.dataDir, "certs", "annex-serving-ca.crt"), "", "")
+	c := newClient(r.b, r.caPEM, nil, nil)
 	c.Timeout = 2 * time.Minute
 	return c
 }
@@ -185,10 +180,9 @@ func newFloodRig(b *testing.B) *floodRig {
 		levels: writeFileB(b, dir, "levels.yaml", floodLevels)}
 
 	// Seed the widgets through a server without limits, as the admin.
-	url, stop := r.start(modeNone)
-	defer stop()
-	certDir := filepath.Join(r.dataDir, "certs")
-	admin := clientWith(b, filepath.Join(certDir, "annex-serving-ca.crt"), filepath.Join(certDir, "admin.crt"), filepath.Join(certDir, "admin.key"))
+	seeder := r.start(modeNone)
+	defer seeder.stop(b)
+	url, admin := seeder.url, seeder.admin
 	spec := strings.Repeat("x", 300)
 	var next atomic.Int64
 	var wg sync.WaitGroup
@@ -250,8 +244,9 @@ type floodResult struct {
 // not 0, is the server's GOGC for the row; bProc runs B in a process of its
 // own rather than in the server's.
 func (r *floodRig) runFlood(mode string, aConc int, honor, nice, bProc bool, gogc int, d time.Duration) (res floodResult) {
-	url, stop := r.start(mode)
-	defer stop()
+	srv := r.start(mode)
+	defer srv.stop(r.b)
+	url := srv.url
 	if gogc != 0 {
 		defer debug.SetGCPercent(debug.SetGCPercent(gogc))
 	}
@@ -259,7 +254,7 @@ func (r *floodRig) runFlood(mode string, aConc int, honor, nice, bProc bool, gog
 	getURL := listURL + "/w-00000"
 	var fl *flooder
 	if aConc > 0 {
-		fl = startFlooder(r.b, flooderSpec{URL: listURL, CAFile: filepath.Join(r.dataDir, "certs", "annex-serving-ca.crt"),
+		fl = startFlooder(r.b, flooderSpec{URL: listURL, CAData: r.caPEM,
 			Token: "flooder-token", Conc: aConc, Honor: honor, Nice: nice})
 		// Let the flood build up (every seat taken, the queues filling):
 		// a ramp of the load, not a wait for an event.
@@ -268,7 +263,7 @@ func (r *floodRig) runFlood(mode string, aConc int, honor, nice, bProc bool, gog
 	var lat []time.Duration
 	cpu0, gc0, t0 := processCPU(), gcCPU(), time.Now()
 	if bProc {
-		by := startFlooder(r.b, flooderSpec{URL: getURL, CAFile: filepath.Join(r.dataDir, "certs", "annex-serving-ca.crt"),
+		by := startFlooder(r.b, flooderSpec{URL: getURL, CAData: r.caPEM,
 			Token: "bystander-token", Bystander: true})
 		time.Sleep(d) // B measures in its own process
 		rep, _ := by.stop(r.b)
@@ -320,9 +315,9 @@ func (r *floodRig) overhead(modes []string, rounds int, slice time.Duration) (ra
 	}
 	targets := map[string]target{}
 	for _, mode := range modes {
-		url, stop := r.start(mode)
-		defer stop()
-		tg := target{url: url + "/apis/test.annex.dev/v1/namespaces/flood/widgets/w-00000"}
+		srv := r.start(mode)
+		defer srv.stop(r.b)
+		tg := target{url: srv.url + "/apis/test.annex.dev/v1/namespaces/flood/widgets/w-00000"}
 		for range 16 {
 			tg.clients = append(tg.clients, r.client())
 		}
@@ -362,8 +357,7 @@ func (r *floodRig) overhead(modes []string, rounds int, slice time.Duration) (ra
 	return rate, cpuPerGET
 }
 
-// processCPU is the CPU time (user and system) of this process so far:
-// server and clients alike.
+// median is the middle value of v.
 func median(v []float64) float64 {
 	v = slices.Clone(v)
 	slices.Sort(v)
@@ -468,34 +462,14 @@ func BenchmarkFairnessUnderFlood(b *testing.B) {
 // (max-in-flight 400 + 200) and without any limit; cpu-ns/op is the
 // process's CPU time per GET, steadier than wall time on a shared machine.
 //
-//	go test -run '^$' -bench ServerGETFlowControl -benchtime 20000x -count 3 .
+//	cd e2e && go test -run '^$' -bench ServerGETFlowControl -benchtime 20000x -count 3 ./loadbench
 func BenchmarkServerGETFlowControl(b *testing.B) {
 	r := newFloodRig(b)
 	for _, mode := range []string{modeAPFDefault, modeMaxDefault, modeNone} {
 		b.Run(mode, func(b *testing.B) {
-			ln, err := net.Listen("tcp", "127.0.0.1:0")
-			if err != nil {
-				b.Fatal(err)
-			}
-			bld := Builder{
-				Resources:      []rest.Resource{widgets()},
-				DataDir:        r.dataDir,
-				FlowControl:    r.flowControl(mode),
-				Serving:        Serving{Listener: ln},
-				Authentication: Authentication{TokenAuthFile: r.tokens},
-				Authorization:  Authorization{PolicyFiles: []string{r.policy}},
-				Storage:        Storage{Store: r.store},
-				Observability:  Observability{Logger: zap.NewNop()},
-			}
-			srv, err := bld.Build()
-			if err != nil {
-				b.Fatal(err)
-			}
-			ts := &testServer{srv: srv, done: make(chan struct{})}
-			runInBackground(b, ts) // the watch cache serves the GET
-			waitReady(b, r.client(), srv.URL())
-			defer func() { ts.cancel(); <-ts.done }()
-			h := srv.Handler()
+			srv := r.start(mode) // the watch cache serves the GET
+			defer srv.stop(b)
+			h := srv.srv.Handler()
 			b.ReportAllocs()
 			cpu0 := processCPU()
 			b.ResetTimer()

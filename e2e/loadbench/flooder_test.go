@@ -1,10 +1,11 @@
-package annex
+package loadbench
 
 import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -31,7 +32,7 @@ const flooderEnv = "ANNEX_FLOODER"
 // flooderSpec is what the parent gives the flooder, as JSON in flooderEnv.
 type flooderSpec struct {
 	URL    string `json:"url"`
-	CAFile string `json:"caFile"`
+	CAData []byte `json:"caData"` // the serving CA, PEM
 	Token  string `json:"token"`
 	Conc   int    `json:"conc"`
 	Honor  bool   `json:"honor"` // wait the Retry-After given, as client-go does
@@ -73,12 +74,10 @@ func runFlooder(specJSON string) error {
 	if err := json.Unmarshal([]byte(specJSON), &spec); err != nil {
 		return err
 	}
-	caPEM, err := os.ReadFile(spec.CAFile)
-	if err != nil {
-		return err
-	}
 	pool := x509.NewCertPool()
-	pool.AppendCertsFromPEM(caPEM)
+	if !pool.AppendCertsFromPEM(spec.CAData) {
+		return errors.New("no CA certificate in the spec")
+	}
 	tr := &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}, ForceAttemptHTTP2: true}
 	c := &http.Client{Transport: tr, Timeout: 2 * time.Minute}
 
