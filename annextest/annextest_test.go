@@ -263,7 +263,7 @@ func TestNotStandaloneHasNoClients(t *testing.T) {
 		t.Fatal(err)
 	}
 	b := widgets()
-	b.ClientCAFile = caFile // client certificates from elsewhere: no admin, no kubeconfig
+	b.Authentication.ClientCAFile = caFile // client certificates from elsewhere: no admin, no kubeconfig
 	srv := annextest.Start(t, b)
 	if srv.Kubeconfig != "" || srv.Client() != nil || srv.AnonymousClient() != nil {
 		t.Errorf("Kubeconfig %q, Client %v, AnonymousClient %v: want none without standalone mode",
@@ -291,7 +291,7 @@ func TestNewServerReturnsBuildError(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			direct := tc.builder
-			direct.Logger = zap.NewNop()
+			direct.Observability.Logger = zap.NewNop()
 			_, want := direct.Build() // fails in validation, before any side effect
 			if want == nil {
 				t.Fatal("the Builder builds: the case tests nothing")
@@ -326,7 +326,7 @@ func TestNewServerReturnsRunError(t *testing.T) {
 	b := widgets()
 	b.Resources[0].Storage = failingStore{st}
 	// Never ready, so NewServer cannot return before Run does.
-	b.ReadyChecks = []healthz.Check{healthz.NamedCheck("never", func(*http.Request) error { return errors.New("not yet") })}
+	b.Serving.ReadyChecks = []healthz.Check{healthz.NamedCheck("never", func(*http.Request) error { return errors.New("not yet") })}
 	srv, err := annextest.NewServer(b)
 	if err == nil {
 		srv.Close()

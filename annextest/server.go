@@ -65,9 +65,10 @@ type Server struct {
 }
 
 // NewServer builds the server b declares and runs it until Close. On a copy
-// of b it fills, when unset: Listener with a listener on 127.0.0.1 at a free
-// port, DataDir with a fresh temporary directory (removed by Close), and
-// Logger with zap.NewNop() (only when Logging.Output is nil too, so that a
+// of b it fills, when unset: Serving.Listener with a listener on 127.0.0.1 at
+// a free port, DataDir with a fresh temporary directory (removed by Close),
+// and Observability.Logger with zap.NewNop() (only when Logging.Output is
+// nil too, so that a
 // test that asks for logs gets them). It returns once /readyz answers 200,
 // or the error of Build, of Run if it returns first, or a timeout after 30s
 // naming the last /readyz answer.
@@ -116,8 +117,8 @@ func newServer(b annex.Builder, timeout time.Duration) (*Server, error) {
 // defaults NewServer applies to its copy. It returns the data directory used
 // and, when it made that directory, its path again as tempDir.
 func withDefaults(b *annex.Builder) (dataDir, tempDir string, err error) {
-	if b.Logger == nil && b.Logging.Output == nil {
-		b.Logger = zap.NewNop()
+	if o := &b.Observability; o.Logger == nil && o.Logging.Output == nil {
+		o.Logger = zap.NewNop()
 	}
 	if b.DataDir == "" {
 		dir, err := os.MkdirTemp("", "annextest-")
@@ -126,7 +127,7 @@ func withDefaults(b *annex.Builder) (dataDir, tempDir string, err error) {
 		}
 		b.DataDir, tempDir = dir, dir
 	}
-	if b.Listener == nil {
+	if b.Serving.Listener == nil {
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
 			if tempDir != "" {
@@ -134,7 +135,7 @@ func withDefaults(b *annex.Builder) (dataDir, tempDir string, err error) {
 			}
 			return "", "", fmt.Errorf("annextest: listen: %w", err)
 		}
-		b.Listener = ln // the Builder owns it from here: Build closes it on failure
+		b.Serving.Listener = ln // the Builder owns it from here: Build closes it on failure
 	}
 	return b.DataDir, tempDir, nil
 }

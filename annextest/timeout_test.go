@@ -18,8 +18,8 @@ import (
 func TestNewServerTimeoutNamesLastReadyzAnswer(t *testing.T) {
 	t.Parallel()
 	b := annex.Builder{
-		Resources:   []rest.Resource{{Group: "test.annex.dev", Version: "v1", Plural: "widgets", Kind: "Widget", Namespaced: true}},
-		ReadyChecks: []healthz.Check{healthz.NamedCheck("never-ready", func(*http.Request) error { return errors.New("not yet") })},
+		Resources: []rest.Resource{{Group: "test.annex.dev", Version: "v1", Plural: "widgets", Kind: "Widget", Namespaced: true}},
+		Serving:   annex.Serving{ReadyChecks: []healthz.Check{healthz.NamedCheck("never-ready", func(*http.Request) error { return errors.New("not yet") })}},
 	}
 	start := time.Now()
 	srv, err := newServer(b, 500*time.Millisecond)

@@ -41,15 +41,7 @@ func startBenchServer(b *testing.B, name, policy string, batch audit.BatchConfig
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { _ = store.Close() })
-<<<<<<< HEAD:audit_bench_test.go
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		b.Fatal(err)
-	}
-	bld := Builder{Resources: []rest.Resource{widgets()}, Serving: Serving{Listener: ln}, Storage: Storage{Store: store}, Observability: Observability{Logger: zap.NewNop()}}
-=======
 	o := benchOpts{store: store}
->>>>>>> benchmove:e2e/loadbench/audit_bench_test.go
 	if policy != "" {
 		p, err := audit.ParsePolicy([]byte(policy))
 		if err != nil {

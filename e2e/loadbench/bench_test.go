@@ -77,31 +77,17 @@ func benchHandler(b *testing.B, withAdmission bool) http.Handler {
 	}
 	b.Cleanup(func() { _ = store.Close() })
 	res := rest.Resource{Group: "bench.annex.dev", Version: "v1", Plural: "environments", Kind: "Environment", Namespaced: true}
-<<<<<<< HEAD:bench_test.go
-	bld := Builder{
-		DataDir: b.TempDir(),
-		Serving: Serving{Listener: ln},
-		Authentication: Authentication{Authenticator: authn.AuthenticatorFunc(func(*http.Request) (*filters.User, bool, error) {
-=======
 	o := benchOpts{store: store, disableWatchCache: true,
 		authenticator: authn.AuthenticatorFunc(func(*http.Request) (*filters.User, bool, error) {
->>>>>>> benchmove:e2e/loadbench/bench_test.go
 			return &filters.User{Name: "bench", Groups: []string{"system:masters", "system:authenticated"}}, true, nil
-		})},
-		Storage:       Storage{Store: store, DisableWatchCache: true},
-		Observability: Observability{Logger: zap.NewNop()},
-	}
+		})}
 	if withAdmission {
 		res.Schema = schema.MustParseYAML(benchSchema)
 		vp, err := admission.LoadValidatingPolicies([]byte(benchPolicies), admission.PolicyOptions{})
 		if err != nil {
 			b.Fatal(err)
 		}
-<<<<<<< HEAD:bench_test.go
-		bld.Admission.Validators = []admission.Validator{vp}
-=======
 		o.validators = []admission.Validator{vp}
->>>>>>> benchmove:e2e/loadbench/bench_test.go
 	}
 	o.resources = []rest.Resource{res}
 	return buildServer(b, o).Handler() // never run: no watch cache to fill

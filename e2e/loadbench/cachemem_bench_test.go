@@ -44,15 +44,9 @@ func cacheBytesPerObject(b *testing.B, n int, watching bool) (perObject float64,
 		b.Fatal(err)
 	}
 	defer store.Close()
-<<<<<<< HEAD:cachemem_bench_test.go
-	ts := startServer(b, Builder{Resources: []rest.Resource{widgets()}, Storage: Storage{Store: store}, Observability: Observability{Logger: zap.NewNop()}})
-	defer func() { ts.cancel(); <-ts.done }()
-	base := ts.srv.URL() + "/apis/test.annex.dev/v1/namespaces/ns/widgets"
-=======
 	ts := startServer(b, benchOpts{store: store})
 	defer ts.stop(b)
 	base := ts.url + "/apis/test.annex.dev/v1/namespaces/ns/widgets"
->>>>>>> benchmove:e2e/loadbench/cachemem_bench_test.go
 	events := make(chan int, 1)
 	if watching {
 		req, _ := http.NewRequest(http.MethodGet, base+"?watch=true", nil)

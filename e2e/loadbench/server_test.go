@@ -74,20 +74,17 @@ func newBuilder(o benchOpts) annex.Builder {
 		resources = []rest.Resource{widgets()}
 	}
 	return annex.Builder{
-		Resources:                resources,
-		Storage:                  o.store,
-		DisableWatchCache:        o.disableWatchCache,
-		DisableManagedFields:     o.disableManagedFields,
-		DataDir:                  o.dataDir,
-		Listener:                 o.listener,
-		TokenAuthFile:            o.tokenAuthFile,
-		AuthorizationPolicyFiles: o.authorizationPolicyFiles,
-		Authenticator:            o.authenticator,
-		Validators:               o.validators,
-		Audit:                    o.audit,
-		FlowControl:              o.flowControl,
-		Stages:                   o.stages,
-		Logger:                   zap.NewNop(),
+		Resources:      resources,
+		DataDir:        o.dataDir,
+		Serving:        annex.Serving{Listener: o.listener},
+		Authentication: annex.Authentication{TokenAuthFile: o.tokenAuthFile, Authenticator: o.authenticator},
+		Authorization:  annex.Authorization{PolicyFiles: o.authorizationPolicyFiles},
+		Admission:      annex.Admission{Validators: o.validators},
+		Storage:        annex.Storage{Store: o.store, DisableWatchCache: o.disableWatchCache, DisableManagedFields: o.disableManagedFields},
+		Audit:          o.audit,
+		FlowControl:    o.flowControl,
+		Stages:         o.stages,
+		Observability:  annex.Observability{Logger: zap.NewNop()},
 	}
 }
 
