@@ -222,9 +222,6 @@ func (o *Options) applyAudit(b *annex.Builder) error {
 	if err != nil {
 		return fmt.Errorf("--audit-* flags: %w", err)
 	}
-	if err := cfg.Validate(); err != nil {
-		return fmt.Errorf("--audit-* flags: %w", err)
-	}
 	b.Audit.Policy, b.Audit.Log, b.Audit.Webhook = cfg.Policy, cfg.Log, cfg.Webhook
 	return nil
 }

@@ -110,7 +110,7 @@ func flagRules(given map[string]bool) []flagRule {
 			return "has no effect without --audit-log-path or --audit-webhook-config-file", !given["audit-log-path"] && !given["audit-webhook-config-file"]
 		}},
 		{flags: []string{"secure-port", "bind-address"}, noEffect: func(b *annex.Builder, given map[string]bool, code fieldsSetInCode) (string, bool) {
-			return "Builder.Listener is set in code", b.Serving.Listener != nil
+			return "Builder.Serving.Listener is set in code", b.Serving.Listener != nil
 		}},
 		{flags: []string{"authentication-tolerate-lookup-failure"}, noEffect: func(b *annex.Builder, given map[string]bool, code fieldsSetInCode) (string, bool) {
 			return "has no effect with --authentication-skip-lookup (nothing is looked up)", b.Authentication.Delegation != nil && b.Authentication.Delegation.SkipLookup
