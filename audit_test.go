@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"flag"
 	"io"
 	"net/http"
 	"os"
@@ -17,7 +16,6 @@ import (
 	"github.com/annexapi/annex/admission"
 	"github.com/annexapi/annex/audit"
 	"github.com/annexapi/annex/meta"
-	"github.com/annexapi/annex/rest"
 )
 
 const auditTestPolicy = `apiVersion: audit.k8s.io/v1
@@ -279,61 +277,5 @@ func TestAuditThroughServer(t *testing.T) {
 	}
 	if p := last("panic"); p.ResponseStatus == nil || !strings.Contains(p.ResponseStatus.Message, "boom") {
 		t.Errorf("panic: responseStatus %+v", p.ResponseStatus)
-	}
-}
-
-// TestAuditFlags: --audit-policy-file and --audit-log-path through
-// Builder.AddFlags turn audit on; bad values fail Build naming the flag,
-// without creating anything.
-func TestAuditFlags(t *testing.T) {
-	t.Parallel()
-	dir := t.TempDir()
-	policy := writeFile(t, dir, "policy.yaml", auditTestPolicy)
-	badPolicy := writeFile(t, dir, "bad.yaml", "apiVersion: audit.k8s.io/v1\nkind: Policy\nrules:\n- level: Loud\n")
-	aFile := writeFile(t, dir, "a-file", "")
-	tests := []struct {
-		name string
-		args []string
-		want []string // errors; nil means Build succeeds and audits
-	}{
-		{"policy_and_log", []string{"--audit-policy-file=" + policy, "--audit-log-path=" + filepath.Join(dir, "ok", "audit.log")}, nil},
-		{"bad_policy", []string{"--audit-policy-file=" + badPolicy, "--audit-log-path=-"}, []string{"--audit-policy-file " + badPolicy, "Loud"}},
-		{"missing_policy", []string{"--audit-policy-file=" + filepath.Join(dir, "nope.yaml"), "--audit-log-path=-"}, []string{"--audit-policy-file"}},
-		{"bad_mode", []string{"--audit-policy-file=" + policy, "--audit-log-path=-", "--audit-log-mode=later"}, []string{"--audit-* flags", "invalid audit log mode later"}},
-		{"log_under_a_file", []string{"--audit-policy-file=" + policy, "--audit-log-path=" + filepath.Join(aFile, "audit.log")}, []string{"--audit-* flags", "is not a directory"}},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			t.Parallel()
-			b := Builder{Resources: []rest.Resource{widgets()}, DataDir: filepath.Join(t.TempDir(), "data"), Serving: Serving{Listener: mustListen(t)}}
-			fs := flag.NewFlagSet("test", flag.ContinueOnError)
-			b.AddFlags(fs)
-			if err := fs.Parse(tt.args); err != nil {
-				t.Fatal(err)
-			}
-			srv, err := build(t, &b)
-			if tt.want == nil {
-				if err != nil {
-					t.Fatalf("Build: %v", err)
-				}
-				defer srv.closeAll()
-				if _, err := os.Stat(filepath.Join(dir, "ok", "audit.log")); err != nil {
-					t.Errorf("the log file was not created: %v", err)
-				}
-				return
-			}
-			if err == nil {
-				srv.closeAll()
-				t.Fatal("Build succeeded")
-			}
-			for _, w := range tt.want {
-				if !strings.Contains(err.Error(), w) {
-					t.Errorf("error lacks %q:\n%v", w, err)
-				}
-			}
-			if _, statErr := os.Stat(b.DataDir); statErr == nil {
-				t.Error("a failed Build made DataDir")
-			}
-		})
 	}
 }

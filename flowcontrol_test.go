@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"errors"
-	"flag"
 	"net"
 	"net/http"
 	"os"
@@ -14,11 +13,9 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"go.uber.org/zap"
 
 	"github.com/annexapi/annex/flowcontrol"
 	"github.com/annexapi/annex/rest"
-	"github.com/annexapi/annex/storage"
 )
 
 // oneSeatForX puts user x in a level of one seat that rejects what does not
@@ -122,13 +119,12 @@ func TestFlowControlThroughTheServer(t *testing.T) {
 	config := writeFile(t, dir, "flowcontrol.yaml", oneSeatForX)
 	g := newGate()
 	reg := prometheus.NewRegistry()
-	b := Builder{Resources: []rest.Resource{widgets(), g.resource()}, Observability: Observability{Registerer: reg}}
-	fs := flag.NewFlagSet("test", flag.ContinueOnError)
-	b.AddFlags(fs)
-	if err := fs.Parse([]string{"--data-dir", filepath.Join(dir, "data"), "--token-auth-file", tokens, "--authorization-policy-file", policy,
-		"--max-requests-inflight=1", "--max-mutating-requests-inflight=1", "--flowcontrol-config-file", config}); err != nil {
-		t.Fatal(err)
-	}
+	// As --token-auth-file, --authorization-policy-file, --max-requests-inflight=1,
+	// --max-mutating-requests-inflight=1 and --flowcontrol-config-file give it.
+	b := Builder{Resources: []rest.Resource{widgets(), g.resource()}, DataDir: filepath.Join(dir, "data"),
+		Authentication: Authentication{TokenAuthFile: tokens}, Authorization: Authorization{PolicyFiles: []string{policy}},
+		FlowControl:   flowcontrol.Config{MaxRequestsInFlight: 1, MaxMutatingRequestsInFlight: 1, ConfigFiles: []string{config}},
+		Observability: Observability{Registerer: reg}}
 	ts := startServer(t, b)
 	url := ts.srv.URL()
 	as := func(token, method, path string) (*http.Response, string) {
@@ -239,10 +235,10 @@ func TestFlowControlThroughTheServer(t *testing.T) {
 	})
 }
 
-// TestFlowControlFlagsAndFields: Build's first phase names the flag when it
-// was given and the field otherwise, for a setting with no effect in the
-// chosen mode and for configuration that does not load.
-func TestFlowControlFlagsAndFields(t *testing.T) {
+// TestFlowControlFields: Build's first phase names the field, for a setting
+// with no effect in the chosen mode and for configuration that does not
+// load (package kubeflags names the flags that set them).
+func TestFlowControlFields(t *testing.T) {
 	t.Parallel()
 	files := t.TempDir()
 	good := writeFile(t, files, "good.yaml", oneSeatForX)
@@ -262,41 +258,34 @@ current-context: c
 	}
 	tests := []struct {
 		name  string
-		args  []string
 		field func(*Builder)
 		want  []string
 	}{
-		{"file_with_apf_off_by_flag", []string{"--enable-priority-and-fairness=false", "--flowcontrol-config-file", good}, nil,
-			[]string{"--flowcontrol-config-file: has no effect with priority and fairness off (--enable-priority-and-fairness)"}},
-		{"objects_with_apf_off_by_field", nil, func(b *Builder) { b.FlowControl.Disabled, b.FlowControl.Objects = true, objs },
-			[]string{"FlowControl.Objects: has no effect with priority and fairness off (FlowControl.Disabled)"}},
-		{"file_in_delegated_mode", []string{"--delegated-auth", "--authentication-kubeconfig", kubeconfig, "--authorization-kubeconfig", kubeconfig, "--flowcontrol-config-file", good}, nil,
-			[]string{"--flowcontrol-config-file: has no effect when the configuration follows the cluster's"}},
-		{"file_field_in_delegated_mode", []string{"--delegated-auth", "--authentication-kubeconfig", kubeconfig, "--authorization-kubeconfig", kubeconfig},
-			func(b *Builder) { b.FlowControl.ConfigFiles = []string{good} },
-			[]string{"FlowControl.ConfigFiles: has no effect when the configuration follows the cluster's"}},
-		{"no_seats", []string{"--max-requests-inflight=0", "--max-mutating-requests-inflight=0"}, nil,
-			[]string{"--max-requests-inflight and --max-mutating-requests-inflight: leave no seats"}},
-		{"invalid_object_in_file", []string{"--flowcontrol-config-file", badObject}, nil,
-			[]string{"--flowcontrol-config-file: ", "nominalConcurrencyShares"}},
-		{"unknown_field_in_file", nil, func(b *Builder) { b.FlowControl.ConfigFiles = []string{unknownField} },
+		{"file_with_apf_off", func(b *Builder) { b.FlowControl.Disabled, b.FlowControl.ConfigFiles = true, []string{good} },
+			[]string{"FlowControl.ConfigFiles: has no effect with priority and fairness off (FlowControl.Disabled"}},
+		{"objects_with_apf_off", func(b *Builder) { b.FlowControl.Disabled, b.FlowControl.Objects = true, objs },
+			[]string{"FlowControl.Objects: has no effect with priority and fairness off (FlowControl.Disabled"}},
+		{"file_in_delegated_mode", func(b *Builder) {
+			b.Authentication.Delegation = &Delegation{AuthenticationKubeconfig: kubeconfig, AuthorizationKubeconfig: kubeconfig}
+			b.FlowControl.ConfigFiles = []string{good}
+		}, []string{"FlowControl.ConfigFiles: has no effect when the configuration follows the cluster's"}},
+		{"no_seats", func(b *Builder) {
+			b.FlowControl.MaxRequestsInFlight, b.FlowControl.MaxMutatingRequestsInFlight = -1, -1
+		},
+			[]string{"FlowControl.MaxRequestsInFlight and FlowControl.MaxMutatingRequestsInFlight (--max-requests-inflight, --max-mutating-requests-inflight): leave no seats"}},
+		{"invalid_object_in_file", func(b *Builder) { b.FlowControl.ConfigFiles = []string{badObject} },
+			[]string{"FlowControl.ConfigFiles: ", "nominalConcurrencyShares"}},
+		{"unknown_field_in_file", func(b *Builder) { b.FlowControl.ConfigFiles = []string{unknownField} },
 			[]string{"FlowControl.ConfigFiles: ", "color"}},
-		{"missing_file", []string{"--flowcontrol-config-file", missing}, nil, []string{"--flowcontrol-config-file: ", "missing.yaml"}},
-		{"same_object_in_two_files", []string{"--flowcontrol-config-file", good, "--flowcontrol-config-file", good}, nil,
-			[]string{"--flowcontrol-config-file: ", "one-seat"}},
+		{"missing_file", func(b *Builder) { b.FlowControl.ConfigFiles = []string{missing} }, []string{"FlowControl.ConfigFiles: ", "missing.yaml"}},
+		{"same_object_in_two_files", func(b *Builder) { b.FlowControl.ConfigFiles = []string{good, good} },
+			[]string{"FlowControl.ConfigFiles: ", "one-seat"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			b := Builder{Resources: []rest.Resource{widgets()}, DataDir: filepath.Join(t.TempDir(), "data")}
-			fs := flag.NewFlagSet("test", flag.ContinueOnError)
-			b.AddFlags(fs)
-			if err := fs.Parse(tt.args); err != nil {
-				t.Fatal(err)
-			}
-			if tt.field != nil {
-				tt.field(&b)
-			}
+			tt.field(&b)
 			_, err := build(t, &b)
 			if err == nil {
 				t.Fatal("Build succeeded")
@@ -320,21 +309,17 @@ func TestFlowControlOffWithoutLimits(t *testing.T) {
 	t.Parallel()
 	for _, tt := range []struct {
 		name         string
-		args         []string
+		fc           flowcontrol.Config
 		wantDisabled bool
 		wantRO       int
 	}{
-		{"zero_value_is_apf_with_kube_defaults", nil, false, flowcontrol.DefaultMaxRequestsInFlight},
-		{"off_with_zero_limits_is_unlimited", []string{"--enable-priority-and-fairness=false", "--max-requests-inflight=0", "--max-mutating-requests-inflight=0"}, true, -1},
+		{"zero_value_is_apf_with_kube_defaults", flowcontrol.Config{}, false, flowcontrol.DefaultMaxRequestsInFlight},
+		// --enable-priority-and-fairness=false --max-requests-inflight=0 --max-mutating-requests-inflight=0
+		{"off_with_zero_limits_is_unlimited", flowcontrol.Config{Disabled: true, MaxRequestsInFlight: -1, MaxMutatingRequestsInFlight: -1}, true, -1},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			b := Builder{Resources: []rest.Resource{widgets()}, DataDir: t.TempDir()}
-			fs := flag.NewFlagSet("test", flag.ContinueOnError)
-			b.AddFlags(fs)
-			if err := fs.Parse(tt.args); err != nil {
-				t.Fatal(err)
-			}
+			b := Builder{Resources: []rest.Resource{widgets()}, DataDir: t.TempDir(), FlowControl: tt.fc}
 			ln, err := net.Listen("tcp", "127.0.0.1:0")
 			if err != nil {
 				t.Fatal(err)
@@ -345,10 +330,7 @@ func TestFlowControlOffWithoutLimits(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer srv.closeAll()
-			c := b.withDefaults() // as Build applies the flags
-			if err := c.applyFlags(); err != nil {
-				t.Fatal(err)
-			}
+			c := b.withDefaults()
 			if c.FlowControl.Disabled != tt.wantDisabled || c.FlowControl.MaxRequestsInFlight != tt.wantRO {
 				t.Errorf("FlowControl after flags: Disabled=%v MaxRequestsInFlight=%d, want %v %d",
 					c.FlowControl.Disabled, c.FlowControl.MaxRequestsInFlight, tt.wantDisabled, tt.wantRO)
@@ -357,52 +339,6 @@ func TestFlowControlOffWithoutLimits(t *testing.T) {
 				t.Errorf("default configuration has %d FlowSchemas, want kube's mandatory and suggested ones", got)
 			}
 		})
-	}
-}
-
-// countingStore is a store that can count, and says how often it did.
-type countingStore struct {
-	pendingStore
-	n     int64
-	calls int
-}
-
-func (s *countingStore) Count(_ context.Context, prefix string) (int64, error) {
-	s.calls++
-	if want := storage.ResourcePrefix("test.annex.dev", "widgets", ""); prefix != want {
-		return 0, errors.New("unexpected prefix " + prefix)
-	}
-	return s.n, nil
-}
-
-// TestObjectCountsAreCachedNotLive: LIST widths read a figure counted when
-// refreshed, never a count per request; computed resources and stores
-// that cannot count are unknown.
-func TestObjectCountsAreCachedNotLive(t *testing.T) {
-	t.Parallel()
-	st := &countingStore{n: 1234}
-	stored := widgets()
-	stored.Storage = st
-	computed := newGate().resource()
-	oc := newObjectCounts([]rest.Resource{stored, computed}, time.Hour, zap.NewNop())
-	if n, ok := oc.ObjectCount("test.annex.dev", "widgets"); ok {
-		t.Errorf("before the first count: %d, true; want unknown", n)
-	}
-	oc.refresh(context.Background())
-	st.n = 99 // changes after the refresh are not seen until the next
-	for range 3 {
-		if n, ok := oc.ObjectCount("test.annex.dev", "widgets"); !ok || n != 1234 {
-			t.Errorf("widgets: %d, %v; want 1234, true", n, ok)
-		}
-	}
-	if st.calls != 1 {
-		t.Errorf("the store counted %d times for 3 reads, want once", st.calls)
-	}
-	if _, ok := oc.ObjectCount("test.annex.dev", "gauges"); ok {
-		t.Error("a computed resource has a count")
-	}
-	if _, ok := oc.ObjectCount("other", "widgets"); ok {
-		t.Error("an unknown resource has a count")
 	}
 }
 

@@ -1,7 +1,6 @@
 package annex
 
 import (
-	"flag"
 	"net"
 	"net/http"
 	"path/filepath"
@@ -10,6 +9,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/annexapi/annex/authn"
 	"github.com/annexapi/annex/certs"
 	"github.com/annexapi/annex/filters"
 	"github.com/annexapi/annex/rest"
@@ -73,16 +73,13 @@ func newFrontProxyPKI(t *testing.T) *frontProxyPKI {
 	return p
 }
 
-// buildFromFlags builds a server with b's fields and args as its command
-// line, serves it, and returns it with a client per certificate directory.
-func buildFromFlags(t *testing.T, b Builder, args ...string) (*testServer, func(certDir string) *http.Client) {
+// buildServed builds a server of b (its command line is package
+// kubeflags', whose tests check that the flags give these fields), serves
+// it, and returns it with a client per certificate directory.
+func buildServed(t *testing.T, b Builder) (*testServer, func(certDir string) *http.Client) {
 	t.Helper()
 	dataDir := t.TempDir()
-	fs := flag.NewFlagSet("test", flag.ContinueOnError)
-	b.AddFlags(fs)
-	if err := fs.Parse(append([]string{"--data-dir", dataDir}, args...)); err != nil {
-		t.Fatal(err)
-	}
+	b.DataDir = dataDir
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -165,19 +162,19 @@ func runFrontProxyCases(t *testing.T, url string, client func(string) *http.Clie
 	}
 }
 
-// TestRequestHeaderStandaloneFromFlags is issue 13's item 3: with
+// TestRequestHeaderStandalone is issue 13's item 3: with
 // --client-ca-file, --requestheader-client-ca-file and
 // --requestheader-allowed-names and no cluster, the front proxy's
 // X-Remote-* headers authenticate the user, with a delegated server's
 // header defaults.
-func TestRequestHeaderStandaloneFromFlags(t *testing.T) {
+func TestRequestHeaderStandalone(t *testing.T) {
 	t.Parallel()
 	pki := newFrontProxyPKI(t)
 	rec := &userRecorder{users: map[string]filters.User{}}
-	ts, client := buildFromFlags(t, Builder{Resources: []rest.Resource{widgets()}, Stages: []InsertedStage{rec.stage()}},
-		"--client-ca-file", pki.clientCA.CertFile,
-		"--requestheader-client-ca-file", pki.frontProxyCA.CertFile,
-		"--requestheader-allowed-names", "front-proxy-client")
+	// --client-ca-file, --requestheader-client-ca-file, --requestheader-allowed-names
+	ts, client := buildServed(t, Builder{Resources: []rest.Resource{widgets()}, Stages: []InsertedStage{rec.stage()},
+		Authentication: Authentication{ClientCAFile: pki.clientCA.CertFile, RequestHeader: &RequestHeader{ClientCAFile: pki.frontProxyCA.CertFile,
+			Names: authn.RequestHeaderNames{AllowedNames: []string{"front-proxy-client"}}}}})
 	if ts.srv.KubeconfigPath() != "" {
 		t.Errorf("a server with --client-ca-file wrote an admin kubeconfig")
 	}
@@ -205,17 +202,16 @@ func TestRequestHeaderStandaloneFromFlags(t *testing.T) {
 	})
 }
 
-// TestRequestHeaderFlagsCustomHeaders: the header flags replace the
+// TestRequestHeaderCustomHeaders: the header flags replace the
 // defaults, in standalone mode as in delegated mode.
-func TestRequestHeaderFlagsCustomHeaders(t *testing.T) {
+func TestRequestHeaderCustomHeaders(t *testing.T) {
 	t.Parallel()
 	pki := newFrontProxyPKI(t)
 	rec := &userRecorder{users: map[string]filters.User{}}
-	ts, client := buildFromFlags(t, Builder{Resources: []rest.Resource{widgets()}, Stages: []InsertedStage{rec.stage()}},
-		"--client-ca-file", pki.clientCA.CertFile,
-		"--requestheader-client-ca-file", pki.frontProxyCA.CertFile,
-		"--requestheader-username-headers", "X-Proxy-User", "--requestheader-group-headers", "X-Proxy-Group",
-		"--requestheader-extra-headers-prefix", "X-Proxy-Extra-", "--requestheader-uid-headers", "X-Proxy-Uid")
+	ts, client := buildServed(t, Builder{Resources: []rest.Resource{widgets()}, Stages: []InsertedStage{rec.stage()},
+		Authentication: Authentication{ClientCAFile: pki.clientCA.CertFile, RequestHeader: &RequestHeader{ClientCAFile: pki.frontProxyCA.CertFile,
+			Names: authn.RequestHeaderNames{UsernameHeaders: []string{"X-Proxy-User"}, GroupHeaders: []string{"X-Proxy-Group"},
+				ExtraHeaderPrefixes: []string{"X-Proxy-Extra-"}, UIDHeaders: []string{"X-Proxy-Uid"}}}}})
 	runFrontProxyCases(t, ts.srv.URL()+widgetsPath, client, rec, []frontProxyCase{
 		{name: "custom_headers", certDir: pki.otherDir, // any CN: no allowed names
 			headers:  map[string][]string{"X-Proxy-User": {"dora"}, "X-Proxy-Group": {"system:masters"}, "X-Proxy-Uid": {"d-1"}, "X-Proxy-Extra-K": {"v"}},
@@ -246,12 +242,10 @@ func TestAuthenticationSkipLookup(t *testing.T) {
 	}
 	kube := newKubeStandIn(t, otherClientCA, otherProxyCA)
 	rec := &userRecorder{users: map[string]filters.User{}}
-	ts, client := buildFromFlags(t, Builder{Resources: []rest.Resource{widgets()}, Stages: []InsertedStage{rec.stage()}},
-		"--delegated-auth", "--authentication-skip-lookup",
-		"--authentication-kubeconfig", kube.kubeconfig, "--authorization-kubeconfig", kube.kubeconfig,
-		"--client-ca-file", pki.clientCA.CertFile,
-		"--requestheader-client-ca-file", pki.frontProxyCA.CertFile,
-		"--requestheader-allowed-names", "front-proxy-client")
+	ts, client := buildServed(t, Builder{Resources: []rest.Resource{widgets()}, Stages: []InsertedStage{rec.stage()},
+		Authentication: Authentication{ClientCAFile: pki.clientCA.CertFile, Delegation: &Delegation{SkipLookup: true,
+			AuthenticationKubeconfig: kube.kubeconfig, AuthorizationKubeconfig: kube.kubeconfig,
+			RequestHeader: RequestHeader{ClientCAFile: pki.frontProxyCA.CertFile, Names: authn.RequestHeaderNames{AllowedNames: []string{"front-proxy-client"}}}}}})
 	runFrontProxyCases(t, ts.srv.URL()+widgetsPath, client, rec, []frontProxyCase{
 		// alice may list widgets by the stand-in's SubjectAccessReview.
 		{name: "front_proxy_user", certDir: pki.proxyDir, headers: map[string][]string{"X-Remote-User": {"alice"}, "X-Remote-Group": {"devs"}},

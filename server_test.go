@@ -7,7 +7,6 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/json"
-	"flag"
 	"io"
 	"net"
 	"net/http"
@@ -16,13 +15,15 @@ import (
 	"strings"
 	"testing"
 
+	"time"
+
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
-	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/annexapi/annex/certs"
+	"github.com/annexapi/annex/internal/logs"
 	"github.com/annexapi/annex/rest"
 )
 
@@ -359,7 +360,7 @@ func TestZeroBuilderServesMetrics(t *testing.T) {
 func TestDefaultLoggerSaysWhereItServes(t *testing.T) {
 	t.Parallel()
 	var buf bytes.Buffer
-	log := defaultLogger(zapcore.AddSync(&buf))
+	log, _, _ := logs.New(Logging{}, zapcore.AddSync(&buf))
 	log.Debug("hidden")
 	log.Info("serving", zap.String("url", "https://127.0.0.1:8443"), zap.String("kubeconfig", ".annex/kubeconfig"))
 	out := buf.String()
@@ -387,20 +388,6 @@ func TestProfiling(t *testing.T) {
 	off := startServer(t, Builder{Observability: Observability{DisableProfiling: true}})
 	if code, _ := do(t, off.admin, http.MethodGet, off.srv.URL()+"/debug/pprof/", ""); code != 404 {
 		t.Errorf("pprof with profiling off: %d, want 404", code)
-	}
-}
-
-func TestProfilingFlag(t *testing.T) {
-	t.Parallel()
-	var b Builder
-	fs := flag.NewFlagSet("annex", flag.ContinueOnError)
-	b.AddFlags(fs)
-	if err := fs.Parse([]string{"--profiling=false"}); err != nil {
-		t.Fatal(err)
-	}
-	ts := startServer(t, b)
-	if code, _ := do(t, ts.admin, http.MethodGet, ts.srv.URL()+"/debug/pprof/", ""); code != 404 {
-		t.Errorf("--profiling=false: /debug/pprof/ answers %d, want 404", code)
 	}
 }
 

@@ -15,7 +15,7 @@ import (
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 	"google.golang.org/grpc"
 
-	"github.com/annexapi/annex/otlp"
+	"github.com/annexapi/annex/otlp/otlpgrpc"
 )
 
 // otlpReceiver is an in-process OTLP/gRPC trace collector.
@@ -57,7 +57,7 @@ func TestTracingExportsSpans(t *testing.T) {
 	if err := os.WriteFile(cfg, []byte("apiVersion: apiserver.config.k8s.io/v1beta1\nkind: TracingConfiguration\nendpoint: "+ln.Addr().String()+"\nsamplingRatePerMillion: 0\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	ts := startServer(t, Builder{Observability: Observability{TracingConfigFile: cfg, TraceExporter: otlp.GRPCExporter}})
+	ts := startServer(t, Builder{Observability: Observability{TracingConfigFile: cfg, TraceExporter: otlpgrpc.Exporter}})
 	coll := ts.srv.URL() + "/apis/test.annex.dev/v1/namespaces/t/widgets"
 	const traceID, parentID = "4bf92f3577b34da6a3ce929d0e0e4736", "00f067aa0ba902b7"
 	req, _ := http.NewRequest("POST", coll, strings.NewReader(`{"apiVersion":"test.annex.dev/v1","kind":"Widget","metadata":{"name":"traced"}}`))
