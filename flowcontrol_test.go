@@ -313,7 +313,7 @@ func TestFlowControlOffWithoutLimits(t *testing.T) {
 		wantDisabled bool
 		wantRO       int
 	}{
-		{"zero_value_is_apf_with_kube_defaults", flowcontrol.Config{}, false, flowcontrol.DefaultMaxRequestsInFlight},
+		{"zero_value_is_apf_with_kube_defaults", flowcontrol.Config{}, false, 0}, // zero: kube's 400
 		// --enable-priority-and-fairness=false --max-requests-inflight=0 --max-mutating-requests-inflight=0
 		{"off_with_zero_limits_is_unlimited", flowcontrol.Config{Disabled: true, MaxRequestsInFlight: -1, MaxMutatingRequestsInFlight: -1}, true, -1},
 	} {
@@ -332,7 +332,7 @@ func TestFlowControlOffWithoutLimits(t *testing.T) {
 			defer srv.closeAll()
 			c := b.withDefaults()
 			if c.FlowControl.Disabled != tt.wantDisabled || c.FlowControl.MaxRequestsInFlight != tt.wantRO {
-				t.Errorf("FlowControl after flags: Disabled=%v MaxRequestsInFlight=%d, want %v %d",
+				t.Errorf("FlowControl: Disabled=%v MaxRequestsInFlight=%d, want %v %d",
 					c.FlowControl.Disabled, c.FlowControl.MaxRequestsInFlight, tt.wantDisabled, tt.wantRO)
 			}
 			if got := len(srv.flowControl.Configuration().FlowSchemas); !tt.wantDisabled && got < 8 {

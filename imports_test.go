@@ -37,7 +37,7 @@ type importRule struct {
 func importRules() []importRule {
 	rules := []importRule{
 		{pkg: "meta", stdOnly: true},
-		{pkg: "filters", allow: []string{"meta", "internal/uid"}, forbid: nil},
+		{pkg: "filters", allow: []string{"meta", "internal/uid", "internal/stack"}, forbid: nil},
 		// internal/attrs is the write's attributes, shared by rest and admission so
 		// neither imports the other: a leaf over meta and filters.
 		{pkg: "internal/attrs", allow: []string{"meta", "filters"}},
@@ -53,7 +53,8 @@ func importRules() []importRule {
 		{pkg: "healthz", allow: []string{}},
 		{pkg: "certs", allow: []string{}},
 		{pkg: "kubeclient", allow: []string{"meta"}},
-		{pkg: "metrics", allow: []string{"filters", "meta"}},
+		// metrics also keeps the storage families (the backends' observer).
+		{pkg: "metrics", allow: []string{"filters", "meta", "storage"}},
 		// managedfields is server-side apply's engine over the schema: rest
 		// uses it, and admission through the attributes.
 		{pkg: "internal/managedfields", allow: []string{"meta", "schema", "internal/jsonscan", "internal/jsonenc"}},
