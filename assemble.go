@@ -375,7 +375,7 @@ func (a *assembly) buildHandler() error {
 
 // makeHTTPServer is the net/http server of the chain.
 func (a *assembly) makeHTTPServer() error {
-	handshakeErrors, err := newHandshakeErrors(a.c.Observability.Registerer)
+	errorLog, err := metrics.HTTPErrorLog(a.s.log.Named("http"), a.c.Observability.Registerer)
 	if err != nil {
 		return err
 	}
@@ -386,7 +386,7 @@ func (a *assembly) makeHTTPServer() error {
 		IdleTimeout:       90 * time.Second,
 		ReadHeaderTimeout: 32 * time.Second,
 		HTTP2:             http2Config(a.c.Limits.HTTP2MaxStreamsPerConnection),
-		ErrorLog:          httpErrorLog(a.s.log.Named("http"), handshakeErrors),
+		ErrorLog:          errorLog,
 	}
 	return nil
 }

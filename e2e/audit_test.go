@@ -17,7 +17,6 @@ import (
 	"crypto/tls"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"net"
@@ -37,8 +36,10 @@ import (
 	"github.com/annexapi/annex"
 	"github.com/annexapi/annex/certs"
 	"github.com/annexapi/annex/e2e/internal/binaries"
+	"github.com/annexapi/annex/kubeflags"
 	"github.com/annexapi/annex/rest"
 	"github.com/annexapi/annex/schema"
+	"github.com/spf13/pflag"
 )
 
 // auditComparePolicy records only the test's users (not kube-apiserver's
@@ -182,7 +183,7 @@ func TestAuditEventsMatchKubeAPIServer(t *testing.T) {
 	})
 
 	// annex, serving the same resource with the same certificates, policy
-	// file (through Builder.AddFlags) and admission policy.
+	// file (through package kubeflags) and admission policy.
 	props, err := schema.ParseYAML(schemaYAML)
 	if err != nil {
 		t.Fatal(err)
@@ -201,9 +202,13 @@ func TestAuditEventsMatchKubeAPIServer(t *testing.T) {
 		Admission:      annex.Admission{PolicyFiles: []string{vapFile}},
 		Observability:  annex.Observability{Logger: zap.NewNop()},
 	}
-	fs := flag.NewFlagSet("annex", flag.ContinueOnError)
-	b.AddFlags(fs)
+	var flags kubeflags.Options
+	fs := pflag.NewFlagSet("annex", pflag.ContinueOnError)
+	flags.AddFlags(fs, &b)
 	if err := fs.Parse([]string{"--audit-policy-file=" + policyFile, "--audit-log-path=" + annexLog}); err != nil {
+		t.Fatal(err)
+	}
+	if err := flags.Apply(&b); err != nil {
 		t.Fatal(err)
 	}
 	srv, err := b.Build()

@@ -2,7 +2,7 @@
 // server's logger, and TLS handshake failures are counted as kube-apiserver
 // counts them (apiserver_tls_handshake_errors_total).
 
-package annex
+package metrics
 
 import (
 	"bytes"
@@ -13,11 +13,16 @@ import (
 	"go.uber.org/zap/zapcore"
 )
 
-// httpErrorLog is a *log.Logger for http.Server.ErrorLog that logs each line
-// at Info on l (net/http's messages are about clients: bad requests, broken
-// connections) and counts those of failed TLS handshakes on handshakeErrors.
-func httpErrorLog(l *zap.Logger, handshakeErrors prometheus.Counter) *log.Logger {
-	return log.New(&httpLogWriter{log: l, handshakeErrors: handshakeErrors}, "", 0)
+// HTTPErrorLog returns a *log.Logger for http.Server.ErrorLog that logs
+// each line at Info on l (net/http's messages are about clients: bad
+// requests, broken connections) and counts those of failed TLS handshakes in
+// apiserver_tls_handshake_errors_total, registered on reg (nil for none).
+func HTTPErrorLog(l *zap.Logger, reg prometheus.Registerer) (*log.Logger, error) {
+	handshakeErrors, err := newHandshakeErrors(reg)
+	if err != nil {
+		return nil, err
+	}
+	return log.New(&httpLogWriter{log: l, handshakeErrors: handshakeErrors}, "", 0), nil
 }
 
 type httpLogWriter struct {
