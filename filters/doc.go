@@ -3,9 +3,10 @@
 // request-info resolver, and the generic HTTP filters that run before
 // authentication.
 //
-// It imports only meta and the standard library, so every other stage
-// (authn, authz, admission, flowcontrol, audit, rest) can depend on it
-// without depending on each other.
+// It imports only meta, zap (request logging), two internal helpers (UUIDs,
+// stack growth) and the standard library, so every other stage (authn,
+// authz, admission, flowcontrol, audit, rest) can depend on it without
+// depending on each other.
 //
 // # The context contract
 //
@@ -22,7 +23,8 @@
 //   - TraceFrom: the stages the request went through, with their times
 //     (the chain builder).
 //
-// Each has a ContextWith... (or With...) setter, so tests and users who
+// Each has a ContextWith... setter (With... always returns a filter), so
+// tests and users who
 // build their own chain can provide the value themselves.
 //
 // # Filters
@@ -32,6 +34,8 @@
 // constructor does the expensive work (compiling regexps, defaults) once.
 // In the order Kubernetes runs them, outermost first:
 //
+//	WithStackGrowth                 the goroutine's stack grown once up front
+//	ShutdownDrain.Filter            requests counted for shutdown; 429 + Retry-After while draining
 //	WithAuditID                     Audit-Id: echo the request's, or a new UUID
 //	WithPanicRecovery               500 text/plain on a panic; ErrAbortHandler aborts
 //	WithRequestReceivedTimestamp    ctx ← received time
@@ -43,6 +47,7 @@
 //	WithWarningRecorder             Warning: 299 - "text" headers
 //	WithCORS                        CORS headers, 204 preflight (off by default)
 //	WithMaxRequestBody              413 over 3 MiB
+//	WithRequestLogging              kube's httplog line at V(3), 5xx at Warn
 //
 // WithWarningRecorder must sit inside WithRequestTimeout: the recorder writes
 // into the handler's header map, which the timeout filter keeps private to

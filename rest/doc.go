@@ -60,7 +60,7 @@
 //     (a checksum, a parse, a rule over several fields with a loop), for
 //     your own resource only. ValidateUpdate does not run on /status writes
 //     and can let metadata-only edits through (MetadataOnly).
-//   - Admission (Builder.Validators, ValidatingAdmissionPolicy files,
+//   - Admission (Builder.Admission.Validators, ValidatingAdmissionPolicy files,
 //     webhooks): policy that spans resources or depends on who asks, or that
 //     an operator adds without rebuilding the server; it also sees deletes.
 //
