@@ -101,11 +101,13 @@ func Example_byHand() {
 	drain := filters.NewShutdownDrain(filters.ShutdownDrainConfig{})
 	stages := annex.DefaultStages()
 	for name, f := range map[string]annex.Filter{
-		annex.StageStackGrowth:    filters.WithStackGrowth(),
-		annex.StageShutdownDrain:  drain.Filter,
-		annex.StagePanicRecovery:  filters.WithPanicRecovery(filters.PanicRecoveryConfig{}),
-		annex.StageAuditID:        filters.WithAuditID(filters.AuditIDConfig{}),
-		annex.StageRequestInfo:    func(h http.Handler) http.Handler { return filters.WithRequestReceivedTimestamp(filters.RequestReceivedTimestampConfig{})(filters.WithRequestInfoResolver(filters.RequestInfoResolver{})(h)) },
+		annex.StageStackGrowth:   filters.WithStackGrowth(),
+		annex.StageShutdownDrain: drain.Filter,
+		annex.StagePanicRecovery: filters.WithPanicRecovery(filters.PanicRecoveryConfig{}),
+		annex.StageAuditID:       filters.WithAuditID(filters.AuditIDConfig{}),
+		annex.StageRequestInfo: func(h http.Handler) http.Handler {
+			return filters.WithRequestReceivedTimestamp(filters.RequestReceivedTimestampConfig{})(filters.WithRequestInfoResolver(filters.RequestInfoResolver{})(h))
+		},
 		annex.StageHeaders:        filters.WithCacheControl(filters.CacheControlConfig{}),
 		annex.StageDeadline:       filters.WithRequestDeadline(filters.RequestDeadlineConfig{MaxTimeout: time.Minute}),
 		annex.StageTimeout:        filters.WithRequestTimeout(filters.RequestTimeoutConfig{}),

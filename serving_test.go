@@ -61,4 +61,3 @@ func TestKubeServingFlags(t *testing.T) {
 		t.Fatalf("readyz %d", code)
 	}
 }
-

@@ -84,4 +84,3 @@ func TestVModule(t *testing.T) {
 		t.Error("a vmodule without =N was accepted")
 	}
 }
-
