@@ -120,7 +120,8 @@ func New(c Configuration, service string, exporter Exporter) (*Tracer, error) {
 func (t *Tracer) Filter(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		ctx := t.prop.Extract(r.Context(), propagation.HeaderCarrier(r.Header))
-		ctx, span := t.tracer.Start(ctx, "HTTP "+r.Method, trace.WithSpanKind(trace.SpanKindServer),
+		begin := time.Now()
+		ctx, span := t.tracer.Start(ctx, "HTTP "+r.Method, trace.WithSpanKind(trace.SpanKindServer), trace.WithTimestamp(begin),
 			trace.WithAttributes(attribute.String("http.method", r.Method), attribute.String("http.target", r.URL.RequestURI()),
 				attribute.String("user_agent.original", r.UserAgent()), attribute.String("net.peer.addr", r.RemoteAddr)))
 		rw := filters.WrapResponseWriter(w)
@@ -134,13 +135,17 @@ func (t *Tracer) Filter(next http.Handler) http.Handler {
 		if st := filters.TraceFrom(r.Context()); st != nil && span.IsRecording() {
 			at := st.Start()
 			for name, d := range st.Latencies() {
-				if name == filters.StepAdmission || name == filters.StepStorage {
-					continue // handler steps: storage calls have spans of their own
-				}
-				_, s := t.tracer.Start(ctx, name, trace.WithTimestamp(at))
+				from := at
 				if at = at.Add(d); at.After(end) {
 					at = end
 				}
+				if name == filters.StepAdmission || name == filters.StepStorage || !at.After(begin) {
+					continue // handler steps (storage calls have spans of their own), or stages before this one
+				}
+				if from.Before(begin) {
+					from = begin // the stage this filter is in began before its span
+				}
+				_, s := t.tracer.Start(ctx, name, trace.WithTimestamp(from))
 				s.End(trace.WithTimestamp(at))
 			}
 		}
