@@ -1,4 +1,4 @@
-package annex
+package annex_test
 
 import (
 	"crypto/tls"
@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/annexapi/annex"
 	"github.com/annexapi/annex/certs"
 	"github.com/annexapi/annex/rest"
 )
@@ -113,8 +114,8 @@ plugins:
 	}{{"with_credentials", admissionCfg, 201}, {"without", "", 500}} {
 		t.Run(tc.name, func(t *testing.T) {
 			before := calls.Load()
-			ts := startServer(t, Builder{Admission: Admission{WebhookFiles: []string{hooks}, ConfigFile: tc.config}})
-			code, resp := do(t, ts.admin, "POST", ts.srv.URL()+"/apis/test.annex.dev/v1/namespaces/a/widgets", body)
+			ts := startServer(t, annex.Builder{Admission: annex.Admission{WebhookFiles: []string{hooks}, ConfigFile: tc.config}})
+			code, resp := do(t, ts.Client(), "POST", ts.URL+"/apis/test.annex.dev/v1/namespaces/a/widgets", body)
 			if code != tc.code {
 				t.Fatalf("create: %d %s", code, resp)
 			}
@@ -128,7 +129,7 @@ plugins:
 	}
 	// Bad configurations name the plugin and the field.
 	write(filepath.Join(dir, "bad.yaml"), "apiVersion: apiserver.config.k8s.io/v1\nkind: AdmissionConfiguration\nplugins:\n- name: AlwaysPullImages\n")
-	b := Builder{DataDir: t.TempDir(), Resources: []rest.Resource{widgets()}, Admission: Admission{ConfigFile: filepath.Join(dir, "bad.yaml")}}
+	b := annex.Builder{DataDir: t.TempDir(), Resources: []rest.Resource{widgets()}, Admission: annex.Admission{ConfigFile: filepath.Join(dir, "bad.yaml")}}
 	if _, err := b.Build(); err == nil || !strings.Contains(err.Error(), `plugins[0].name: admission plugin "AlwaysPullImages" is unknown`) {
 		t.Fatalf("unknown plugin: %v", err)
 	}

@@ -1,4 +1,4 @@
-package annex
+package annex_test
 
 import (
 	"bytes"
@@ -7,6 +7,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/annexapi/annex"
 )
 
 func logLines(t *testing.T, buf *bytes.Buffer) []map[string]any {
@@ -31,21 +33,21 @@ func logLines(t *testing.T, buf *bytes.Buffer) []map[string]any {
 func TestRequestLogAndDebugFlagsV(t *testing.T) {
 	t.Parallel()
 	var buf lockedBuf
-	ts := startServer(t, Builder{Observability: Observability{Logging: Logging{Format: "json", Verbosity: 2, Output: &buf}}})
-	url := ts.srv.URL()
-	if code, _ := do(t, ts.admin, "GET", url+"/apis/test.annex.dev/v1/namespaces/a/widgets", ""); code != 200 {
+	ts := startServer(t, annex.Builder{Observability: annex.Observability{Logging: annex.Logging{Format: "json", Verbosity: 2, Output: &buf}}})
+	url := ts.URL
+	if code, _ := do(t, ts.Client(), "GET", url+"/apis/test.annex.dev/v1/namespaces/a/widgets", ""); code != 200 {
 		t.Fatalf("list: %d", code)
 	}
 	if strings.Contains(buf.String(), `"msg":"HTTP"`) {
 		t.Fatal("a request was logged at -v=2")
 	}
-	if code, body := do(t, ts.anon, "PUT", url+"/debug/flags/v", "3"); code != http.StatusForbidden && code != http.StatusUnauthorized {
+	if code, body := do(t, ts.AnonymousClient(), "PUT", url+"/debug/flags/v", "3"); code != http.StatusForbidden && code != http.StatusUnauthorized {
 		t.Fatalf("anonymous PUT /debug/flags/v: %d %s", code, body)
 	}
-	if code, body := do(t, ts.admin, "PUT", url+"/debug/flags/v", "3"); code != 200 || body != "successfully set klog.logging.verbosity to 3" {
+	if code, body := do(t, ts.Client(), "PUT", url+"/debug/flags/v", "3"); code != 200 || body != "successfully set klog.logging.verbosity to 3" {
 		t.Fatalf("PUT /debug/flags/v: %d %q", code, body)
 	}
-	if code, _ := do(t, ts.admin, "GET", url+"/apis/test.annex.dev/v1/namespaces/a/widgets?limit=5", ""); code != 200 {
+	if code, _ := do(t, ts.Client(), "GET", url+"/apis/test.annex.dev/v1/namespaces/a/widgets?limit=5", ""); code != 200 {
 		t.Fatalf("list: %d", code)
 	}
 	var line map[string]any
@@ -60,7 +62,7 @@ func TestRequestLogAndDebugFlagsV(t *testing.T) {
 		line["v"] != float64(3) || line["audit-ID"] == "" || line["srcIP"] == "" || line["latency"] == nil {
 		t.Fatalf("request line %v in %s", line, buf.String())
 	}
-	if code, body := do(t, ts.admin, "PUT", url+"/debug/flags/v", "loud"); code != 400 || !strings.Contains(body, `invalid verbosity "loud"`) {
+	if code, body := do(t, ts.Client(), "PUT", url+"/debug/flags/v", "loud"); code != 400 || !strings.Contains(body, `invalid verbosity "loud"`) {
 		t.Fatalf("bad level: %d %q", code, body)
 	}
 }

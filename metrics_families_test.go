@@ -1,4 +1,4 @@
-package annex
+package annex_test
 
 import (
 	"bufio"
@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/annexapi/annex"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
@@ -20,17 +21,17 @@ import (
 // families that dashboards and alerts use: name, type and label names.
 func TestMetricFamilies(t *testing.T) {
 	t.Parallel()
-	ts := startServer(t, Builder{})
-	url := ts.srv.URL()
+	ts := startServer(t, annex.Builder{})
+	url := ts.URL
 	coll := url + "/apis/test.annex.dev/v1/namespaces/m/widgets"
-	if code, body := do(t, ts.admin, "POST", coll, `{"apiVersion":"test.annex.dev/v1","kind":"Widget","metadata":{"name":"w"}}`); code != 201 {
+	if code, body := do(t, ts.Client(), "POST", coll, `{"apiVersion":"test.annex.dev/v1","kind":"Widget","metadata":{"name":"w"}}`); code != 201 {
 		t.Fatalf("create: %d %s", code, body)
 	}
-	do(t, ts.admin, "GET", coll+"/w", "")
-	do(t, ts.admin, "GET", coll, "")
+	do(t, ts.Client(), "GET", coll+"/w", "")
+	do(t, ts.Client(), "GET", coll, "")
 	// A watch that receives one event.
 	req, _ := http.NewRequest("GET", coll+"?watch=1&timeoutSeconds=5", nil)
-	resp, err := ts.admin.Do(req)
+	resp, err := ts.Client().Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,7 +68,7 @@ func TestMetricFamilies(t *testing.T) {
 		"go_goroutines":                            {dto.MetricType_GAUGE, nil},
 		"process_resident_memory_bytes":            {dto.MetricType_GAUGE, nil},
 	}
-	code, body := do(t, ts.admin, "GET", url+"/metrics", "")
+	code, body := do(t, ts.Client(), "GET", url+"/metrics", "")
 	if code != 200 {
 		t.Fatalf("/metrics: %d", code)
 	}

@@ -1,4 +1,4 @@
-package annex
+package annex_test
 
 import (
 	"crypto/tls"
@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/annexapi/annex"
 	"github.com/annexapi/annex/certs"
 )
 
@@ -28,13 +29,13 @@ func TestKubeServingFlags(t *testing.T) {
 		t.Fatal(err)
 	}
 	certDir := filepath.Join(dir, "elsewhere")
-	ts := startServer(t, Builder{
-		Serving: Serving{CertDir: certDir, TLSMinVersion: tls.VersionTLS13, DisableHTTP2: true, SNICertKeys: []SNICertKey{{CertFile: filepath.Join(sniDir, "serving.crt"), KeyFile: filepath.Join(sniDir, "serving.key"), Names: []string{"*.example.com"}}}},
+	ts := startServer(t, annex.Builder{
+		Serving: annex.Serving{CertDir: certDir, TLSMinVersion: tls.VersionTLS13, DisableHTTP2: true, SNICertKeys: []annex.SNICertKey{{CertFile: filepath.Join(sniDir, "serving.crt"), KeyFile: filepath.Join(sniDir, "serving.key"), Names: []string{"*.example.com"}}}},
 	})
 	if _, err := os.Stat(filepath.Join(certDir, "serving.crt")); err != nil {
 		t.Fatalf("--cert-dir: %v", err)
 	}
-	addr := strings.TrimPrefix(ts.srv.URL(), "https://")
+	addr := strings.TrimPrefix(ts.URL, "https://")
 	handshake := func(cfg *tls.Config) (tls.ConnectionState, error) {
 		cfg.InsecureSkipVerify = true // the chain is not what is checked here
 		c, err := tls.Dial("tcp", addr, cfg)
@@ -57,7 +58,7 @@ func TestKubeServingFlags(t *testing.T) {
 	if st, err := handshake(&tls.Config{ServerName: "localhost"}); err != nil || slices.Contains(st.PeerCertificates[0].DNSNames, "sni.example.com") {
 		t.Errorf("SNI localhost got the SNI certificate: %v", err)
 	}
-	if code, _ := do(t, ts.admin, "GET", ts.srv.URL()+"/readyz", ""); code != 200 {
+	if code, _ := do(t, ts.Client(), "GET", ts.URL+"/readyz", ""); code != 200 {
 		t.Fatalf("readyz %d", code)
 	}
 }

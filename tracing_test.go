@@ -1,4 +1,4 @@
-package annex
+package annex_test
 
 import (
 	"context"
@@ -15,6 +15,7 @@ import (
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 	"google.golang.org/grpc"
 
+	"github.com/annexapi/annex"
 	"github.com/annexapi/annex/otlp/otlpgrpc"
 )
 
@@ -57,13 +58,13 @@ func TestTracingExportsSpans(t *testing.T) {
 	if err := os.WriteFile(cfg, []byte("apiVersion: apiserver.config.k8s.io/v1beta1\nkind: TracingConfiguration\nendpoint: "+ln.Addr().String()+"\nsamplingRatePerMillion: 0\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	ts := startServer(t, Builder{Observability: Observability{TracingConfigFile: cfg, TraceExporter: otlpgrpc.Exporter}})
-	coll := ts.srv.URL() + "/apis/test.annex.dev/v1/namespaces/t/widgets"
+	ts := startServer(t, annex.Builder{Observability: annex.Observability{TracingConfigFile: cfg, TraceExporter: otlpgrpc.Exporter}})
+	coll := ts.URL + "/apis/test.annex.dev/v1/namespaces/t/widgets"
 	const traceID, parentID = "4bf92f3577b34da6a3ce929d0e0e4736", "00f067aa0ba902b7"
 	req, _ := http.NewRequest("POST", coll, strings.NewReader(`{"apiVersion":"test.annex.dev/v1","kind":"Widget","metadata":{"name":"traced"}}`))
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("traceparent", "00-"+traceID+"-"+parentID+"-01")
-	resp, err := ts.admin.Do(req)
+	resp, err := ts.Client().Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -71,11 +72,12 @@ func TestTracingExportsSpans(t *testing.T) {
 	if resp.StatusCode != 201 {
 		t.Fatalf("create: %d", resp.StatusCode)
 	}
-	if code, _ := do(t, ts.admin, "GET", coll+"/traced", ""); code != 200 { // no traceparent: not sampled
+	if code, _ := do(t, ts.Client(), "GET", coll+"/traced", ""); code != 200 { // no traceparent: not sampled
 		t.Fatalf("get: %d", code)
 	}
-	ts.cancel()
-	<-ts.done // Run's end flushes the spans
+	if err := ts.Close(); err != nil { // Run's end flushes the spans
+		t.Fatal(err)
+	}
 
 	rcv.mu.Lock()
 	defer rcv.mu.Unlock()
@@ -114,7 +116,7 @@ func TestTracingNeedsAnExporter(t *testing.T) {
 	if err := os.WriteFile(cfg, []byte("apiVersion: apiserver.config.k8s.io/v1\nkind: TracingConfiguration\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	_, err := (&Builder{DataDir: t.TempDir(), Observability: Observability{TracingConfigFile: cfg}}).Build()
+	_, err := (&annex.Builder{DataDir: t.TempDir(), Observability: annex.Observability{TracingConfigFile: cfg}}).Build()
 	if err == nil || !strings.Contains(err.Error(), "TracingConfigFile") || !strings.Contains(err.Error(), "no trace exporter") {
 		t.Fatalf("Build = %v", err)
 	}
