@@ -1,4 +1,4 @@
-package annex
+package annex_test
 
 import (
 	"bufio"
@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/annexapi/annex"
 	"github.com/annexapi/annex/admission"
 	"github.com/annexapi/annex/audit"
 	"github.com/annexapi/annex/meta"
@@ -31,7 +32,7 @@ rules:
 // batch wait: events reach the file only when the buffer is flushed, at
 // shutdown. Its validator answers 403 for an object named "denied" and
 // panics for one named "boom".
-func auditedBuilder(t *testing.T) (Builder, string) {
+func auditedBuilder(t *testing.T) (annex.Builder, string) {
 	t.Helper()
 	dir := t.TempDir()
 	p, err := audit.ParsePolicy([]byte(auditTestPolicy))
@@ -39,13 +40,16 @@ func auditedBuilder(t *testing.T) (Builder, string) {
 		t.Fatal(err)
 	}
 	logPath := filepath.Join(dir, "logs", "audit.log") // the directory is made by Build
-	tokens := writeFile(t, dir, "tokens.csv", "alice-token,alice,alice-uid\n")
+	tokens := filepath.Join(dir, "tokens.csv")
+	if err := os.WriteFile(tokens, []byte("alice-token,alice,alice-uid\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	gr := meta.GroupResource{Group: "test.annex.dev", Resource: "widgets"}
-	return Builder{
+	return annex.Builder{
 		Audit: audit.Config{Policy: p, Log: audit.LogConfig{Path: logPath,
 			Batch: audit.BatchConfig{Mode: audit.ModeBatch, BufferSize: 1000, MaxBatchSize: 1000, MaxBatchWait: time.Hour}}},
-		Authentication: Authentication{TokenAuthFile: tokens},
-		Admission: Admission{Validators: []admission.Validator{admission.ValidatorFunc(func(_ context.Context, a *admission.Attributes) error {
+		Authentication: annex.Authentication{TokenAuthFile: tokens},
+		Admission: annex.Admission{Validators: []admission.Validator{admission.ValidatorFunc(func(_ context.Context, a *admission.Attributes) error {
 			switch a.Name {
 			case "denied":
 				return meta.NewForbidden(gr, a.Name, errDenied)
@@ -89,8 +93,8 @@ func TestAuditThroughServer(t *testing.T) {
 	t.Parallel()
 	b, logPath := auditedBuilder(t)
 	ts := startServer(t, b)
-	u := ts.srv.URL() + "/apis/test.annex.dev/v1/namespaces/ns/widgets"
-	alice := clientWith(t, filepath.Join(ts.dataDir, "certs", "annex-serving-ca.crt"), "", "")
+	u := ts.URL + "/apis/test.annex.dev/v1/namespaces/ns/widgets"
+	alice := ts.AnonymousClient() // sends alice's token, no certificate
 
 	type request struct {
 		name, method, path, body string
@@ -131,7 +135,7 @@ func TestAuditThroughServer(t *testing.T) {
 		}
 		c := r.client
 		if c == nil {
-			c = ts.admin
+			c = ts.Client()
 		}
 		resp, err := c.Do(req)
 		if err != nil {
@@ -150,7 +154,7 @@ func TestAuditThroughServer(t *testing.T) {
 
 	// A watch open when shutdown starts: its events are flushed too.
 	req, _ := http.NewRequest("GET", u+"?watch=1", nil)
-	resp, err := ts.admin.Do(req)
+	resp, err := ts.Client().Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -162,14 +166,8 @@ func TestAuditThroughServer(t *testing.T) {
 	if data, err := os.ReadFile(logPath); err != nil || len(data) != 0 {
 		t.Fatalf("before shutdown the log has %d bytes (%v), want 0: the events should be buffered", len(data), err)
 	}
-	ts.cancel()
-	select {
-	case <-ts.done:
-		if ts.runErr != nil {
-			t.Fatalf("Run: %v", ts.runErr)
-		}
-	case <-time.After(30 * time.Second):
-		t.Fatal("Run did not return")
+	if err := ts.Close(); err != nil { // Run stops the auditor after the server drained
+		t.Fatalf("Run: %v", err)
 	}
 
 	byID := map[string][]audit.Event{}
