@@ -11,22 +11,6 @@ import (
 	"github.com/annexapi/annex"
 )
 
-func logLines(t *testing.T, buf *bytes.Buffer) []map[string]any {
-	t.Helper()
-	var out []map[string]any
-	for _, line := range strings.Split(strings.TrimSpace(buf.String()), "\n") {
-		if line == "" {
-			continue
-		}
-		var m map[string]any
-		if err := json.Unmarshal([]byte(line), &m); err != nil {
-			t.Fatalf("not a JSON line: %q", line)
-		}
-		out = append(out, m)
-	}
-	return out
-}
-
 // TestRequestLogAndDebugFlagsV: at -v=3 every request is one kube httplog
 // line; PUT /debug/flags/v changes the verbosity of the running server
 // (behind authorization), as on kube's components.
