@@ -159,7 +159,7 @@ func TestLimitJSONDepth(t *testing.T) {
 	}{
 		{"create", http.MethodPost, "", "application/json", nested("deeper", 10001), "exceeded max depth"},
 		{"update", http.MethodPut, "/deep", "application/json", nested("deep", 10001), "exceeded max depth"},
-		{"merge_patch", http.MethodPatch, "/deep", "application/merge-patch+json", nested("deep", 10001), "Invalid JSON Patch"},
+		{"merge_patch", http.MethodPatch, "/deep", "application/merge-patch+json", nested("deep", 10001), "error decoding patch: invalid character '[' exceeded max depth"},
 		{"json_patch", http.MethodPatch, "/deep", "application/json-patch+json",
 			`[{"op":"add","path":"/spec/w","value":` + strings.Repeat("[", 10000) + strings.Repeat("]", 10000) + `}]`, ""},
 		// A patch of modest depth applied deep inside the stored object:

@@ -115,8 +115,8 @@ const (
 )
 
 // Chain runs admission for every write: Mutate (all mutators in order, then
-// once more if one asked for reinvocation), then Validate (schema, then all
-// validators). It is safe for concurrent use. Update and patch call Mutate
+// once more if one asked for reinvocation), CheckSchema (the resource's
+// schema and rules), then Validate (all validators). It is safe for concurrent use. Update and patch call Mutate
 // and Validate again on every conflict retry, as Kubernetes does.
 type Chain struct {
 	mutators   []Mutator
@@ -212,21 +212,36 @@ func (c *Chain) mutatePass(ctx context.Context, a *Attributes) error {
 	return nil
 }
 
-// Validate runs schema validation for the resource, then the validators in
-// order, and stops at the first error. It does not change a.
+// CheckSchema validates the object of a create or update against its
+// resource's structural schema and x-kubernetes-validations rules and
+// returns the causes, in kube's order for a custom resource (the schema,
+// embedded resources and list types, then the rules, which do not run when
+// a cause of prior, the ObjectMeta and scale causes the caller found, or of
+// the schema blocks them). The status subresource checks the status alone.
+// The REST layer's validate step calls it (rest.SchemaChecker), between
+// ObjectMeta and the strategy's checks, so that all of them make one 422
+// before validating admission, as kube's custom resource strategy does.
+func (c *Chain) CheckSchema(ctx context.Context, a *Attributes, prior []meta.StatusCause) []meta.StatusCause {
+	sv := c.schemas[schemaKey{a.Group, a.Version, a.Resource, a.Subresource}]
+	if sv == nil || a.Object == nil || (a.Operation != Create && a.Operation != Update) {
+		return nil
+	}
+	t := time.Now()
+	causes := sv.check(ctx, a.Object, a.OldObject, a.Subresource == "status", prior)
+	var err error
+	if len(causes) > 0 {
+		err = meta.NewInvalid(sv.gk, a.ObjectName(), causes)
+		c.observe(StageSchema)
+	}
+	c.metrics.observeController("schema", stepValidate, a.Operation, err, time.Since(t))
+	return causes
+}
+
+// Validate runs the validators in order and stops at the first error. It
+// does not change a. Schema validation is CheckSchema's, before it.
 func (c *Chain) Validate(ctx context.Context, a *Attributes) (err error) {
 	start := time.Now()
 	defer func() { c.metrics.observeStep(stepValidate, a.Operation, err, time.Since(start)) }()
-	if sv := c.schemas[schemaKey{a.Group, a.Version, a.Resource, a.Subresource}]; sv != nil && a.Object != nil &&
-		(a.Operation == Create || a.Operation == Update) {
-		t := time.Now()
-		if err := sv.Validate(ctx, a.Object, a.OldObject, a.ObjectName()); err != nil {
-			c.metrics.observeController("schema", stepValidate, a.Operation, err, time.Since(t))
-			c.observe(StageSchema)
-			return err
-		}
-		c.metrics.observeController("schema", stepValidate, a.Operation, nil, time.Since(t))
-	}
 	for _, v := range c.validators {
 		t := time.Now()
 		err := v.Validate(ctx, a)

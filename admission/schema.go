@@ -44,8 +44,13 @@ type SchemaOptions struct {
 type SchemaValidator struct {
 	gk     meta.GroupKind
 	js     *jsonschema.Schema
+	status *jsonschema.Schema // of the status alone, when declared
 	root   *node
 	budget int64
+	// hasRules is whether any node has x-kubernetes-validations: only then
+	// does a blocking error add RulesNotChecked, as kube's CEL validator is
+	// nil without rules.
+	hasRules bool
 }
 
 // node mirrors a schema node with what the walk needs, compiled.
@@ -69,20 +74,15 @@ type celRule struct {
 // NewSchemaValidator compiles p (the schema of a whole object of kind gk)
 // and its CEL rules.
 func NewSchemaValidator(p *schema.Props, gk meta.GroupKind, opts SchemaOptions) (*SchemaValidator, error) {
-	doc := toJSONSchema(p, true)
-	b, err := json.Marshal(doc)
+	js, err := compileJSONSchema(toJSONSchema(p, true))
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrInvalidSchema, err)
+		return nil, err
 	}
-	c := jsonschema.NewCompiler()
-	c.Draft = jsonschema.Draft7
-	c.AssertFormat = true
-	if err := c.AddResource("schema.json", bytes.NewReader(b)); err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrInvalidSchema, err)
-	}
-	js, err := c.Compile("schema.json")
-	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrInvalidSchema, err)
+	var status *jsonschema.Schema
+	if sp, ok := p.Properties["status"]; ok {
+		if status, err = compileJSONSchema(toJSONSchema(&sp, false)); err != nil {
+			return nil, err
+		}
 	}
 	reg, err := types.NewRegistry()
 	if err != nil {
@@ -105,7 +105,41 @@ func NewSchemaValidator(p *schema.Props, gk meta.GroupKind, opts SchemaOptions) 
 	if budget == 0 {
 		budget = RuntimeCELCostBudget
 	}
-	return &SchemaValidator{gk: gk, js: js, root: root, budget: budget}, nil
+	return &SchemaValidator{gk: gk, js: js, status: status, root: root, budget: budget, hasRules: hasRules(root)}, nil
+}
+
+// compileJSONSchema compiles a JSON schema document (toJSONSchema's).
+func compileJSONSchema(doc any) (*jsonschema.Schema, error) {
+	b, err := json.Marshal(doc)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrInvalidSchema, err)
+	}
+	c := jsonschema.NewCompiler()
+	c.Draft = jsonschema.Draft7
+	c.AssertFormat = true
+	if err := c.AddResource("schema.json", bytes.NewReader(b)); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrInvalidSchema, err)
+	}
+	js, err := c.Compile("schema.json")
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrInvalidSchema, err)
+	}
+	return js, nil
+}
+
+func hasRules(n *node) bool {
+	if n == nil {
+		return false
+	}
+	if len(n.rules) > 0 || hasRules(n.items) || hasRules(n.additional) {
+		return true
+	}
+	for _, c := range n.props {
+		if hasRules(c) {
+			return true
+		}
+	}
+	return false
 }
 
 func compileNode(env *cel.Env, p *schema.Props, perCall uint64, path string) (*node, error) {
@@ -300,43 +334,152 @@ func (v *SchemaValidator) Validate(ctx context.Context, obj, old map[string]any,
 
 // Causes is Validate's field errors, without the Status around them.
 func (v *SchemaValidator) Causes(ctx context.Context, obj, old map[string]any) []meta.StatusCause {
-	causes, err := v.validateJSON(obj)
-	if causes != nil {
-		return causes
-	}
-	if err != nil {
-		var ve *jsonschema.ValidationError
-		if errors.As(err, &ve) {
-			causes = jsonSchemaCauses(ve, obj, v.root.p, nil)
-			// The engine visits properties in map order; sort for a stable message.
-			sort.SliceStable(causes, func(i, j int) bool { return causes[i].Field < causes[j].Field })
-		} else {
-			causes = append(causes, invalidCause("", "", err.Error()))
+	return v.check(ctx, obj, old, false, nil)
+}
+
+// check is kube's custom resource validation after ObjectMeta: the schema
+// (of the whole object, or of its status alone for the status
+// subresource, whose causes are named from status but worded relative to
+// it), then embedded resources and list types, then the
+// x-kubernetes-validations rules of the whole object, which do not run when
+// a cause of prior (ObjectMeta's, the scale paths') or of the schema is
+// Blocking: RulesNotChecked stands in for them.
+func (v *SchemaValidator) check(ctx context.Context, obj, old map[string]any, status bool, prior []meta.StatusCause) []meta.StatusCause {
+	var causes []meta.StatusCause
+	if status {
+		if st, ok := obj["status"].(map[string]any); ok && v.status != nil {
+			causes = v.statusSchema(st)
 		}
+	} else {
+		causes = v.schemaCauses(v.js, v.root.p, obj)
 	}
-	for _, c := range causes {
-		if c.Type == meta.CauseTypeTypeInvalid {
-			// hasBlockingErr: CEL rules cannot run on mistyped data.
-			return append(causes, meta.StatusCause{Type: meta.CauseTypeFieldValueInvalid, Field: "<nil>",
-				Message: "Invalid value: null: some validation rules were not checked because the object was invalid; correct the existing errors to complete validation"})
-		}
+	if old != nil {
+		causes = ratchet(causes, obj, old)
+	}
+	blocked := Blocking(prior) || Blocking(causes)
+	if len(causes) > 0 && causes[0].Message != "" && strings.HasSuffix(causes[0].Message, outOfRangeMsg) {
+		return causes // numbers no decoder reads: nothing else can run
 	}
 	if v.root.work {
 		budget := v.budget
-		w := walker{ctx: ctx, budget: &budget}
-		w.walk(v.root, obj, old, true, "", true)
+		w := walker{ctx: ctx, budget: &budget, noRules: blocked}
+		w.walk(v.root, obj, old, old != nil, "", true)
 		causes = append(causes, w.causes...)
+	}
+	if blocked && v.hasRules {
+		causes = append(causes, RulesNotChecked())
 	}
 	return causes
 }
 
-// validateJSON runs the JSON Schema engine on obj. The engine panics on a
+// ratchet drops the schema errors of an update that the stored object
+// already had (kube's CRD validation ratcheting): an error stays only where
+// the value it is about (the object holding a missing required field)
+// changed. Values are correlated through objects by key; a list is
+// compared whole.
+func ratchet(causes []meta.StatusCause, obj, old map[string]any) []meta.StatusCause {
+	out := causes[:0]
+	for _, c := range causes {
+		path := c.Field
+		if c.Type == meta.CauseTypeFieldValueRequired {
+			if i := strings.LastIndexAny(path, ".["); i >= 0 {
+				path = path[:i]
+			} else {
+				path = ""
+			}
+		}
+		nv, nok := correlated(obj, path)
+		ov, ook := correlated(old, path)
+		if nok && ook && reflect.DeepEqual(nv, ov) {
+			continue
+		}
+		out = append(out, c)
+	}
+	return out
+}
+
+// correlated is the value at a field path ("spec.a.b[2].c") of v, or the
+// first list on the way.
+func correlated(v any, path string) (any, bool) {
+	for path != "" {
+		i := strings.IndexAny(path, ".[")
+		key := path
+		if i >= 0 {
+			key, path = path[:i], strings.TrimPrefix(path[i:], ".")
+		} else {
+			path = ""
+		}
+		m, ok := v.(map[string]any)
+		if !ok {
+			return nil, false
+		}
+		if v, ok = m[key]; !ok {
+			return nil, false
+		}
+		if _, isList := v.([]any); isList || strings.HasPrefix(path, "[") {
+			return v, true
+		}
+	}
+	return v, true
+}
+
+// schemaCauses runs the JSON schema js (of node p) on obj.
+func (v *SchemaValidator) schemaCauses(js *jsonschema.Schema, p *schema.Props, obj map[string]any) []meta.StatusCause {
+	causes, err := validateJSON(js, obj)
+	if causes != nil || err == nil {
+		return causes
+	}
+	var ve *jsonschema.ValidationError
+	if errors.As(err, &ve) {
+		causes = jsonSchemaCauses(ve, obj, p, nil)
+		// The engine visits properties in map order; sort for a stable message.
+		sort.SliceStable(causes, func(i, j int) bool { return causes[i].Field < causes[j].Field })
+		return causes
+	}
+	return []meta.StatusCause{invalidCause("", "", err.Error())}
+}
+
+// statusSchema validates a status against the status schema alone, as
+// kube's status strategy does: a cause's field is under status, its
+// message relative to it ("replicas in body ...").
+func (v *SchemaValidator) statusSchema(st map[string]any) []meta.StatusCause {
+	sp := v.root.p.Properties["status"]
+	causes := v.schemaCauses(v.status, &sp, st)
+	for i := range causes {
+		causes[i].Field = joinPath("status", causes[i].Field)
+	}
+	return causes
+}
+
+// Blocking reports whether causes hold an error that keeps the
+// x-kubernetes-validations rules from running (kube's hasBlockingErr): a
+// wrong type, a missing required field, a value not in the enum, a string
+// or list too long.
+func Blocking(causes []meta.StatusCause) bool {
+	for _, c := range causes {
+		switch c.Type {
+		case meta.CauseTypeTypeInvalid, meta.CauseTypeFieldValueRequired, meta.CauseTypeFieldValueNotSupported,
+			meta.CauseTypeFieldValueTooLong, meta.CauseTypeFieldValueTooMany:
+			return true
+		}
+	}
+	return false
+}
+
+// RulesNotChecked is the cause kube adds in place of the rules' own when
+// Blocking.
+func RulesNotChecked() meta.StatusCause {
+	return meta.StatusCause{Type: meta.CauseTypeFieldValueInvalid, Field: "<nil>",
+		Message: `Invalid value: "null": some validation rules were not checked because the object was invalid; correct the existing errors to complete validation`}
+}
+
+// validateJSON runs the JSON Schema engine js on obj. The engine panics on a
 // json.Number that math/big cannot read (beyond about 1e10000000) where
 // the schema wants an integer: no decoder of the server makes one (rest
 // refuses numbers outside float64's range, as kube's decoder does), but a
 // caller of Causes may; each number outside float64's range is then a
 // cause of its own.
-func (v *SchemaValidator) validateJSON(obj map[string]any) (causes []meta.StatusCause, err error) {
+func validateJSON(js *jsonschema.Schema, obj map[string]any) (causes []meta.StatusCause, err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			if causes = outOfRange(obj, "", nil); causes == nil {
@@ -344,8 +487,10 @@ func (v *SchemaValidator) validateJSON(obj map[string]any) (causes []meta.Status
 			}
 		}
 	}()
-	return nil, v.js.Validate(stripMetadata(obj))
+	return nil, js.Validate(stripMetadata(obj))
 }
+
+const outOfRangeMsg = "must be a number within the range of a 64-bit float"
 
 // outOfRange appends to causes one for each json.Number under v (at path)
 // that does not fit a float64.
@@ -353,7 +498,7 @@ func outOfRange(v any, path string, causes []meta.StatusCause) []meta.StatusCaus
 	switch v := v.(type) {
 	case json.Number:
 		if _, err := strconv.ParseFloat(string(v), 64); err != nil {
-			causes = append(causes, invalidCause(path, string(v), "must be a number within the range of a 64-bit float"))
+			causes = append(causes, invalidCause(path, string(v), outOfRangeMsg))
 		}
 	case map[string]any:
 		for _, k := range slices.Sorted(maps.Keys(v)) {
@@ -420,25 +565,7 @@ func jsonSchemaCauses(ve *jsonschema.ValidationError, obj any, root *schema.Prop
 		}
 		return dedupe(out, seen)
 	case "enum":
-		vals := make([]string, 0, len(p.Enum))
-		for _, e := range p.Enum {
-			var x any
-			_ = json.Unmarshal(e, &x)
-			if s, ok := x.(string); ok {
-				vals = append(vals, s)
-			} else {
-				vals = append(vals, string(e))
-			}
-		}
-		quoted := make([]string, len(vals))
-		for i, s := range vals {
-			quoted[i] = strconv.Quote(s)
-		}
-		msg := "Unsupported value: " + badValue(val)
-		if len(quoted) > 0 {
-			msg += ": supported values: " + strings.Join(quoted, ", ")
-		}
-		c = meta.StatusCause{Type: meta.CauseTypeFieldValueNotSupported, Field: path, Message: msg}
+		return dedupe([]meta.StatusCause{notSupported(path, val, p)}, seen)
 	case "type", "anyOf":
 		if last == "anyOf" && !p.XIntOrString {
 			c = invalidCause(path, badValue(val), body+" must validate at least one schema (anyOf)")
@@ -449,8 +576,13 @@ func jsonSchemaCauses(ve *jsonschema.ValidationError, obj any, root *schema.Prop
 			want = "integer,string"
 		}
 		actual := jsonTypeName(val)
-		c = meta.StatusCause{Type: meta.CauseTypeTypeInvalid, Field: path,
-			Message: fmt.Sprintf("Invalid value: %q: %s must be of type %s: %q", actual, body, want, actual)}
+		out := []meta.StatusCause{{Type: meta.CauseTypeTypeInvalid, Field: path,
+			Message: fmt.Sprintf("Invalid value: %q: %s must be of type %s: %q", actual, body, want, actual)}}
+		// kube's validator checks the enum of a mistyped value too.
+		if len(p.Enum) > 0 && !inEnum(val, p.Enum) {
+			out = append(out, notSupported(path, val, p))
+		}
+		return dedupe(out, seen)
 	case "format":
 		c = invalidCause(path, badValue(val), fmt.Sprintf("%s must be of type %s: %q", body, p.Format, fmt.Sprint(val)))
 	case "maxLength":
@@ -478,7 +610,8 @@ func jsonSchemaCauses(ve *jsonschema.ValidationError, obj any, root *schema.Prop
 	case "pattern":
 		c = invalidCause(path, badValue(val), fmt.Sprintf("%s should match '%s'", body, p.Pattern))
 	case "minItems":
-		c = invalidCause(path, badValue(val), fmt.Sprintf("%s should have at least %d items", body, deref(p.MinItems)))
+		l, _ := val.([]any) // kube's TooFewItems carries the length as the value
+		c = invalidCause(path, strconv.Itoa(len(l)), fmt.Sprintf("%s should have at least %d items", body, deref(p.MinItems)))
 	case "minProperties":
 		c = invalidCause(path, badValue(val), fmt.Sprintf("%s should have at least %d properties", body, deref(p.MinProperties)))
 	case "multipleOf":
@@ -495,6 +628,39 @@ func jsonSchemaCauses(ve *jsonschema.ValidationError, obj any, root *schema.Prop
 		c = invalidCause(path, badValue(val), ve.Message)
 	}
 	return dedupe([]meta.StatusCause{c}, seen)
+}
+
+// notSupported is kube's enum error: the value and the supported values,
+// strings unquoted in the list and anything else as its JSON.
+func notSupported(path string, val any, p *schema.Props) meta.StatusCause {
+	quoted := make([]string, 0, len(p.Enum))
+	for _, e := range p.Enum {
+		var x any
+		_ = json.Unmarshal(e, &x)
+		if s, ok := x.(string); ok {
+			quoted = append(quoted, strconv.Quote(s))
+		} else {
+			quoted = append(quoted, strconv.Quote(string(e)))
+		}
+	}
+	msg := "Unsupported value: " + badValue(val)
+	if len(quoted) > 0 {
+		msg += ": supported values: " + strings.Join(quoted, ", ")
+	}
+	return meta.StatusCause{Type: meta.CauseTypeFieldValueNotSupported, Field: path, Message: msg}
+}
+
+// inEnum reports whether val is one of enum's values.
+func inEnum(val any, enum []json.RawMessage) bool {
+	for _, e := range enum {
+		var x any
+		d := json.NewDecoder(bytes.NewReader(e))
+		d.UseNumber()
+		if d.Decode(&x) == nil && reflect.DeepEqual(celValue(x), celValue(val)) {
+			return true
+		}
+	}
+	return false
 }
 
 func dedupe(cs []meta.StatusCause, seen map[string]bool) []meta.StatusCause {
@@ -536,11 +702,11 @@ func invalidCause(field, value, detail string) meta.StatusCause {
 }
 
 // badValue prints a value as field.Error does: strings quoted, numbers and
-// bools plain, null for nil, anything else with %#v.
+// bools plain, "null" for nil, anything else with %#v.
 func badValue(v any) string {
 	switch t := v.(type) {
 	case nil:
-		return "null"
+		return `"null"`
 	case string:
 		return strconv.Quote(t)
 	case json.Number:
@@ -656,10 +822,11 @@ func resolveKeyword(root *schema.Props, kw string) *schema.Props {
 // old value correlates), list-type uniqueness, embedded resources, and kube's
 // byte/cidr/mac formats.
 type walker struct {
-	ctx    context.Context
-	budget *int64
-	causes []meta.StatusCause
-	out    bool // budget exhausted: stop
+	ctx     context.Context
+	budget  *int64
+	causes  []meta.StatusCause
+	out     bool // budget exhausted: stop
+	noRules bool // a blocking error: the CEL rules do not run
 }
 
 func (w *walker) add(c meta.StatusCause) { w.causes = append(w.causes, c) }
@@ -681,7 +848,7 @@ func (w *walker) walk(n *node, v, old any, hasOld bool, path string, root bool) 
 			}
 		}
 	}
-	if len(n.rules) > 0 {
+	if len(n.rules) > 0 && !w.noRules {
 		w.rules(n, v, old, hasOld, path, root)
 		if w.out {
 			return

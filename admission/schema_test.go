@@ -77,16 +77,16 @@ func TestSchemaValidator(t *testing.T) {
 	}{
 		{name: "valid", obj: `{"metadata":{"name":"a"},"spec":{"owner":"al","tier":"dev","replicas":3,"port":"http","tags":["a","b"]}}`},
 		{name: "required", obj: `{"spec":{"tier":"dev"}}`,
-			want: []meta.StatusCause{{Type: "FieldValueRequired", Field: "spec.owner", Message: "Required value"}}},
+			want: []meta.StatusCause{{Type: "FieldValueRequired", Field: "spec.owner", Message: "Required value"}, {Type: "FieldValueInvalid", Field: "<nil>", Message: `Invalid value: "null": some validation rules were not checked because the object was invalid; correct the existing errors to complete validation`}}},
 		{name: "minimum", obj: `{"spec":{"owner":"al","replicas":0}}`,
 			want: []meta.StatusCause{{Type: "FieldValueInvalid", Field: "spec.replicas", Message: "Invalid value: 0: spec.replicas in body should be greater than or equal to 1"}}},
 		{name: "maximum", obj: `{"spec":{"owner":"al","replicas":11,"tier":"prod"}}`,
 			want: []meta.StatusCause{{Type: "FieldValueInvalid", Field: "spec.replicas", Message: "Invalid value: 11: spec.replicas in body should be less than or equal to 10"}}},
 		{name: "enum", obj: `{"spec":{"owner":"al","tier":"qa"}}`,
-			want: []meta.StatusCause{{Type: "FieldValueNotSupported", Field: "spec.tier", Message: `Unsupported value: "qa": supported values: "dev", "staging", "prod"`}}},
+			want: []meta.StatusCause{{Type: "FieldValueNotSupported", Field: "spec.tier", Message: `Unsupported value: "qa": supported values: "dev", "staging", "prod"`}, {Type: "FieldValueInvalid", Field: "<nil>", Message: `Invalid value: "null": some validation rules were not checked because the object was invalid; correct the existing errors to complete validation`}}},
 		{name: "type", obj: `{"spec":{"owner":"al","replicas":"three"}}`,
 			want: []meta.StatusCause{{Type: "FieldValueTypeInvalid", Field: "spec.replicas", Message: `Invalid value: "string": spec.replicas in body must be of type integer: "string"`},
-				{Type: "FieldValueInvalid", Field: "<nil>", Message: "Invalid value: null: some validation rules were not checked because the object was invalid; correct the existing errors to complete validation"}}},
+				{Type: "FieldValueInvalid", Field: "<nil>", Message: `Invalid value: "null": some validation rules were not checked because the object was invalid; correct the existing errors to complete validation`}}},
 		{name: "pattern", obj: `{"spec":{"owner":"Al"}}`,
 			want: []meta.StatusCause{{Type: "FieldValueInvalid", Field: "spec.owner", Message: `Invalid value: "Al": spec.owner in body should match '^[a-z]+$'`}}},
 		{name: "format", obj: `{"spec":{"owner":"al","email":"nope"}}`,
@@ -95,9 +95,9 @@ func TestSchemaValidator(t *testing.T) {
 			want: []meta.StatusCause{{Type: "FieldValueInvalid", Field: "spec.cidr", Message: `Invalid value: "10.0.0.0": spec.cidr in body must be of type cidr: "10.0.0.0"`}}},
 		{name: "int_or_string", obj: `{"spec":{"owner":"al","port":true}}`,
 			want: []meta.StatusCause{{Type: "FieldValueTypeInvalid", Field: "spec.port", Message: `Invalid value: "boolean": spec.port in body must be of type integer,string: "boolean"`},
-				{Type: "FieldValueInvalid", Field: "<nil>", Message: "Invalid value: null: some validation rules were not checked because the object was invalid; correct the existing errors to complete validation"}}},
+				{Type: "FieldValueInvalid", Field: "<nil>", Message: `Invalid value: "null": some validation rules were not checked because the object was invalid; correct the existing errors to complete validation`}}},
 		{name: "max_items", obj: `{"spec":{"owner":"al","tags":["a","b","c","d"]}}`,
-			want: []meta.StatusCause{{Type: "FieldValueTooMany", Field: "spec.tags", Message: "Too many: 4: must have at most 3 items"}}},
+			want: []meta.StatusCause{{Type: "FieldValueTooMany", Field: "spec.tags", Message: "Too many: 4: must have at most 3 items"}, {Type: "FieldValueInvalid", Field: "<nil>", Message: `Invalid value: "null": some validation rules were not checked because the object was invalid; correct the existing errors to complete validation`}}},
 		{name: "list_set_duplicate", obj: `{"spec":{"owner":"al","tags":["a","a"]}}`,
 			want: []meta.StatusCause{{Type: "FieldValueDuplicate", Field: "spec.tags[1]", Message: `Duplicate value: "a"`}}},
 		{name: "list_map_duplicate_key", obj: `{"spec":{"owner":"al","ports":[{"name":"a","port":1},{"name":"a","port":2}]}}`,
@@ -145,11 +145,11 @@ func TestSchemaValidatorStatus(t *testing.T) {
 	if !errors.As(err, &st) {
 		t.Fatalf("err = %v, want *meta.Status", err)
 	}
-	want := `Environment.example.annex.dev "dev" is invalid: [spec.owner: Required value, spec.replicas: Invalid value: 0: spec.replicas in body should be greater than or equal to 1]`
+	want := `Environment.example.annex.dev "dev" is invalid: [spec.owner: Required value, spec.replicas: Invalid value: 0: spec.replicas in body should be greater than or equal to 1, <nil>: Invalid value: "null": some validation rules were not checked because the object was invalid; correct the existing errors to complete validation]`
 	if st.Code != 422 || st.Reason != meta.StatusReasonInvalid || st.Message != want {
 		t.Fatalf("status = %d %s %q\nwant %q", st.Code, st.Reason, st.Message, want)
 	}
-	if len(st.Details.Causes) != 2 || st.Details.Kind != "Environment" || st.Details.Group != "example.annex.dev" {
+	if len(st.Details.Causes) != 3 || st.Details.Kind != "Environment" || st.Details.Group != "example.annex.dev" {
 		t.Fatalf("details = %+v", st.Details)
 	}
 }

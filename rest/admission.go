@@ -25,6 +25,16 @@ type Admitter interface {
 	Validate(ctx context.Context, a *attrs.Admission) error
 }
 
+// SchemaChecker is what an Admitter may also implement to check an object
+// against its resource's structural schema and x-kubernetes-validations
+// rules (*admission.Chain does). The validate step calls it after
+// ObjectMeta and the scale paths (prior, whose blocking causes keep the
+// rules from running) and before the strategy's checks, so that every
+// cause is in one 422 before validating admission, in kube's order.
+type SchemaChecker interface {
+	CheckSchema(ctx context.Context, a *attrs.Admission, prior []meta.StatusCause) []meta.StatusCause
+}
+
 // AdmitterFuncs adapts two functions to Admitter; a nil one admits.
 type AdmitterFuncs struct {
 	MutateFunc   func(ctx context.Context, a *attrs.Admission) error

@@ -369,8 +369,9 @@ func (rh *resourceHandler) toStorage(ctx context.Context, obj Object) (Object, e
 
 // convert runs the converter on objs (each at some other version than
 // desired), then checks each result and restores its metadata as
-// kube-apiserver does after a conversion webhook: everything from the
-// original but labels and annotations.
+// kube-apiserver does after a conversion webhook (everything from the
+// original but labels and annotations), and prunes it with the desired
+// version's schema.
 func (rh *resourceHandler) convert(ctx context.Context, objs []Object, desired string) error {
 	if rh.h.conversions != nil {
 		rh.h.conversions.Add(int64(len(objs)))
@@ -426,6 +427,12 @@ func (rh *resourceHandler) convert(ctx context.Context, objs []Object, desired s
 			}
 		}
 		obj["metadata"] = restored
+		// The converted object has the desired version's fields only, as
+		// kube's schema-coercing converter prunes it (silently).
+		if p := rh.versions.schemas[desired]; p != nil {
+			schema.Prune(p, obj)
+			schema.PruneNulls(p, obj)
+		}
 	}
 	return nil
 }

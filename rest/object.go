@@ -49,14 +49,32 @@ func readBody(r *http.Request) ([]byte, *meta.Status) {
 // integers survive unchanged. A body that is not one JSON object fails with
 // 400, worded as k8s's decoder for an unrecognized object.
 func (rh *resourceHandler) decodeObject(body []byte) (Object, *meta.Status) {
+	obj, _, st := rh.decodeObjectDup(body)
+	return obj, st
+}
+
+// decodeObjectDup is decodeObject that also returns the paths of the keys
+// the body has twice (the last one is kept), for fieldValidation.
+func (rh *resourceHandler) decodeObjectDup(body []byte) (Object, []string, *meta.Status) {
 	rh.h.jsonPass(1)
 	full := body
 	body, managed := spliceManagedFields(body)
 	// One well-formed object, the usual body, is decoded in one pass;
 	// anything else goes through encoding/json for its errors.
-	obj, fast := jsondec.Object(body)
+	obj, dup, fast := jsondec.ObjectDup(body)
 	var err error
-	if !fast {
+	if !fast && !json.Valid(body) {
+		// k8s's decoder first reads the apiVersion and kind, with
+		// encoding/json's words for a syntax error.
+		var typeMeta struct {
+			APIVersion string `json:"apiVersion"`
+			Kind       string `json:"kind"`
+		}
+		if jerr := json.Unmarshal(body, &typeMeta); jerr != nil {
+			err = fmt.Errorf("couldn't get version/kind; json parse error: %v", jerr)
+		}
+	}
+	if !fast && err == nil {
 		dec := json.NewDecoder(bytes.NewReader(body))
 		dec.UseNumber()
 		err = dec.Decode(&obj)
@@ -78,13 +96,17 @@ func (rh *resourceHandler) decodeObject(body []byte) (Object, *meta.Status) {
 		err = checkNumbers(obj)
 	}
 	if err != nil {
-		return nil, meta.NewBadRequest(fmt.Sprintf("the object provided is unrecognized (must be of type %s): %v (%s)",
+		return nil, nil, meta.NewBadRequest(fmt.Sprintf("the object provided is unrecognized (must be of type %s): %v (%s)",
 			rh.Kind, err, summarizeData(full, 30)))
+	}
+	var dups []string
+	if dup || !fast {
+		dups = jsondec.DuplicateFields(body)
 	}
 	if managed != nil {
 		metadata(obj)["managedFields"] = managed
 	}
-	return obj, nil
+	return obj, dups, nil
 }
 
 // checkNumbers refuses a number no client can decode: one beyond float64's

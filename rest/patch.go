@@ -16,6 +16,7 @@ import (
 	"io"
 	"mime"
 	"net/http"
+	"strconv"
 	"strings"
 
 	jsonpatch "github.com/evanphx/json-patch/v5"
@@ -62,6 +63,7 @@ func (rh *resourceHandler) patch(w http.ResponseWriter, r *http.Request, o outpu
 				Message: err.Error(), Reason: meta.StatusReasonInvalid, Code: http.StatusUnprocessableEntity,
 				Details: &meta.StatusDetails{Causes: []meta.StatusCause{{Type: "UnexpectedServerResponse", Message: err.Error()}}}}
 		}
+		wr.patched = patched
 		return rh.decodeObject(patched)
 	}
 	rh.storeAndRespond(w, r, o, wr)
@@ -95,6 +97,9 @@ func (rh *resourceHandler) decodePatch(r *http.Request, wr *writeRequest) (func(
 		patch, st := rh.decodeApply(body, wr)
 		return nil, patch, st
 	case mediaJSONPatch:
+		if st := checkPatchSyntax(body, p.fieldValidation, &[]jsonPatchOp{}); st != nil {
+			return nil, nil, st
+		}
 		ops, err := jsonpatch.DecodePatch(body)
 		if err != nil {
 			return nil, nil, meta.NewBadRequest(err.Error())
@@ -107,10 +112,45 @@ func (rh *resourceHandler) decodePatch(r *http.Request, wr *writeRequest) (func(
 		opts.AccumulatedCopySizeLimit = maxJSONPatchCopyBytes
 		return guardPanic(func(doc []byte) ([]byte, error) { return ops.ApplyWithOptions(doc, opts) }), nil, nil
 	}
+	if st := checkPatchSyntax(body, p.fieldValidation, &map[string]any{}); st != nil {
+		return nil, nil, st
+	}
 	if !json.Valid(body) || !strings.HasPrefix(strings.TrimSpace(string(body)), "{") {
 		return nil, nil, meta.NewBadRequest(jsonpatch.ErrBadJSONPatch.Error())
 	}
 	return guardPanic(func(doc []byte) ([]byte, error) { return jsonpatch.MergePatch(doc, body) }), nil, nil
+}
+
+// patchInvalid is kube's answer for a patched object that does not decode
+// (strictly, under fieldValidation=Strict): a 422 on no kind or name whose
+// one cause is the field "patch", valued the patched JSON.
+func patchInvalid(patched []byte, msg string) *meta.Status {
+	return meta.NewInvalid(meta.GroupKind{}, "", []meta.StatusCause{{Type: meta.CauseTypeFieldValueInvalid, Field: "patch",
+		Message: "Invalid value: " + strconv.Quote(string(patched)) + ": " + msg}})
+}
+
+// jsonPatchOp is one operation of a JSON patch, as kube's patch handler
+// reads it to check the patch's syntax.
+type jsonPatchOp struct {
+	Op    string `json:"op"`
+	Path  string `json:"path"`
+	From  string `json:"from"`
+	Value any    `json:"value"`
+}
+
+// checkPatchSyntax is kube's first reading of a JSON or merge patch when
+// fieldValidation is Strict or Warn (the default): a patch that does not
+// decode into v is a 400 "error decoding patch", with encoding/json's
+// words and kube's name for the type of a JSON patch.
+func checkPatchSyntax(body []byte, fieldValidation string, v any) *meta.Status {
+	if fieldValidation != fieldValidationStrict && fieldValidation != fieldValidationWarn {
+		return nil
+	}
+	if err := json.Unmarshal(body, v); err != nil {
+		msg := strings.ReplaceAll(err.Error(), "rest.jsonPatchOp", "handlers.jsonPatchOp")
+		return meta.NewBadRequest("error decoding patch: " + msg)
+	}
+	return nil
 }
 
 // guardPanic turns a panic of the patch library into an error (answered

@@ -8,6 +8,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"net/http"
 	"strconv"
 	"strings"
@@ -49,23 +50,77 @@ type scaleObject struct {
 	} `json:"status"`
 }
 
+// scaleCauses are kube's checks of the scale subresource's paths on every
+// write of an object (ValidateScaleSpec, but on the status subresource, and
+// ValidateScaleStatus): the replicas, when set, are integers from 0 to
+// 2^31-1, the label selector a string.
+func (rh *resourceHandler) scaleCauses(obj Object, sub string) []meta.StatusCause {
+	if rh.Scale == nil {
+		return nil
+	}
+	var causes []meta.StatusCause
+	replicas := func(p string) {
+		n, _, err := nestedInt64(obj, scalePath(p))
+		switch {
+		case err != nil:
+			causes = append(causes, fieldInvalid(p, n, err.Error()))
+		case n < 0:
+			causes = append(causes, fieldInvalid(p, n, "should be a non-negative integer"))
+		case n > math.MaxInt32:
+			causes = append(causes, fieldInvalid(p, n, fmt.Sprintf("should be less than or equal to %d", math.MaxInt32)))
+		}
+	}
+	if sub != "status" {
+		replicas(rh.Scale.SpecReplicasPath)
+	}
+	replicas(rh.Scale.StatusReplicasPath)
+	if p := rh.Scale.LabelSelectorPath; p != "" {
+		if v, found := lookup(obj, scalePath(p)); found {
+			if _, ok := v.(string); !ok {
+				causes = append(causes, fieldInvalid(p, "", fmt.Sprintf("%s accessor error: %v is of the type %T, expected string", p, v, v)))
+			}
+		}
+	}
+	return causes
+}
+
 func scalePath(p string) []string { return strings.Split(strings.TrimPrefix(p, "."), ".") }
 
-// nestedInt64 reads an integer at path, as unstructured.NestedInt64.
+// nestedInt64 reads an integer at path, as unstructured.NestedInt64 does,
+// with its errors: a value on the way that is not an object, or at the end
+// that is not an integer (named by its Go type as kube decodes JSON).
 func nestedInt64(obj Object, path []string) (int64, bool, error) {
-	cur, found := lookup(obj, path)
-	if !found {
-		return 0, false, nil
+	var cur any = obj
+	for i, k := range path {
+		m, ok := cur.(map[string]any)
+		if !ok {
+			v := kubeValue(cur)
+			return 0, false, fmt.Errorf(".%s accessor error: %v is of the type %T, expected map[string]interface{}", strings.Join(path[:i+1], "."), v, v)
+		}
+		if cur, ok = m[k]; !ok {
+			return 0, false, nil
+		}
 	}
-	n, ok := cur.(json.Number)
+	v := kubeValue(cur)
+	n, ok := v.(int64)
 	if !ok {
-		return 0, false, fmt.Errorf(".%s accessor error: %v is of the type %T, expected int64", strings.Join(path, "."), cur, cur)
+		return 0, false, fmt.Errorf(".%s accessor error: %v is of the type %T, expected int64", strings.Join(path, "."), v, v)
 	}
-	v, err := n.Int64()
-	if err != nil {
-		return 0, false, fmt.Errorf(".%s accessor error: %v is of the type float64, expected int64", strings.Join(path, "."), n)
+	return n, true, nil
+}
+
+// kubeValue is v as kube's JSON decoding holds it: a number as an int64
+// when it is one, else a float64.
+func kubeValue(v any) any {
+	n, ok := v.(json.Number)
+	if !ok {
+		return v
 	}
-	return v, true, nil
+	if i, err := n.Int64(); err == nil {
+		return i
+	}
+	f, _ := n.Float64()
+	return f
 }
 
 // scaleOf builds the Scale of an object; found says whether spec replicas
@@ -138,8 +193,9 @@ func (rh *resourceHandler) writeScale(ctx context.Context, w http.ResponseWriter
 // scaleProduce returns the produce step of a write to .../scale: the
 // stored object's Scale changed by change (the PUT body, or a patch applied
 // to the Scale's JSON), and its spec replicas written back to the object.
-// The Scale's resourceVersion, when set, is the update's precondition.
-func (rh *resourceHandler) scaleProduce(change func(old []byte) ([]byte, *meta.Status)) func(cur storage.Object) (Object, *meta.Status) {
+// The Scale's resourceVersion, when set, is the update's precondition;
+// patched says change applies a patch.
+func (rh *resourceHandler) scaleProduce(patched bool, change func(old []byte) ([]byte, *meta.Status)) func(cur storage.Object) (Object, *meta.Status) {
 	return func(cur storage.Object) (Object, *meta.Status) {
 		obj, st := rh.decodeObject(cur.Data)
 		if st != nil {
@@ -162,7 +218,13 @@ func (rh *resourceHandler) scaleProduce(change func(old []byte) ([]byte, *meta.S
 		}
 		var s scaleObject
 		if err := json.Unmarshal(newJSON, &s); err != nil {
-			return nil, meta.NewBadRequest(err.Error())
+			// kube's Scale spec is the type ScaleSpec; a patched Scale
+			// that does not decode is its 422 on the patch.
+			msg := strings.Replace(err.Error(), "Go struct field .spec.", "Go struct field ScaleSpec.spec.", 1)
+			if patched {
+				return nil, patchInvalid(newJSON, msg)
+			}
+			return nil, meta.NewBadRequest(msg)
 		}
 		if s.Kind != "" && s.Kind != "Scale" || s.APIVersion != "" && s.APIVersion != "autoscaling/v1" {
 			return nil, meta.NewBadRequest(fmt.Sprintf("wrong object passed to Scale update: %s %s", s.APIVersion, s.Kind))
@@ -213,7 +275,7 @@ func (rh *resourceHandler) updateScale(w http.ResponseWriter, r *http.Request, n
 	}
 	wr.opts = wr.params.updateOptions()
 	wr.manager = managerName(wr.params.fieldManager, r.UserAgent())
-	wr.produce = rh.scaleProduce(func([]byte) ([]byte, *meta.Status) { return body, nil })
+	wr.produce = rh.scaleProduce(false, func([]byte) ([]byte, *meta.Status) { return body, nil })
 	rh.storeScale(w, r, wr)
 }
 
@@ -230,7 +292,7 @@ func (rh *resourceHandler) patchScale(w http.ResponseWriter, r *http.Request, na
 	}
 	wr.opts = wr.params.patchOptions()
 	wr.manager = managerName(wr.params.fieldManager, r.UserAgent())
-	wr.produce = rh.scaleProduce(func(old []byte) ([]byte, *meta.Status) {
+	wr.produce = rh.scaleProduce(true, func(old []byte) ([]byte, *meta.Status) {
 		out, err := apply(old)
 		if err != nil {
 			return nil, &meta.Status{Kind: "Status", APIVersion: "v1", Status: meta.StatusFailure,

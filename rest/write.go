@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -62,7 +63,7 @@ func parseWriteParams(q url.Values, kind string) (writeParams, *meta.Status) {
 		p.fieldValidation = fieldValidationWarn
 	case fieldValidationIgnore, fieldValidationWarn, fieldValidationStrict:
 	default:
-		causes = append(causes, fieldNotSupported("fieldValidation", p.fieldValidation, []string{"", fieldValidationIgnore, fieldValidationWarn, fieldValidationStrict}))
+		causes = append(causes, fieldNotSupported("fieldValidation", p.fieldValidation, []string{"", fieldValidationIgnore, fieldValidationStrict, fieldValidationWarn}))
 	}
 	if v, ok := q["force"]; ok {
 		b := queryBool(v)
@@ -133,6 +134,11 @@ type writeRequest struct {
 	// produce returns an update's or patch's object for the stored state cur
 	// (zero when missing); it returns a fresh object every call.
 	produce func(cur storage.Object) (Object, *meta.Status)
+	// duplicates are the paths of the keys the body has twice, for
+	// fieldValidation; patched is a JSON or merge patch's result in the
+	// last try (what kube's errors about it quote).
+	duplicates []string
+	patched    []byte
 	// warnings are the unknown-field warnings of the last decode; generated
 	// is true when prepareCreate generated the name; created is true when
 	// the last try of an update created the object.
@@ -252,7 +258,8 @@ func (rh *resourceHandler) decode(r *http.Request, wr *writeRequest, optionsKind
 	if st != nil {
 		return nil, nil, st
 	}
-	obj, st := rh.decodeObject(body)
+	obj, dups, st := rh.decodeObjectDup(body)
+	wr.duplicates = dups
 	return body, obj, st
 }
 
@@ -289,7 +296,10 @@ func (rh *resourceHandler) checkDecoded(obj Object, wr *writeRequest) *meta.Stat
 	if st := rh.checkAPIVersion(obj); st != nil {
 		return st
 	}
-	warnings, st := rh.pruneAndDefault(obj, wr.params, wr.verb != "patch")
+	warnings, st := rh.pruneAndDefault(obj, wr.params, wr.duplicates, wr.verb != "patch")
+	if st != nil && wr.patched != nil {
+		st = patchInvalid(wr.patched, st.Message)
+	}
 	if st != nil {
 		return st
 	}
@@ -299,17 +309,22 @@ func (rh *resourceHandler) checkDecoded(obj Object, wr *writeRequest) *meta.Stat
 
 // pruneAndDefault applies the schema to a decoded object: unknown fields are
 // removed and, per fieldValidation, rejected (Strict, 400 with k8s's strict
-// decoding error) or returned as warnings (Warn); then defaults are filled.
+// decoding error) or returned as warnings (Warn); then the nulls of fields
+// that are neither nullable nor defaulted are dropped and defaults are
+// filled (a null with a default takes the default).
 // prefix, when true, words the error as the create and update decoders do.
-func (rh *resourceHandler) pruneAndDefault(obj Object, p writeParams, prefix bool) (warnings []string, st *meta.Status) {
-	if rh.Schema == nil {
-		return nil, nil
+func (rh *resourceHandler) pruneAndDefault(obj Object, p writeParams, duplicates []string, prefix bool) (warnings []string, st *meta.Status) {
+	var pruned []string
+	if rh.Schema != nil {
+		pruned = schema.Prune(rh.Schema, obj)
 	}
-	pruned := schema.Prune(rh.Schema, obj)
-	if len(pruned) > 0 {
-		msgs := make([]string, len(pruned))
-		for i, f := range pruned {
-			msgs[i] = "unknown field " + strconv.Quote(f)
+	if len(pruned)+len(duplicates) > 0 {
+		msgs := make([]string, 0, len(pruned)+len(duplicates))
+		for _, f := range duplicates {
+			msgs = append(msgs, "duplicate field "+strconv.Quote(f))
+		}
+		for _, f := range pruned {
+			msgs = append(msgs, "unknown field "+strconv.Quote(f))
 		}
 		switch p.fieldValidation {
 		case fieldValidationStrict:
@@ -322,7 +337,10 @@ func (rh *resourceHandler) pruneAndDefault(obj Object, p writeParams, prefix boo
 			warnings = msgs
 		}
 	}
-	schema.Default(rh.Schema, obj)
+	if rh.Schema != nil {
+		schema.PruneNulls(rh.Schema, obj)
+		schema.Default(rh.Schema, obj)
+	}
 	return warnings, nil
 }
 
@@ -532,9 +550,10 @@ func (rh *resourceHandler) admitted(ctx context.Context, wr *writeRequest, obj, 
 	} else {
 		rh.prepareUpdate(ctx, wr, obj, old)
 	}
-	if st := rh.validate(ctx, wr, obj, old); st != nil {
+	if st := rh.validate(ctx, wr, a, obj, old); st != nil {
 		return nil, st
 	}
+	wr.warnings = append(wr.warnings, finalizerWarnings(obj, old)...)
 	if wr.name == "" {
 		a.Name = str(metadata(obj), "name")
 	}
@@ -542,6 +561,56 @@ func (rh *resourceHandler) admitted(ctx context.Context, wr *writeRequest, obj, 
 		return nil, err
 	}
 	return obj, nil
+}
+
+// standardFinalizers are kube's own finalizers, which need no domain.
+var standardFinalizers = []string{"orphan", "foregroundDeletion", "kubernetes"}
+
+// finalizerWarnings are kube's warnings (WarningsOnCreate and
+// WarningsOnUpdate of a custom resource) for the finalizers obj adds to old
+// (nil on create): a name that is not a qualified name, and one without a
+// domain and path.
+func finalizerWarnings(obj, old Object) []string {
+	have := map[string]bool{}
+	if old != nil {
+		for _, f := range stringList(metadata(old)["finalizers"]) {
+			have[f] = true
+		}
+	}
+	var added []string
+	for _, f := range stringList(metadata(obj)["finalizers"]) {
+		if !have[f] {
+			have[f] = true
+			added = append(added, f)
+		}
+	}
+	slices.Sort(added)
+	var out []string
+	for _, f := range added {
+		for _, msg := range meta.IsQualifiedName(f) {
+			out = append(out, fmt.Sprintf("metadata.finalizers: %q: %s", f, msg))
+		}
+		if !strings.Contains(f, "/") && !slices.Contains(standardFinalizers, f) {
+			if strings.Contains(f, ".") {
+				out = append(out, fmt.Sprintf("metadata.finalizers: %q: prefer a domain-qualified finalizer name including a path (/) to avoid accidental conflicts with other finalizer writers", f))
+			} else {
+				out = append(out, fmt.Sprintf("metadata.finalizers: %q: prefer a domain-qualified finalizer name to avoid accidental conflicts with other finalizer writers", f))
+			}
+		}
+	}
+	return out
+}
+
+// stringList is a JSON list's strings.
+func stringList(v any) []string {
+	l, _ := v.([]any)
+	out := make([]string, 0, len(l))
+	for _, e := range l {
+		if s, ok := e.(string); ok {
+			out = append(out, s)
+		}
+	}
+	return out
 }
 
 // prepareCreate applies the registry's create rules, for a POST and for a
@@ -622,39 +691,58 @@ func (rh *resourceHandler) typeMetaCauses(obj Object) []meta.StatusCause {
 	return nil
 }
 
-// validate checks a prepared object, old nil for a create: kind, then
-// ObjectMeta (ValidateObjectMeta, or ValidateObjectMetaUpdate against old)
-// and the strategy's ValidateCreate or ValidateUpdate; any cause is a 422.
-func (rh *resourceHandler) validate(ctx context.Context, wr *writeRequest, obj, old Object) *meta.Status {
+// validate checks a prepared object, old nil for a create, in the order of
+// kube's custom resource strategy: kind (alone when wrong), ObjectMeta
+// (ValidateObjectMeta, or ValidateObjectMetaUpdate against old), the scale
+// subresource's replicas paths, the schema and its rules (SchemaChecker),
+// then the strategy's ValidateCreate, ValidateUpdate or
+// ValidateStatusUpdate; any cause is a 422 listing them all.
+func (rh *resourceHandler) validate(ctx context.Context, wr *writeRequest, a *attrs.Admission, obj, old Object) *meta.Status {
 	md := metadata(obj)
 	name := wr.name
 	if name == "" {
 		name = str(md, "name")
 	}
-	causes := rh.typeMetaCauses(obj)
-	if len(causes) == 0 {
-		om, st := rh.objectMeta(md)
+	if causes := rh.typeMetaCauses(obj); len(causes) > 0 {
+		return meta.NewInvalid(rh.gk, name, causes)
+	}
+	om, st := rh.objectMeta(md)
+	if st != nil {
+		return st
+	}
+	var causes []meta.StatusCause
+	if old == nil {
+		causes = meta.ValidateObjectMeta(om, rh.Namespaced, nil)
+	} else {
+		oldOM, st := rh.objectMeta(metadata(old))
 		if st != nil {
 			return st
 		}
-		if old == nil {
-			causes = meta.ValidateObjectMeta(om, rh.Namespaced, nil)
-			if f := rh.Strategy.ValidateCreate; f != nil {
-				causes = append(causes, f(ctx, obj).Causes()...)
-			}
-		} else {
-			oldOM, st := rh.objectMeta(metadata(old))
-			if st != nil {
-				return st
-			}
-			causes = meta.ValidateObjectMetaUpdate(om, oldOM)
-			f := rh.Strategy.ValidateUpdate
-			if wr.sub == "status" {
-				f = rh.Strategy.ValidateStatusUpdate
-			}
-			if f != nil {
-				causes = append(causes, f(ctx, obj, old).Causes()...)
-			}
+		causes = meta.ValidateObjectMetaUpdate(om, oldOM)
+	}
+	causes = append(causes, rh.scaleCauses(obj, wr.sub)...)
+	if sc, ok := rh.h.admission.(SchemaChecker); ok {
+		// The object's own schema, for the scale subresource too (kube
+		// validates a scale write as an update of the object).
+		sa := *a
+		sa.Object, sa.OldObject = obj, old
+		if sa.Subresource == "scale" {
+			sa.Subresource = ""
+		}
+		causes = append(causes, sc.CheckSchema(ctx, &sa, causes)...)
+	}
+	switch {
+	case old == nil:
+		if f := rh.Strategy.ValidateCreate; f != nil {
+			causes = append(causes, f(ctx, obj).Causes()...)
+		}
+	case wr.sub == "status":
+		if f := rh.Strategy.ValidateStatusUpdate; f != nil {
+			causes = append(causes, f(ctx, obj, old).Causes()...)
+		}
+	default:
+		if f := rh.Strategy.ValidateUpdate; f != nil {
+			causes = append(causes, f(ctx, obj, old).Causes()...)
 		}
 	}
 	if len(causes) > 0 {

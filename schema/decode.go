@@ -119,6 +119,59 @@ func (w *pruning) value(p Props, v any) {
 	}
 }
 
+// PruneNulls removes from obj the nulls of fields whose schema is not
+// nullable and has no default (kube's PruneNonNullableNullsWithoutDefaults,
+// run after Prune and before Default: a null with a default is defaulted
+// instead). apiVersion, kind and metadata at the root are left alone. A nil
+// p removes nothing.
+func PruneNulls(p *Props, obj map[string]any) {
+	if p == nil {
+		return
+	}
+	for k, v := range obj {
+		if k == "apiVersion" || k == "kind" || k == "metadata" {
+			continue
+		}
+		pruneNulls(fieldSchema(p, k), k, obj, v)
+	}
+}
+
+// fieldSchema is the schema of field k of an object of schema p, or nil.
+func fieldSchema(p *Props, k string) *Props {
+	if p == nil {
+		return nil
+	}
+	if c, ok := p.Properties[k]; ok {
+		return &c
+	}
+	if p.AdditionalProperties != nil {
+		return p.AdditionalProperties.Schema
+	}
+	return nil
+}
+
+// pruneNulls handles value v of field k of parent (nil for an item).
+func pruneNulls(p *Props, k string, parent map[string]any, v any) {
+	switch t := v.(type) {
+	case nil:
+		if parent != nil && p != nil && !p.Nullable && len(p.Default) == 0 {
+			delete(parent, k)
+		}
+	case map[string]any:
+		for ck, cv := range t {
+			pruneNulls(fieldSchema(p, ck), ck, t, cv)
+		}
+	case []any:
+		var items *Props
+		if p != nil {
+			items = p.Items
+		}
+		for _, e := range t {
+			pruneNulls(items, "", nil, e)
+		}
+	}
+}
+
 // Default fills in obj, in place, every absent field whose schema has a
 // default (and a null one that is not nullable), at every level the object
 // has, as CRD defaulting does after pruning. Defaults are decoded with

@@ -16,9 +16,17 @@ const maxDepth = 1000
 // the last of duplicate keys wins, invalid UTF-8 and unpaired surrogates
 // become U+FFFD. ok is false for any other input.
 func Object(data []byte) (_ map[string]any, ok bool) {
-	v, ok := Value(data)
+	m, _, ok := ObjectDup(data)
+	return m, ok
+}
+
+// ObjectDup is Object that also reports whether some object in data has a
+// key twice (DuplicateFields names them), at no cost when none has.
+func ObjectDup(data []byte) (_ map[string]any, dup, ok bool) {
+	d := decoder{data: data}
+	v, ok := d.whole()
 	m, isObject := v.(map[string]any)
-	return m, ok && isObject
+	return m, d.dup, ok && isObject
 }
 
 // Value decodes data, one JSON value of any kind with only whitespace
@@ -26,6 +34,10 @@ func Object(data []byte) (_ map[string]any, ok bool) {
 // false for any other input.
 func Value(data []byte) (_ any, ok bool) {
 	d := decoder{data: data}
+	return d.whole()
+}
+
+func (d *decoder) whole() (any, bool) {
 	d.space()
 	v, ok := d.value(0)
 	if !ok {
@@ -38,6 +50,7 @@ func Value(data []byte) (_ any, ok bool) {
 type decoder struct {
 	data []byte
 	i    int
+	dup  bool // an object had a key twice
 }
 
 func (d *decoder) space() {
@@ -140,7 +153,11 @@ func (d *decoder) object(depth int) (map[string]any, bool) {
 		if !ok {
 			return nil, false
 		}
+		n := len(m)
 		m[k] = v
+		if len(m) == n {
+			d.dup = true
+		}
 		more, ok := d.next('}')
 		if !more {
 			return m, ok
