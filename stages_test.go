@@ -2,13 +2,17 @@ package annex
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/annexapi/annex/audit"
 	"github.com/annexapi/annex/authn"
 	"github.com/annexapi/annex/authz"
 	"github.com/annexapi/annex/filters"
@@ -178,6 +182,36 @@ func TestHandBuiltServerGetsBuildOrderError(t *testing.T) {
 	if !strings.Contains(handErr.Error(), `stage "tenant-check" needs "user", which no earlier stage provides`) {
 		t.Errorf("error %q", handErr)
 	}
+}
+
+// TestBuildChecksOrderWithTheStagesItFills: the audit stage is the only
+// provider of "audit" and is on only with an audit backend, so a stage that
+// needs it builds with a backend and is refused by the validation phase,
+// before anything is made, without one: both phases agree on which stages
+// are filled.
+func TestBuildChecksOrderWithTheStagesItFills(t *testing.T) {
+	t.Parallel()
+	needsAudit := InsertedStage{After: StageAuthorization, Stage: Stage{Name: "audit-reader", Needs: []Provision{ProvidesAudit}, Filter: pass}}
+	off := Builder{DataDir: filepath.Join(t.TempDir(), "data"), Resources: []rest.Resource{widgets()}, Stages: []InsertedStage{needsAudit}}
+	if _, err := off.Build(); err == nil || !strings.Contains(err.Error(), `stage "audit-reader" needs "audit", which no earlier stage provides`) {
+		t.Errorf("Build without an audit backend: %v", err)
+	}
+	if _, err := os.Stat(off.DataDir); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the refused Build made DataDir (%v)", err)
+	}
+	policy, err := audit.ParsePolicy([]byte("apiVersion: audit.k8s.io/v1\nkind: Policy\nrules:\n- level: Metadata\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	on := off
+	on.DataDir = t.TempDir()
+	on.Serving.Listener = mustListen(t)
+	on.Audit = audit.Config{Policy: policy, Log: audit.LogConfig{Path: filepath.Join(t.TempDir(), "audit.log")}}
+	srv, err := on.Build()
+	if err != nil {
+		t.Fatalf("Build with an audit backend: %v", err)
+	}
+	srv.closeAll()
 }
 
 // TestWarningsMustSitInsideTimeout: the timeout's rule, as Needs/Provides.
