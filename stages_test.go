@@ -18,7 +18,6 @@ import (
 	"github.com/annexapi/annex/filters"
 	"github.com/annexapi/annex/meta"
 	"github.com/annexapi/annex/rest"
-	"github.com/prometheus/client_golang/prometheus"
 )
 
 func pass(next http.Handler) http.Handler { return next }
@@ -433,34 +432,5 @@ func BenchmarkChain(b *testing.B) {
 				}
 			}
 		})
-	}
-}
-
-// TestShutdownRefusalNamesItsStage: with Shutdown.SendRetryAfter, a request
-// arriving while the server drains gets 429 with Retry-After, and the
-// rejection is counted under the shutdown-drain stage, as every rejection
-// names its stage.
-func TestShutdownRefusalNamesItsStage(t *testing.T) {
-	t.Parallel()
-	reg := prometheus.NewRegistry()
-	ts := startServer(t, Builder{Shutdown: Shutdown{SendRetryAfter: true}, Observability: Observability{Registerer: reg}})
-	list := ts.srv.URL() + "/apis/test.annex.dev/v1/namespaces/a/widgets"
-	if code, body := do(t, ts.admin, http.MethodGet, list, ""); code != 200 {
-		t.Fatalf("before draining: %d %s", code, body)
-	}
-	ts.srv.drain.StartDraining()
-	req, _ := http.NewRequest(http.MethodGet, list, nil)
-	req.Header.Set("Accept", "application/json")
-	req.Header.Set("User-Agent", "kubectl/v1.33.0 (linux/amd64) kubernetes/test")
-	resp, err := ts.admin.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	body := readAll(t, resp)
-	if resp.StatusCode != http.StatusTooManyRequests || resp.Header.Get("Retry-After") != "5" || !strings.Contains(body, "The apiserver is shutting down") {
-		t.Fatalf("while draining: %d %v %s", resp.StatusCode, resp.Header, body)
-	}
-	if n := metricValue(t, reg, "annex_request_rejections_total", map[string]string{"stage": StageShutdownDrain}); n != 1 {
-		t.Errorf("annex_request_rejections_total{stage=%q} = %v, want 1", StageShutdownDrain, n)
 	}
 }
