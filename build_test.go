@@ -11,8 +11,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/prometheus/client_golang/prometheus"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/annexapi/annex/admission"
 	"github.com/annexapi/annex/authn"
@@ -21,6 +22,11 @@ import (
 	"github.com/annexapi/annex/rest"
 	"github.com/annexapi/annex/storage"
 )
+
+// widgets is the resource the Builders of these tests declare.
+func widgets() rest.Resource {
+	return rest.Resource{Group: "test.annex.dev", Version: "v1", Plural: "widgets", Kind: "Widget", Namespaced: true}
+}
 
 func writeFile(t *testing.T, dir, name, content string) string {
 	t.Helper()

@@ -1,20 +1,16 @@
-package annex
+package annex_test
 
 import (
-	"context"
 	"encoding/json"
-	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
-	"time"
 
+	"github.com/annexapi/annex"
 	"github.com/annexapi/annex/certs"
-	"github.com/annexapi/annex/rest"
 )
 
 // kubeStandIn is a loopback HTTPS stand-in for the kube-apiserver endpoints a
@@ -105,28 +101,12 @@ func TestDelegatedModeTrustsOnlyTheFrontProxy(t *testing.T) {
 	}
 	kube := newKubeStandIn(t, clientCA, frontProxyCA)
 
-	dataDir := t.TempDir()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	b := Builder{
-		DataDir:        dataDir,
-		Resources:      []rest.Resource{widgets()},
-		Serving:        Serving{Listener: ln},
-		Authentication: Authentication{Delegation: &Delegation{AuthenticationKubeconfig: kube.kubeconfig, AuthorizationKubeconfig: kube.kubeconfig}},
-	}
-	srv, err := b.Build()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if srv.KubeconfigPath() != "" {
+	srv := startServer(t, annex.Builder{Authentication: annex.Authentication{Delegation: &annex.Delegation{
+		AuthenticationKubeconfig: kube.kubeconfig, AuthorizationKubeconfig: kube.kubeconfig}}})
+	if srv.Kubeconfig != "" || srv.KubeconfigPath() != "" {
 		t.Errorf("delegated mode wrote an admin kubeconfig: %s", srv.KubeconfigPath())
 	}
-	ts := &testServer{srv: srv, dataDir: dataDir, done: make(chan struct{})}
-	runInBackground(t, ts)
 
-	servingCA := filepath.Join(dataDir, "certs", "annex-serving-ca.crt")
 	issued := func(ca *certs.CA, cn string) string {
 		dir := t.TempDir()
 		if _, err := ca.EnsureClientCert(certs.ClientConfig{Dir: dir, Name: "c", User: cn}); err != nil {
@@ -139,13 +119,12 @@ func TestDelegatedModeTrustsOnlyTheFrontProxy(t *testing.T) {
 	clientDir := issued(clientCA, "carol")
 	client := func(dir string) *http.Client {
 		if dir == "" {
-			return clientWith(t, servingCA, "", "")
+			return clientWith(t, srv, "", "")
 		}
-		return clientWith(t, servingCA, filepath.Join(dir, "c.crt"), filepath.Join(dir, "c.key"))
+		return clientWith(t, srv, filepath.Join(dir, "c.crt"), filepath.Join(dir, "c.key"))
 	}
-	waitReady(t, client(""), srv.URL())
 
-	list := srv.URL() + "/apis/test.annex.dev/v1/namespaces/default/widgets"
+	list := srv.URL + "/apis/test.annex.dev/v1/namespaces/default/widgets"
 	tests := []struct {
 		name     string
 		certDir  string
@@ -184,48 +163,8 @@ func TestDelegatedModeTrustsOnlyTheFrontProxy(t *testing.T) {
 	if kube.sars.Load() == 0 {
 		t.Error("no SubjectAccessReview reached the cluster")
 	}
-	code, body := do(t, client(""), http.MethodGet, srv.URL()+"/readyz?verbose", "")
+	code, body := do(t, client(""), http.MethodGet, srv.URL+"/readyz?verbose", "")
 	if code != 200 || !strings.Contains(body, "[+]delegated-authentication ok") {
 		t.Errorf("readyz: %d %s", code, body)
 	}
-}
-
-func runInBackground(t testing.TB, ts *testServer) {
-	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	ts.cancel = cancel
-	go func() { ts.runErr = ts.srv.Run(ctx); close(ts.done) }()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case <-ts.done:
-		case <-time.After(30 * time.Second):
-			t.Error("Run did not return after cancel")
-		}
-	})
-}
-
-func waitReady(t testing.TB, c *http.Client, url string) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		code, body := do(t, c, http.MethodGet, url+"/readyz?verbose", "")
-		if code == 200 {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("server not ready: %d %s", code, body)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
-func readAll(t testing.TB, resp *http.Response) string {
-	t.Helper()
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(b)
 }

@@ -1,19 +1,20 @@
-package annex
+package annex_test
 
 import (
 	"bufio"
 	"context"
 	"errors"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/annexapi/annex"
 	"github.com/annexapi/annex/flowcontrol"
 	"github.com/annexapi/annex/rest"
 )
@@ -121,24 +122,23 @@ func TestFlowControlThroughTheServer(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	// As --token-auth-file, --authorization-policy-file, --max-requests-inflight=1,
 	// --max-mutating-requests-inflight=1 and --flowcontrol-config-file give it.
-	b := Builder{Resources: []rest.Resource{widgets(), g.resource()}, DataDir: filepath.Join(dir, "data"),
-		Authentication: Authentication{TokenAuthFile: tokens}, Authorization: Authorization{PolicyFiles: []string{policy}},
+	b := annex.Builder{Resources: []rest.Resource{widgets(), g.resource()}, DataDir: filepath.Join(dir, "data"),
+		Authentication: annex.Authentication{TokenAuthFile: tokens}, Authorization: annex.Authorization{PolicyFiles: []string{policy}},
 		FlowControl:   flowcontrol.Config{MaxRequestsInFlight: 1, MaxMutatingRequestsInFlight: 1, ConfigFiles: []string{config}},
-		Observability: Observability{Registerer: reg}}
-	ts := startServer(t, b)
-	url := ts.srv.URL()
+		Observability: annex.Observability{Registerer: reg}}
+	srv := startServer(t, b)
+	admin, anon, url := srv.Client(), srv.AnonymousClient(), srv.URL
 	as := func(token, method, path string) (*http.Response, string) {
 		t.Helper()
 		req, _ := http.NewRequest(method, url+path, nil)
 		req.Header.Set("Authorization", "Bearer "+token)
-		resp, err := ts.anon.Do(req)
+		resp, err := anon.Do(req)
 		if err != nil {
 			t.Fatal(err)
 		}
 		return resp, readAll(t, resp)
 	}
-	widgetsPath := "/apis/test.annex.dev/v1/namespaces/default/widgets"
-	if code, body := do(t, ts.admin, http.MethodPost, url+widgetsPath, `{"metadata":{"name":"w1"}}`); code != 201 {
+	if code, body := do(t, admin, http.MethodPost, url+widgetsPath, `{"metadata":{"name":"w1"}}`); code != 201 {
 		t.Fatalf("create: %d %s", code, body)
 	}
 
@@ -161,7 +161,7 @@ func TestFlowControlThroughTheServer(t *testing.T) {
 		go func() {
 			req, _ := http.NewRequest(http.MethodGet, url+"/apis/test.annex.dev/v1/namespaces/slow/gauges", nil)
 			req.Header.Set("Authorization", "Bearer x-token")
-			resp, err := ts.anon.Do(req)
+			resp, err := anon.Do(req)
 			if err != nil {
 				slow <- 0
 				return
@@ -177,17 +177,17 @@ func TestFlowControlThroughTheServer(t *testing.T) {
 		if resp, body := as("y-token", http.MethodGet, widgetsPath); resp.StatusCode != 200 {
 			t.Errorf("y meanwhile: %d %s", resp.StatusCode, body)
 		}
-		if code, body := do(t, ts.admin, http.MethodGet, url+widgetsPath, ""); code != 200 {
+		if code, body := do(t, admin, http.MethodGet, url+widgetsPath, ""); code != 200 {
 			t.Errorf("admin (exempt) meanwhile: %d %s", code, body)
 		}
-		if code, body := do(t, ts.anon, http.MethodGet, url+"/readyz", ""); code != 200 {
+		if code, body := do(t, anon, http.MethodGet, url+"/readyz", ""); code != 200 {
 			t.Errorf("/readyz meanwhile: %d %s", code, body)
 		}
 		g.release <- struct{}{}
 		if code := <-slow; code != 200 {
 			t.Errorf("x's first request: %d", code)
 		}
-		if n := metricValue(t, reg, "annex_request_rejections_total", map[string]string{"stage": StageFlowControl}); n != 1 {
+		if n := metricValue(t, reg, "annex_request_rejections_total", map[string]string{"stage": annex.StageFlowControl}); n != 1 {
 			t.Errorf("annex_request_rejections_total{stage=flowcontrol} = %v, want 1", n)
 		}
 		if n := metricValue(t, reg, "apiserver_flowcontrol_rejected_requests_total",
@@ -201,7 +201,7 @@ func TestFlowControlThroughTheServer(t *testing.T) {
 		defer cancel()
 		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url+widgetsPath+"?watch=1", nil)
 		req.Header.Set("Authorization", "Bearer x-token")
-		resp, err := ts.anon.Do(req)
+		resp, err := anon.Do(req)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -225,11 +225,11 @@ func TestFlowControlThroughTheServer(t *testing.T) {
 	})
 
 	t.Run("debug_dumps_for_masters_only", func(t *testing.T) {
-		code, body := do(t, ts.admin, http.MethodGet, url+FlowControlDebugPath+"dump_priority_levels", "")
+		code, body := do(t, admin, http.MethodGet, url+annex.FlowControlDebugPath+"dump_priority_levels", "")
 		if code != 200 || !strings.Contains(body, "PriorityLevelName") || !strings.Contains(body, "one-seat") {
 			t.Errorf("admin dump: %d %s", code, body)
 		}
-		if resp, body := as("y-token", http.MethodGet, FlowControlDebugPath+"dump_priority_levels"); resp.StatusCode != 403 {
+		if resp, body := as("y-token", http.MethodGet, annex.FlowControlDebugPath+"dump_priority_levels"); resp.StatusCode != 403 {
 			t.Errorf("y dump: %d %s", resp.StatusCode, body)
 		}
 	})
@@ -258,35 +258,35 @@ current-context: c
 	}
 	tests := []struct {
 		name  string
-		field func(*Builder)
+		field func(*annex.Builder)
 		want  []string
 	}{
-		{"file_with_apf_off", func(b *Builder) { b.FlowControl.Disabled, b.FlowControl.ConfigFiles = true, []string{good} },
+		{"file_with_apf_off", func(b *annex.Builder) { b.FlowControl.Disabled, b.FlowControl.ConfigFiles = true, []string{good} },
 			[]string{"FlowControl.ConfigFiles: has no effect with priority and fairness off (FlowControl.Disabled"}},
-		{"objects_with_apf_off", func(b *Builder) { b.FlowControl.Disabled, b.FlowControl.Objects = true, objs },
+		{"objects_with_apf_off", func(b *annex.Builder) { b.FlowControl.Disabled, b.FlowControl.Objects = true, objs },
 			[]string{"FlowControl.Objects: has no effect with priority and fairness off (FlowControl.Disabled"}},
-		{"file_in_delegated_mode", func(b *Builder) {
-			b.Authentication.Delegation = &Delegation{AuthenticationKubeconfig: kubeconfig, AuthorizationKubeconfig: kubeconfig}
+		{"file_in_delegated_mode", func(b *annex.Builder) {
+			b.Authentication.Delegation = &annex.Delegation{AuthenticationKubeconfig: kubeconfig, AuthorizationKubeconfig: kubeconfig}
 			b.FlowControl.ConfigFiles = []string{good}
 		}, []string{"FlowControl.ConfigFiles: has no effect when the configuration follows the cluster's"}},
-		{"no_seats", func(b *Builder) {
+		{"no_seats", func(b *annex.Builder) {
 			b.FlowControl.MaxRequestsInFlight, b.FlowControl.MaxMutatingRequestsInFlight = -1, -1
 		},
 			[]string{"FlowControl.MaxRequestsInFlight and FlowControl.MaxMutatingRequestsInFlight (--max-requests-inflight, --max-mutating-requests-inflight): leave no seats"}},
-		{"invalid_object_in_file", func(b *Builder) { b.FlowControl.ConfigFiles = []string{badObject} },
+		{"invalid_object_in_file", func(b *annex.Builder) { b.FlowControl.ConfigFiles = []string{badObject} },
 			[]string{"FlowControl.ConfigFiles: ", "nominalConcurrencyShares"}},
-		{"unknown_field_in_file", func(b *Builder) { b.FlowControl.ConfigFiles = []string{unknownField} },
+		{"unknown_field_in_file", func(b *annex.Builder) { b.FlowControl.ConfigFiles = []string{unknownField} },
 			[]string{"FlowControl.ConfigFiles: ", "color"}},
-		{"missing_file", func(b *Builder) { b.FlowControl.ConfigFiles = []string{missing} }, []string{"FlowControl.ConfigFiles: ", "missing.yaml"}},
-		{"same_object_in_two_files", func(b *Builder) { b.FlowControl.ConfigFiles = []string{good, good} },
+		{"missing_file", func(b *annex.Builder) { b.FlowControl.ConfigFiles = []string{missing} }, []string{"FlowControl.ConfigFiles: ", "missing.yaml"}},
+		{"same_object_in_two_files", func(b *annex.Builder) { b.FlowControl.ConfigFiles = []string{good, good} },
 			[]string{"FlowControl.ConfigFiles: ", "one-seat"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			b := Builder{Resources: []rest.Resource{widgets()}, DataDir: filepath.Join(t.TempDir(), "data")}
+			b := annex.Builder{Resources: []rest.Resource{widgets()}, DataDir: filepath.Join(t.TempDir(), "data")}
 			tt.field(&b)
-			_, err := build(t, &b)
+			_, err := b.Build()
 			if err == nil {
 				t.Fatal("Build succeeded")
 			}
@@ -307,49 +307,89 @@ current-context: c
 // and fairness with kube's defaults.
 func TestFlowControlOffWithoutLimits(t *testing.T) {
 	t.Parallel()
-	for _, tt := range []struct {
-		name         string
-		fc           flowcontrol.Config
-		wantDisabled bool
-		wantRO       int
-	}{
-		{"zero_value_is_apf_with_kube_defaults", flowcontrol.Config{}, false, 0}, // zero: kube's 400
-		// --enable-priority-and-fairness=false --max-requests-inflight=0 --max-mutating-requests-inflight=0
-		{"off_with_zero_limits_is_unlimited", flowcontrol.Config{Disabled: true, MaxRequestsInFlight: -1, MaxMutatingRequestsInFlight: -1}, true, -1},
-	} {
-		t.Run(tt.name, func(t *testing.T) {
-			t.Parallel()
-			b := Builder{Resources: []rest.Resource{widgets()}, DataDir: t.TempDir(), FlowControl: tt.fc}
-			ln, err := net.Listen("tcp", "127.0.0.1:0")
-			if err != nil {
-				t.Fatal(err)
-			}
-			b.Serving.Listener = ln
-			srv, err := b.Build()
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer srv.closeAll()
-			c := b.withDefaults()
-			if c.FlowControl.Disabled != tt.wantDisabled || c.FlowControl.MaxRequestsInFlight != tt.wantRO {
-				t.Errorf("FlowControl: Disabled=%v MaxRequestsInFlight=%d, want %v %d",
-					c.FlowControl.Disabled, c.FlowControl.MaxRequestsInFlight, tt.wantDisabled, tt.wantRO)
-			}
-			if got := len(srv.flowControl.Configuration().FlowSchemas); !tt.wantDisabled && got < 8 {
-				t.Errorf("default configuration has %d FlowSchemas, want kube's mandatory and suggested ones", got)
-			}
-		})
-	}
-}
-
-func TestHealthPathsAreExempt(t *testing.T) {
-	t.Parallel()
-	for path, want := range map[string]bool{
-		"/healthz": true, "/livez": true, "/readyz": true, "/readyz/ping": true, "/healthz/etcd": true,
-		"/healthzz": false, "/apis/healthz": false, "/metrics": false, "/": false,
-	} {
-		if got := isHealthPath(path); got != want {
-			t.Errorf("isHealthPath(%q) = %v, want %v", path, got, want)
+	t.Run("zero_value_is_apf_with_kube_defaults", func(t *testing.T) {
+		t.Parallel()
+		srv := startServer(t, annex.Builder{})
+		resp, err := srv.Client().Get(srv.URL + widgetsPath)
+		if err != nil {
+			t.Fatal(err)
 		}
-	}
+		if body := readAll(t, resp); resp.StatusCode != 200 {
+			t.Fatalf("list: %d %s", resp.StatusCode, body)
+		}
+		// The admin is classified, by kube's mandatory FlowSchema exempt.
+		if got, want := resp.Header.Get(flowcontrol.HeaderFlowSchemaUID), flowcontrol.StableUID(flowcontrol.KindFlowSchema, "exempt"); got != want {
+			t.Errorf("FlowSchema UID %q, want exempt's %q", got, want)
+		}
+		// Kube's mandatory and suggested priority levels.
+		code, dump := do(t, srv.Client(), http.MethodGet, srv.URL+annex.FlowControlDebugPath+"dump_priority_levels", "")
+		for _, level := range []string{"exempt", "catch-all", "system", "node-high", "leader-election", "workload-high", "workload-low", "global-default"} {
+			if code != 200 || !strings.Contains(dump, "\n"+level+",") {
+				t.Errorf("the priority levels (%d) lack kube's %s:\n%s", code, level, dump)
+			}
+		}
+		// Kube's 400 + 200 seats: global-default has 20 of the 245 shares of
+		// the limited levels, ceil(600 * 20 / 245) seats.
+		code, metrics := do(t, srv.Client(), http.MethodGet, srv.URL+"/metrics", "")
+		if want := `apiserver_flowcontrol_nominal_limit_seats{priority_level="global-default"} 49`; code != 200 || !strings.Contains(metrics, want) {
+			t.Errorf("/metrics (%d) lacks %s:\n%s", code, want, grepLines(metrics, "nominal_limit_seats"))
+		}
+	})
+	t.Run("off_with_zero_limits_is_unlimited", func(t *testing.T) {
+		t.Parallel()
+		dir := t.TempDir()
+		g := newGate()
+		// --enable-priority-and-fairness=false --max-requests-inflight=0 --max-mutating-requests-inflight=0
+		srv := startServer(t, annex.Builder{Resources: []rest.Resource{widgets(), g.resource()},
+			Authentication: annex.Authentication{TokenAuthFile: writeFile(t, dir, "tokens.csv", "y-token,y,y-1,\"testers\"\n")},
+			Authorization:  annex.Authorization{PolicyFiles: []string{writeFile(t, dir, "rbac.yaml", testersPolicy)}},
+			FlowControl:    flowcontrol.Config{Disabled: true, MaxRequestsInFlight: -1, MaxMutatingRequestsInFlight: -1}})
+		var once sync.Once
+		release := func() { once.Do(func() { close(g.release) }) }
+		t.Cleanup(release) // before the server stops, which waits for them
+		resp, err := srv.Client().Get(srv.URL + widgetsPath)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if body := readAll(t, resp); resp.StatusCode != 200 || resp.Header.Get(flowcontrol.HeaderFlowSchemaUID) != "" {
+			t.Fatalf("list: %d, FlowSchema UID %q, want 200 and none with priority and fairness off: %s",
+				resp.StatusCode, resp.Header.Get(flowcontrol.HeaderFlowSchemaUID), body)
+		}
+		if code, metrics := do(t, srv.Client(), http.MethodGet, srv.URL+"/metrics", ""); code != 200 || strings.Contains(metrics, "apiserver_flowcontrol_") {
+			t.Errorf("/metrics (%d) with priority and fairness off:\n%s", code, grepLines(metrics, "apiserver_flowcontrol_"))
+		}
+		// More read-only requests of one user at once than kube's default
+		// limit (400): every one is served, none refused.
+		const n = flowcontrol.DefaultMaxRequestsInFlight + 1
+		codes := make(chan int, n)
+		for range n {
+			go func() {
+				req, _ := http.NewRequest(http.MethodGet, srv.URL+"/apis/test.annex.dev/v1/namespaces/slow/gauges", nil)
+				req.Header.Set("Authorization", "Bearer y-token")
+				resp, err := srv.AnonymousClient().Do(req)
+				if err != nil {
+					codes <- 0
+					return
+				}
+				resp.Body.Close()
+				codes <- resp.StatusCode
+			}()
+		}
+		deadline := time.After(30 * time.Second)
+		for i := range n {
+			select {
+			case <-g.entered:
+			case code := <-codes:
+				t.Fatalf("a request answered %d while %d others were held", code, i)
+			case <-deadline:
+				t.Fatalf("%d of %d requests reached the handler after 30s", i, n)
+			}
+		}
+		release()
+		for range n {
+			if code := <-codes; code != 200 {
+				t.Errorf("a held request: %d, want 200", code)
+			}
+		}
+	})
 }

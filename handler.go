@@ -65,49 +65,42 @@ func (s *Server) buildHandler(c *Builder, p *plan, resources []rest.Resource, fd
 		return nil, errors.Join(errs...)
 	}
 
-	// Fill the table of stages.go; a row left unset stays off.
-	stages := DefaultStages()
-	set := func(name string, f Filter) {
-		if err := SetFilter(stages, name, f); err != nil {
-			errs = append(errs, err)
-		}
+	// The filter of each built-in stage; fillStages turns on those Build
+	// fills (tracing and audit only when configured, when s.tracer and
+	// auditor are set; both filters are nil-safe).
+	built := map[string]Filter{
+		StageStackGrowth:   filters.WithStackGrowth(),
+		StageShutdownDrain: s.drain.Filter,
+		StagePanicRecovery: filters.WithPanicRecovery(filters.PanicRecoveryConfig{
+			OnPanic: func(r *http.Request, v any, stack []byte) {
+				s.log.Error("handler panic", zap.String("path", r.URL.Path), zap.Any("panic", v), zap.ByteString("stack", stack))
+			}}),
+		StageAuditID: filters.WithAuditID(filters.AuditIDConfig{}),
+		StageRequestInfo: chainOf(
+			filters.WithRequestReceivedTimestamp(filters.RequestReceivedTimestampConfig{}),
+			filters.WithRequestInfoResolver(filters.RequestInfoResolver{})),
+		StageTracing:     s.tracer.Filter,
+		StageMetrics:     m.Filter(),
+		StageLogging:     filters.WithRequestLogging(filters.RequestLoggingConfig{Logger: s.log.Named("http")}),
+		StageHeaders:     filters.WithCacheControl(filters.CacheControlConfig{}),
+		StageDeadline:    filters.WithRequestDeadline(filters.RequestDeadlineConfig{MaxTimeout: c.Limits.RequestTimeout}),
+		StageTimeout:     filters.WithRequestTimeout(filters.RequestTimeoutConfig{}),
+		StageBodyLimit:   filters.WithMaxRequestBody(filters.MaxRequestBodyConfig{MaxBytes: c.Limits.MaxRequestBodyBytes}),
+		StageWarnings:    filters.WithWarningRecorder(filters.WarningRecorderConfig{}),
+		StageAudit:       auditor.Filter,
+		StageFlowControl: flowControl,
 	}
-	set(StageStackGrowth, filters.WithStackGrowth())
-	set(StageShutdownDrain, s.drain.Filter)
-	set(StagePanicRecovery, filters.WithPanicRecovery(filters.PanicRecoveryConfig{
-		OnPanic: func(r *http.Request, v any, stack []byte) {
-			s.log.Error("handler panic", zap.String("path", r.URL.Path), zap.Any("panic", v), zap.ByteString("stack", stack))
-		}}))
-	set(StageAuditID, filters.WithAuditID(filters.AuditIDConfig{}))
-	set(StageRequestInfo, chainOf(
-		filters.WithRequestReceivedTimestamp(filters.RequestReceivedTimestampConfig{}),
-		filters.WithRequestInfoResolver(filters.RequestInfoResolver{})))
-	if s.tracer != nil {
-		set(StageTracing, s.tracer.Filter)
-	}
-	set(StageMetrics, m.Filter())
-	set(StageLogging, filters.WithRequestLogging(filters.RequestLoggingConfig{Logger: s.log.Named("http")}))
-	set(StageHeaders, filters.WithCacheControl(filters.CacheControlConfig{}))
-	set(StageDeadline, filters.WithRequestDeadline(filters.RequestDeadlineConfig{MaxTimeout: c.Limits.RequestTimeout}))
-	set(StageTimeout, filters.WithRequestTimeout(filters.RequestTimeoutConfig{}))
-	set(StageBodyLimit, filters.WithMaxRequestBody(filters.MaxRequestBodyConfig{MaxBytes: c.Limits.MaxRequestBodyBytes}))
-	set(StageWarnings, filters.WithWarningRecorder(filters.WarningRecorderConfig{}))
 	if auditor != nil {
-		set(StageAudit, auditor.Filter)
 		// A 401 never reaches the audit stage, which sits after
 		// authentication: the authentication stage reports it.
 		fd.onAuthnFailure = auditor.FailedAuthentication
 	}
-	if err := fd.fill(set); err != nil {
-		errs = append(errs, err)
+	if err := fd.fill(func(name string, f Filter) { built[name] = f }); err != nil {
+		return nil, err
 	}
-	set(StageFlowControl, flowControl)
-	stages, err = c.insertStages(stages)
+	stages, err := c.fillStages(func(name string) Filter { return built[name] })
 	if err != nil {
-		errs = append(errs, err)
-	}
-	if len(errs) > 0 {
-		return nil, errors.Join(errs...)
+		return nil, err
 	}
 	// Audit's annotation leaves out the generic stages (outside
 	// authentication): they are not timed unless tracing's spans show them.
@@ -135,17 +128,22 @@ func genericStage(name string) bool {
 	return false
 }
 
-// fills reports whether Build fills the built-in stage name; the others
-// stay off. The validation phase checks the order of the stages with these
-// on.
-func (c *Builder) fills(name string) bool {
-	switch name {
-	case StageAudit:
-		return c.Audit.Enabled()
-	case StageTracing:
-		return c.Observability.TracingConfigFile != "" || c.Observability.Tracing != nil
+// fillStages is the table of stages.go as Build fills it, the user's stages
+// inserted: each built-in stage gets filter(name) but audit without a
+// backend and tracing without a configuration, which stay off. Both phases
+// use it: validation checks the order with stand-ins, the build phase
+// gives the real filters.
+func (c *Builder) fillStages(filter func(name string) Filter) ([]Stage, error) {
+	stages, o := DefaultStages(), c.Observability
+	for i, st := range stages {
+		if st.Name == StageAudit && !c.Audit.Enabled() || st.Name == StageTracing && o.TracingConfigFile == "" && o.Tracing == nil {
+			continue
+		}
+		if stages[i].Filter = filter(st.Name); stages[i].Filter == nil {
+			return nil, fmt.Errorf("stage %q: Build makes no filter for it", st.Name)
+		}
 	}
-	return true
+	return c.insertStages(stages)
 }
 
 // insertStages places the user's stages (Builder.Stages) into stages.

@@ -1,10 +1,14 @@
 package annex_test
 
 import (
+	"crypto/tls"
 	"io"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/annexapi/annex"
 	"github.com/annexapi/annex/annextest"
@@ -54,4 +58,48 @@ func startServer(t testing.TB, b annex.Builder) *annextest.Server {
 		b.Resources = []rest.Resource{widgets()}
 	}
 	return annextest.Start(t, b)
+}
+
+// clientWith is a client of srv that verifies it with the serving CA the
+// server generated and presents the certificate of certFile and keyFile
+// ("" for none) whatever CAs the server advertises, as a forger would (Go's
+// client otherwise withholds one that no advertised CA signed).
+func clientWith(t testing.TB, srv *annextest.Server, certFile, keyFile string) *http.Client {
+	t.Helper()
+	cfg := srv.TLSConfig()
+	if cfg == nil {
+		t.Fatal("the server's serving CA is not known")
+	}
+	cfg.Certificates = nil
+	if certFile != "" {
+		pair, err := tls.LoadX509KeyPair(certFile, keyFile)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg.GetClientCertificate = func(*tls.CertificateRequestInfo) (*tls.Certificate, error) { return &pair, nil }
+	}
+	tr := &http.Transport{TLSClientConfig: cfg, ForceAttemptHTTP2: true}
+	t.Cleanup(tr.CloseIdleConnections)
+	return &http.Client{Transport: tr, Timeout: 20 * time.Second}
+}
+
+// readAll reads and closes a response's body.
+func readAll(t testing.TB, resp *http.Response) string {
+	t.Helper()
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// writeFile writes content to the file name in dir and returns its path.
+func writeFile(t *testing.T, dir, name, content string) string {
+	t.Helper()
+	p := filepath.Join(dir, name)
+	if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
 }

@@ -1,8 +1,9 @@
 // This file hits every limit of README.md's "Limits" table from outside: a
-// real server built by the Builder, reached over TLS the way a client does,
-// with the headers a real client sends.
+// real server built by the Builder (package annextest), reached over TLS the
+// way a client does, with the headers a real client sends. The header read
+// timeout, 32s, is tested shortened, from inside (internal_test.go).
 
-package annex
+package annex_test
 
 import (
 	"bufio"
@@ -10,25 +11,25 @@ import (
 	"crypto/tls"
 	"encoding/binary"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/annexapi/annex"
+	"github.com/annexapi/annex/annextest"
 	"github.com/annexapi/annex/rest"
 )
 
 const widgetsPath = "/apis/test.annex.dev/v1/namespaces/default/widgets"
 
-// send makes a request as kubectl does (User-Agent, Accept, Content-Type)
-// and returns the status and body.
-func send(t testing.TB, c *http.Client, method, url, contentType string, body io.Reader) (int, string) {
+// asKubectl makes a request as kubectl does (User-Agent, Accept,
+// Content-Type) and returns the status and body.
+func asKubectl(t testing.TB, c *http.Client, method, url, contentType string, body io.Reader) (int, string) {
 	t.Helper()
 	req, err := http.NewRequest(method, url, body)
 	if err != nil {
@@ -70,8 +71,8 @@ func widgetOfSize(name string, n int) string {
 
 func TestLimitRequestBody(t *testing.T) {
 	t.Parallel()
-	ts := startServer(t, Builder{})
-	url := ts.srv.URL() + widgetsPath
+	srv := startServer(t, annex.Builder{})
+	url := srv.URL + widgetsPath
 	const limit = 3 << 20
 	tests := []struct {
 		name string
@@ -84,29 +85,29 @@ func TestLimitRequestBody(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			code, body := send(t, ts.admin, http.MethodPost, url, "application/json", tc.body())
+			code, body := asKubectl(t, srv.Client(), http.MethodPost, url, "application/json", tc.body())
 			stCode, reason, msg := status(t, body)
 			if code != 413 || stCode != 413 || reason != "RequestEntityTooLarge" || msg != "Request entity too large: limit is 3145728" {
 				t.Errorf("got %d %s %q, want 413 RequestEntityTooLarge \"Request entity too large: limit is 3145728\"", code, reason, msg)
 			}
 		})
 	}
-	if code, body := send(t, ts.admin, http.MethodGet, url+"/big", "", nil); code != 404 {
+	if code, body := asKubectl(t, srv.Client(), http.MethodGet, url+"/big", "", nil); code != 404 {
 		t.Errorf("get after the refused creates: %d %s", code, body)
 	}
 }
 
 func TestLimitObjectSizeOnBbolt(t *testing.T) {
 	t.Parallel()
-	ts := startServer(t, Builder{})
-	url := ts.srv.URL() + widgetsPath
+	srv := startServer(t, annex.Builder{})
+	url := srv.URL + widgetsPath
 	const limit = 1556480 // backend.DefaultMaxObjectSize
 	for _, tc := range []struct {
 		name  string
 		query string
 	}{{"create", ""}, {"dry_run_create", "?dryRun=All"}} {
 		t.Run(tc.name, func(t *testing.T) {
-			code, body := send(t, ts.admin, http.MethodPost, url+tc.query, "application/json", strings.NewReader(widgetOfSize("huge", 1_900_000)))
+			code, body := asKubectl(t, srv.Client(), http.MethodPost, url+tc.query, "application/json", strings.NewReader(widgetOfSize("huge", 1_900_000)))
 			_, reason, msg := status(t, body)
 			if code != 413 || reason != "RequestEntityTooLarge" ||
 				!strings.HasPrefix(msg, "Request entity too large: the object is 19") || !strings.HasSuffix(msg, fmt.Sprintf(" bytes, limit is %d", limit)) {
@@ -114,24 +115,24 @@ func TestLimitObjectSizeOnBbolt(t *testing.T) {
 			}
 		})
 	}
-	if code, body := send(t, ts.admin, http.MethodGet, url+"/huge", "", nil); code != 404 {
+	if code, body := asKubectl(t, srv.Client(), http.MethodGet, url+"/huge", "", nil); code != 404 {
 		t.Errorf("get after the refused create: %d %.200s", code, body)
 	}
 	// Growing a stored object over the limit is refused and changes nothing.
-	if code, body := send(t, ts.admin, http.MethodPost, url, "application/json", strings.NewReader(widgetOfSize("grows", 200))); code != 201 {
+	if code, body := asKubectl(t, srv.Client(), http.MethodPost, url, "application/json", strings.NewReader(widgetOfSize("grows", 200))); code != 201 {
 		t.Fatalf("create: %d %s", code, body)
 	}
 	patch := `{"spec":{"data":"` + strings.Repeat("y", limit) + `"}}`
-	code, body := send(t, ts.admin, http.MethodPatch, url+"/grows", "application/merge-patch+json", strings.NewReader(patch))
+	code, body := asKubectl(t, srv.Client(), http.MethodPatch, url+"/grows", "application/merge-patch+json", strings.NewReader(patch))
 	if _, reason, _ := status(t, body); code != 413 || reason != "RequestEntityTooLarge" {
 		t.Errorf("patch over the limit: %d %.300s", code, body)
 	}
-	if code, body := send(t, ts.admin, http.MethodGet, url+"/grows", "", nil); code != 200 || len(body) > 1000 {
+	if code, body := asKubectl(t, srv.Client(), http.MethodGet, url+"/grows", "", nil); code != 200 || len(body) > 1000 {
 		t.Errorf("get after the refused patch: %d, %d bytes", code, len(body))
 	}
 	// Just under the limit fits: the limit leaves room for what storage adds
 	// (and for the server's metadata, managedFields included).
-	if code, body := send(t, ts.admin, http.MethodPost, url, "application/json", strings.NewReader(widgetOfSize("fits", limit-600))); code != 201 {
+	if code, body := asKubectl(t, srv.Client(), http.MethodPost, url, "application/json", strings.NewReader(widgetOfSize("fits", limit-600))); code != 201 {
 		t.Errorf("create under the limit: %d %.300s", code, body)
 	}
 }
@@ -146,9 +147,9 @@ func nested(name string, depth int) string {
 
 func TestLimitJSONDepth(t *testing.T) {
 	t.Parallel()
-	ts := startServer(t, Builder{})
-	url := ts.srv.URL() + widgetsPath
-	if code, body := send(t, ts.admin, http.MethodPost, url, "application/json", strings.NewReader(nested("deep", 10000))); code != 201 {
+	srv := startServer(t, annex.Builder{})
+	url := srv.URL + widgetsPath
+	if code, body := asKubectl(t, srv.Client(), http.MethodPost, url, "application/json", strings.NewReader(nested("deep", 10000))); code != 201 {
 		t.Fatalf("create nested 10000 deep (the limit): %d %.300s", code, body)
 	}
 	tests := []struct {
@@ -169,7 +170,7 @@ func TestLimitJSONDepth(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			code, body := send(t, ts.admin, tc.method, url+tc.path, tc.contentType, strings.NewReader(tc.body))
+			code, body := asKubectl(t, srv.Client(), tc.method, url+tc.path, tc.contentType, strings.NewReader(tc.body))
 			stCode, reason, msg := status(t, body)
 			if code != 400 || stCode != 400 || reason != "BadRequest" || !strings.Contains(msg, tc.wantMsg) {
 				t.Errorf("got %d %s %.300q, want 400 BadRequest containing %q", code, reason, msg, tc.wantMsg)
@@ -177,7 +178,7 @@ func TestLimitJSONDepth(t *testing.T) {
 		})
 	}
 	// The stored object is the one created, at the limit.
-	code, body := send(t, ts.admin, http.MethodGet, url+"/deep", "", nil)
+	code, body := asKubectl(t, srv.Client(), http.MethodGet, url+"/deep", "", nil)
 	if code != 200 || !strings.Contains(body, `"generation":1,`) {
 		t.Errorf("get after the refused writes: %d %.300s", code, body)
 	}
@@ -185,19 +186,19 @@ func TestLimitJSONDepth(t *testing.T) {
 
 func TestLimitJSONPatchOperations(t *testing.T) {
 	t.Parallel()
-	ts := startServer(t, Builder{})
-	url := ts.srv.URL() + widgetsPath
-	if code, body := send(t, ts.admin, http.MethodPost, url, "application/json", strings.NewReader(widgetOfSize("w", 200))); code != 201 {
+	srv := startServer(t, annex.Builder{})
+	url := srv.URL + widgetsPath
+	if code, body := asKubectl(t, srv.Client(), http.MethodPost, url, "application/json", strings.NewReader(widgetOfSize("w", 200))); code != 201 {
 		t.Fatalf("create: %d %s", code, body)
 	}
 	ops := func(n int) string {
 		op := `{"op":"test","path":"/kind","value":"Widget"}`
 		return "[" + strings.TrimSuffix(strings.Repeat(op+",", n), ",") + "]"
 	}
-	if code, body := send(t, ts.admin, http.MethodPatch, url+"/w", "application/json-patch+json", strings.NewReader(ops(10000))); code != 200 {
+	if code, body := asKubectl(t, srv.Client(), http.MethodPatch, url+"/w", "application/json-patch+json", strings.NewReader(ops(10000))); code != 200 {
 		t.Errorf("10000 operations (the limit): %d %.300s", code, body)
 	}
-	code, body := send(t, ts.admin, http.MethodPatch, url+"/w", "application/json-patch+json", strings.NewReader(ops(10001)))
+	code, body := asKubectl(t, srv.Client(), http.MethodPatch, url+"/w", "application/json-patch+json", strings.NewReader(ops(10001)))
 	_, reason, msg := status(t, body)
 	if code != 413 || reason != "RequestEntityTooLarge" || msg != "Request entity too large: The allowed maximum operations in a JSON patch is 10000, got 10001" {
 		t.Errorf("10001 operations: %d %s %q, want 413 naming the limit", code, reason, msg)
@@ -205,11 +206,11 @@ func TestLimitJSONPatchOperations(t *testing.T) {
 }
 
 // rawTLS dials the server with HTTP/1.1 or h2 in ALPN, as the admin.
-func rawTLS(t testing.TB, ts *testServer, proto string) *tls.Conn {
+func rawTLS(t testing.TB, srv *annextest.Server, proto string) *tls.Conn {
 	t.Helper()
-	cfg := ts.admin.Transport.(*http.Transport).TLSClientConfig.Clone()
+	cfg := srv.TLSConfig()
 	cfg.NextProtos = []string{proto}
-	conn, err := tls.Dial("tcp", ts.srv.Addr().String(), cfg)
+	conn, err := tls.Dial("tcp", srv.Addr().String(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -222,7 +223,7 @@ func rawTLS(t testing.TB, ts *testServer, proto string) *tls.Conn {
 
 func TestLimitHeaderBytes(t *testing.T) {
 	t.Parallel()
-	ts := startServer(t, Builder{})
+	srv := startServer(t, annex.Builder{})
 	for _, tc := range []struct {
 		name     string
 		size     int
@@ -233,7 +234,7 @@ func TestLimitHeaderBytes(t *testing.T) {
 		{"over_the_limit", 1<<20 + 4<<10, 431},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			conn := rawTLS(t, ts, "http/1.1")
+			conn := rawTLS(t, srv, "http/1.1")
 			req := "GET " + widgetsPath + " HTTP/1.1\r\nHost: localhost\r\nUser-Agent: kubectl/v1.34.0\r\nAccept: application/json\r\n" +
 				"X-Padding: " + strings.Repeat("p", tc.size) + "\r\n\r\n"
 			if _, err := io.WriteString(conn, req); err != nil {
@@ -251,50 +252,11 @@ func TestLimitHeaderBytes(t *testing.T) {
 	}
 }
 
-func TestLimitHeaderReadTimeout(t *testing.T) {
-	t.Parallel()
-	b := Builder{DataDir: t.TempDir(), Resources: []rest.Resource{widgets()}}
-	var err error
-	if b.Serving.Listener, err = net.Listen("tcp", "127.0.0.1:0"); err != nil {
-		t.Fatal(err)
-	}
-	srv, err := b.Build()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if srv.httpServer.ReadHeaderTimeout != 32*time.Second {
-		t.Errorf("ReadHeaderTimeout = %v, want kube's 32s", srv.httpServer.ReadHeaderTimeout)
-	}
-	const timeout = 300 * time.Millisecond // 32s is too long for a test
-	srv.httpServer.ReadHeaderTimeout = timeout
-	ts := &testServer{srv: srv, done: make(chan struct{})}
-	runInBackground(t, ts)
-	certDir := filepath.Join(b.DataDir, "certs")
-	ts.admin = clientWith(t, filepath.Join(certDir, "annex-serving-ca.crt"), filepath.Join(certDir, "admin.crt"), filepath.Join(certDir, "admin.key"))
-
-	conn := rawTLS(t, ts, "http/1.1")
-	start := time.Now()
-	// Half a request: the headers never end.
-	if _, err := io.WriteString(conn, "GET "+widgetsPath+" HTTP/1.1\r\nHost: localhost\r\nUser-Agent: slow\r\n"); err != nil {
-		t.Fatal(err)
-	}
-	_ = conn.SetReadDeadline(time.Now().Add(20 * time.Second))
-	n, err := conn.Read(make([]byte, 512))
-	elapsed := time.Since(start)
-	var ne net.Error
-	if n != 0 || !errors.Is(err, io.EOF) || errors.As(err, &ne) && ne.Timeout() {
-		t.Fatalf("read: %d bytes, %v; want the server to close the connection", n, err)
-	}
-	if elapsed < timeout {
-		t.Errorf("closed after %v, before the %v header timeout", elapsed, timeout)
-	}
-}
-
 // http2Settings reads the server's first SETTINGS frame on a fresh h2
 // connection and returns its values by identifier.
-func http2Settings(t testing.TB, ts *testServer) map[uint16]uint32 {
+func http2Settings(t testing.TB, srv *annextest.Server) map[uint16]uint32 {
 	t.Helper()
-	conn := rawTLS(t, ts, "h2")
+	conn := rawTLS(t, srv, "h2")
 	// The client preface and an empty SETTINGS frame.
 	if _, err := io.WriteString(conn, "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n\x00\x00\x00\x04\x00\x00\x00\x00\x00"); err != nil {
 		t.Fatal(err)
@@ -333,8 +295,8 @@ func TestLimitHTTP2StreamsPerConnection(t *testing.T) {
 	}{{"default_is_kubes", 0, 1000}, {"flag_value", 42, 42}} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			ts := startServer(t, Builder{Limits: Limits{HTTP2MaxStreamsPerConnection: tc.set}})
-			if got := http2Settings(t, ts)[maxConcurrentStreams]; got != tc.want {
+			srv := startServer(t, annex.Builder{Limits: annex.Limits{HTTP2MaxStreamsPerConnection: tc.set}})
+			if got := http2Settings(t, srv)[maxConcurrentStreams]; got != tc.want {
 				t.Errorf("SETTINGS_MAX_CONCURRENT_STREAMS = %d, want %d", got, tc.want)
 			}
 		})
@@ -343,9 +305,8 @@ func TestLimitHTTP2StreamsPerConnection(t *testing.T) {
 	// 300 watches, more than Go's default 250, on one connection: a client
 	// that keeps to the server's limit (StrictMaxConcurrentRequests) gets
 	// every one of them open at once.
-	ts := startServer(t, Builder{})
-	tr := ts.admin.Transport.(*http.Transport).Clone()
-	tr.HTTP2 = &http.HTTP2Config{StrictMaxConcurrentRequests: true}
+	srv := startServer(t, annex.Builder{})
+	tr := &http.Transport{TLSClientConfig: srv.TLSConfig(), ForceAttemptHTTP2: true, HTTP2: &http.HTTP2Config{StrictMaxConcurrentRequests: true}}
 	var dials sync.Map
 	tr.DialTLSContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
 		d := tls.Dialer{Config: tr.TLSClientConfig}
@@ -359,7 +320,7 @@ func TestLimitHTTP2StreamsPerConnection(t *testing.T) {
 	t.Cleanup(tr.CloseIdleConnections)
 	c := &http.Client{Transport: tr}
 	// One request first: concurrent first requests would each dial.
-	if code, body := send(t, c, http.MethodGet, ts.srv.URL()+widgetsPath, "", nil); code != 200 {
+	if code, body := asKubectl(t, c, http.MethodGet, srv.URL+widgetsPath, "", nil); code != 200 {
 		t.Fatalf("list: %d %s", code, body)
 	}
 	const watches = 300
@@ -369,7 +330,7 @@ func TestLimitHTTP2StreamsPerConnection(t *testing.T) {
 	opened := make(chan error, watches)
 	for i := range watches {
 		wg.Go(func() {
-			req, _ := http.NewRequestWithContext(ctx, http.MethodGet, fmt.Sprintf("%s%s?watch=true&timeoutSeconds=60&labelSelector=n%%3D%d", ts.srv.URL(), widgetsPath, i), nil)
+			req, _ := http.NewRequestWithContext(ctx, http.MethodGet, fmt.Sprintf("%s%s?watch=true&timeoutSeconds=60&labelSelector=n%%3D%d", srv.URL, widgetsPath, i), nil)
 			req.Header.Set("User-Agent", "kube-aggregator")
 			req.Header.Set("Accept", "application/json")
 			resp, err := c.Do(req)
@@ -415,8 +376,8 @@ func TestLimitRequestTimeout(t *testing.T) {
 		}),
 		Lister: rest.ListerFunc(func(context.Context, string, rest.ListOptions) ([][]byte, error) { return nil, nil }),
 	}
-	ts := startServer(t, Builder{Resources: []rest.Resource{widgets(), blocking}, Limits: Limits{RequestTimeout: 500 * time.Millisecond}})
-	url := ts.srv.URL() + "/apis/test.annex.dev/v1/namespaces/default/sleepers/s"
+	srv := startServer(t, annex.Builder{Resources: []rest.Resource{widgets(), blocking}, Limits: annex.Limits{RequestTimeout: 500 * time.Millisecond}})
+	url := srv.URL + "/apis/test.annex.dev/v1/namespaces/default/sleepers/s"
 	for _, tc := range []struct {
 		name, query string
 		atLeast     time.Duration
@@ -426,7 +387,7 @@ func TestLimitRequestTimeout(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			start := time.Now()
-			code, body := send(t, ts.admin, http.MethodGet, url+tc.query, "", nil)
+			code, body := asKubectl(t, srv.Client(), http.MethodGet, url+tc.query, "", nil)
 			elapsed := time.Since(start)
 			_, reason, msg := status(t, body)
 			if code != 504 || reason != "Timeout" || msg != "Timeout: request did not complete within the allotted timeout" {
@@ -442,7 +403,7 @@ func TestLimitRequestTimeout(t *testing.T) {
 func TestLimitWatchTimeout(t *testing.T) {
 	t.Parallel()
 	const minTimeout = 300 * time.Millisecond
-	ts := startServer(t, Builder{Limits: Limits{MinRequestTimeout: minTimeout}})
+	srv := startServer(t, annex.Builder{Limits: annex.Limits{MinRequestTimeout: minTimeout}})
 	for _, tc := range []struct {
 		name, query     string
 		atLeast, atMost time.Duration
@@ -453,7 +414,7 @@ func TestLimitWatchTimeout(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			start := time.Now()
-			code, body := send(t, ts.admin, http.MethodGet, ts.srv.URL()+widgetsPath+"?watch=true"+tc.query, "", nil)
+			code, body := asKubectl(t, srv.Client(), http.MethodGet, srv.URL+widgetsPath+"?watch=true"+tc.query, "", nil)
 			elapsed := time.Since(start)
 			if code != 200 || body != "" {
 				t.Errorf("watch: %d %q, want 200 ending cleanly with no event", code, body)

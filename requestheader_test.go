@@ -1,7 +1,6 @@
-package annex
+package annex_test
 
 import (
-	"net"
 	"net/http"
 	"path/filepath"
 	"slices"
@@ -9,6 +8,8 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/annexapi/annex"
+	"github.com/annexapi/annex/annextest"
 	"github.com/annexapi/annex/authn"
 	"github.com/annexapi/annex/certs"
 	"github.com/annexapi/annex/filters"
@@ -22,8 +23,8 @@ type userRecorder struct {
 	users map[string]filters.User
 }
 
-func (u *userRecorder) stage() InsertedStage {
-	return InsertedStage{After: StageAuthentication, Stage: Stage{Name: "record-user", Needs: []Provision{ProvidesUser},
+func (u *userRecorder) stage() annex.InsertedStage {
+	return annex.InsertedStage{After: annex.StageAuthentication, Stage: annex.Stage{Name: "record-user", Needs: []annex.Provision{annex.ProvidesUser},
 		Filter: func(next http.Handler) http.Handler {
 			return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 				if usr, ok := filters.UserFrom(r.Context()); ok {
@@ -73,33 +74,19 @@ func newFrontProxyPKI(t *testing.T) *frontProxyPKI {
 	return p
 }
 
-// buildServed builds a server of b (its command line is package
-// kubeflags', whose tests check that the flags give these fields), serves
-// it, and returns it with a client per certificate directory.
-func buildServed(t *testing.T, b Builder) (*testServer, func(certDir string) *http.Client) {
+// buildServed serves b (its command line is package kubeflags', whose
+// tests check that the flags give these fields) and returns it with a
+// client per certificate directory.
+func buildServed(t *testing.T, b annex.Builder) (*annextest.Server, func(certDir string) *http.Client) {
 	t.Helper()
-	dataDir := t.TempDir()
-	b.DataDir = dataDir
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	b.Serving.Listener = ln
-	srv, err := b.Build()
-	if err != nil {
-		t.Fatal(err)
-	}
-	ts := &testServer{srv: srv, dataDir: dataDir, done: make(chan struct{})}
-	runInBackground(t, ts)
-	servingCA := filepath.Join(dataDir, "certs", "annex-serving-ca.crt")
+	srv := startServer(t, b)
 	client := func(dir string) *http.Client {
 		if dir == "" {
-			return clientWith(t, servingCA, "", "")
+			return clientWith(t, srv, "", "")
 		}
-		return clientWith(t, servingCA, filepath.Join(dir, "c.crt"), filepath.Join(dir, "c.key"))
+		return clientWith(t, srv, filepath.Join(dir, "c.crt"), filepath.Join(dir, "c.key"))
 	}
-	waitReady(t, client(""), srv.URL())
-	return ts, client
+	return srv, client
 }
 
 // frontProxyCase is one request through the front door and what it must
@@ -172,13 +159,13 @@ func TestRequestHeaderStandalone(t *testing.T) {
 	pki := newFrontProxyPKI(t)
 	rec := &userRecorder{users: map[string]filters.User{}}
 	// --client-ca-file, --requestheader-client-ca-file, --requestheader-allowed-names
-	ts, client := buildServed(t, Builder{Resources: []rest.Resource{widgets()}, Stages: []InsertedStage{rec.stage()},
-		Authentication: Authentication{ClientCAFile: pki.clientCA.CertFile, RequestHeader: &RequestHeader{ClientCAFile: pki.frontProxyCA.CertFile,
+	srv, client := buildServed(t, annex.Builder{Resources: []rest.Resource{widgets()}, Stages: []annex.InsertedStage{rec.stage()},
+		Authentication: annex.Authentication{ClientCAFile: pki.clientCA.CertFile, RequestHeader: &annex.RequestHeader{ClientCAFile: pki.frontProxyCA.CertFile,
 			Names: authn.RequestHeaderNames{AllowedNames: []string{"front-proxy-client"}}}}})
-	if ts.srv.KubeconfigPath() != "" {
+	if srv.Kubeconfig != "" || srv.KubeconfigPath() != "" {
 		t.Errorf("a server with --client-ca-file wrote an admin kubeconfig")
 	}
-	list := ts.srv.URL() + widgetsPath
+	list := srv.URL + widgetsPath
 	authenticated := "system:authenticated"
 	runFrontProxyCases(t, list, client, rec, []frontProxyCase{
 		{name: "front_proxy_asserts_a_master", certDir: pki.proxyDir,
@@ -208,11 +195,11 @@ func TestRequestHeaderCustomHeaders(t *testing.T) {
 	t.Parallel()
 	pki := newFrontProxyPKI(t)
 	rec := &userRecorder{users: map[string]filters.User{}}
-	ts, client := buildServed(t, Builder{Resources: []rest.Resource{widgets()}, Stages: []InsertedStage{rec.stage()},
-		Authentication: Authentication{ClientCAFile: pki.clientCA.CertFile, RequestHeader: &RequestHeader{ClientCAFile: pki.frontProxyCA.CertFile,
+	srv, client := buildServed(t, annex.Builder{Resources: []rest.Resource{widgets()}, Stages: []annex.InsertedStage{rec.stage()},
+		Authentication: annex.Authentication{ClientCAFile: pki.clientCA.CertFile, RequestHeader: &annex.RequestHeader{ClientCAFile: pki.frontProxyCA.CertFile,
 			Names: authn.RequestHeaderNames{UsernameHeaders: []string{"X-Proxy-User"}, GroupHeaders: []string{"X-Proxy-Group"},
 				ExtraHeaderPrefixes: []string{"X-Proxy-Extra-"}, UIDHeaders: []string{"X-Proxy-Uid"}}}}})
-	runFrontProxyCases(t, ts.srv.URL()+widgetsPath, client, rec, []frontProxyCase{
+	runFrontProxyCases(t, srv.URL+widgetsPath, client, rec, []frontProxyCase{
 		{name: "custom_headers", certDir: pki.otherDir, // any CN: no allowed names
 			headers:  map[string][]string{"X-Proxy-User": {"dora"}, "X-Proxy-Group": {"system:masters"}, "X-Proxy-Uid": {"d-1"}, "X-Proxy-Extra-K": {"v"}},
 			wantCode: 200,
@@ -242,11 +229,11 @@ func TestAuthenticationSkipLookup(t *testing.T) {
 	}
 	kube := newKubeStandIn(t, otherClientCA, otherProxyCA)
 	rec := &userRecorder{users: map[string]filters.User{}}
-	ts, client := buildServed(t, Builder{Resources: []rest.Resource{widgets()}, Stages: []InsertedStage{rec.stage()},
-		Authentication: Authentication{ClientCAFile: pki.clientCA.CertFile, Delegation: &Delegation{SkipLookup: true,
+	srv, client := buildServed(t, annex.Builder{Resources: []rest.Resource{widgets()}, Stages: []annex.InsertedStage{rec.stage()},
+		Authentication: annex.Authentication{ClientCAFile: pki.clientCA.CertFile, Delegation: &annex.Delegation{SkipLookup: true,
 			AuthenticationKubeconfig: kube.kubeconfig, AuthorizationKubeconfig: kube.kubeconfig,
-			RequestHeader: RequestHeader{ClientCAFile: pki.frontProxyCA.CertFile, Names: authn.RequestHeaderNames{AllowedNames: []string{"front-proxy-client"}}}}}})
-	runFrontProxyCases(t, ts.srv.URL()+widgetsPath, client, rec, []frontProxyCase{
+			RequestHeader: annex.RequestHeader{ClientCAFile: pki.frontProxyCA.CertFile, Names: authn.RequestHeaderNames{AllowedNames: []string{"front-proxy-client"}}}}}})
+	runFrontProxyCases(t, srv.URL+widgetsPath, client, rec, []frontProxyCase{
 		// alice may list widgets by the stand-in's SubjectAccessReview.
 		{name: "front_proxy_user", certDir: pki.proxyDir, headers: map[string][]string{"X-Remote-User": {"alice"}, "X-Remote-Group": {"devs"}},
 			wantCode: 200, wantUser: &filters.User{Name: "alice", Groups: []string{"devs", "system:authenticated"}}},
@@ -257,7 +244,7 @@ func TestAuthenticationSkipLookup(t *testing.T) {
 	if n := kube.configMapGets.Load(); n != 0 {
 		t.Errorf("the ConfigMap was read %d times, want none", n)
 	}
-	code, body := do(t, client(""), http.MethodGet, ts.srv.URL()+"/readyz?verbose", "")
+	code, body := do(t, client(""), http.MethodGet, srv.URL+"/readyz?verbose", "")
 	if code != 200 || strings.Contains(body, "delegated-authentication") {
 		t.Errorf("readyz: %d %s, want ready with no delegated-authentication check", code, body)
 	}

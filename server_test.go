@@ -1,9 +1,7 @@
-package annex
+package annex_test
 
 import (
 	"bufio"
-	"bytes"
-	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/json"
@@ -13,136 +11,36 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
-
 	"time"
-
-	"go.uber.org/zap"
-	"go.uber.org/zap/zapcore"
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/annexapi/annex"
 	"github.com/annexapi/annex/certs"
-	"github.com/annexapi/annex/internal/logs"
 	"github.com/annexapi/annex/rest"
 )
-
-func widgets() rest.Resource {
-	return rest.Resource{Group: "test.annex.dev", Version: "v1", Plural: "widgets", Kind: "Widget", Namespaced: true}
-}
-
-// testServer is a running server and clients for it.
-type testServer struct {
-	srv     *Server
-	dataDir string
-	admin   *http.Client // the standalone admin (system:masters)
-	anon    *http.Client // no client certificate
-	cancel  context.CancelFunc
-	done    chan struct{} // closed when Run returned
-	runErr  error         // what Run returned, once done is closed
-}
-
-func startServer(t testing.TB, b Builder) *testServer {
-	t.Helper()
-	if b.Observability.Logger == nil && b.Observability.Logging.Output == nil { // the default logs to stderr: keep test output quiet
-		b.Observability.Logger = zap.NewNop()
-	}
-	if b.DataDir == "" {
-		b.DataDir = t.TempDir()
-	}
-	if b.Serving.Listener == nil {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		b.Serving.Listener = ln
-	}
-	if b.Resources == nil {
-		b.Resources = []rest.Resource{widgets()}
-	}
-	srv, err := b.Build()
-	if err != nil {
-		t.Fatal(err)
-	}
-	ts := &testServer{srv: srv, dataDir: b.DataDir, done: make(chan struct{})}
-	runInBackground(t, ts)
-	certDir := b.certDir()
-	ts.admin = clientWith(t, filepath.Join(certDir, b.nameOrDefault()+"-serving-ca.crt"), filepath.Join(certDir, "admin.crt"), filepath.Join(certDir, "admin.key"))
-	ts.anon = clientWith(t, filepath.Join(certDir, b.nameOrDefault()+"-serving-ca.crt"), "", "")
-	// Ready means the watch caches have their initial lists.
-	waitReady(t, ts.anon, srv.URL())
-	return ts
-}
-
-func (b Builder) nameOrDefault() string {
-	if b.Name == "" {
-		return "annex"
-	}
-	return b.Name
-}
-
-func clientWith(t testing.TB, caFile, certFile, keyFile string) *http.Client {
-	t.Helper()
-	caPEM, err := os.ReadFile(caFile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pool := x509.NewCertPool()
-	pool.AppendCertsFromPEM(caPEM)
-	cfg := &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
-	if certFile != "" {
-		pair, err := tls.LoadX509KeyPair(certFile, keyFile)
-		if err != nil {
-			t.Fatal(err)
-		}
-		// Present the certificate whatever CAs the server advertises, as a
-		// forger would (Go's client otherwise withholds one from another CA).
-		cfg.GetClientCertificate = func(*tls.CertificateRequestInfo) (*tls.Certificate, error) { return &pair, nil }
-	}
-	tr := &http.Transport{TLSClientConfig: cfg, ForceAttemptHTTP2: true}
-	t.Cleanup(tr.CloseIdleConnections)
-	return &http.Client{Transport: tr, Timeout: 20 * time.Second}
-}
-
-func do(t testing.TB, c *http.Client, method, url, body string) (int, string) {
-	t.Helper()
-	req, err := http.NewRequest(method, url, strings.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if body != "" {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	resp, err := c.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return resp.StatusCode, string(b)
-}
 
 func TestServerServesResourcesBehindAuthentication(t *testing.T) {
 	t.Parallel()
 	reg := prometheus.NewRegistry()
-	ts := startServer(t, Builder{Observability: Observability{Registerer: reg}})
-	u := ts.srv.URL()
+	srv := startServer(t, annex.Builder{Observability: annex.Observability{Registerer: reg}})
+	admin, anon := srv.Client(), srv.AnonymousClient()
+	u := srv.URL
 	base := u + "/apis/test.annex.dev/v1/namespaces/default/widgets"
 
-	code, body := do(t, ts.anon, http.MethodGet, base, "")
+	code, body := do(t, anon, http.MethodGet, base, "")
 	wantUnauthorized := `{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"Unauthorized","reason":"Unauthorized","code":401}`
 	if code != 401 || strings.TrimSpace(body) != wantUnauthorized {
 		t.Fatalf("anonymous list: %d %s", code, body)
 	}
-	if code, body := do(t, ts.anon, http.MethodGet, u+"/readyz?verbose", ""); code != 200 || !strings.Contains(body, "[+]shutdown ok") || !strings.Contains(body, "[+]storage ok") ||
+	if code, body := do(t, anon, http.MethodGet, u+"/readyz?verbose", ""); code != 200 || !strings.Contains(body, "[+]shutdown ok") || !strings.Contains(body, "[+]storage ok") ||
 		!strings.Contains(body, "[+]watch-cache/widgets.test.annex.dev ok") {
 		t.Fatalf("anonymous readyz: %d %s", code, body)
 	}
 
-	code, body = do(t, ts.admin, http.MethodPost, base, `{"apiVersion":"test.annex.dev/v1","kind":"Widget","metadata":{"name":"w1"},"spec":{"size":1}}`)
+	code, body = do(t, admin, http.MethodPost, base, `{"apiVersion":"test.annex.dev/v1","kind":"Widget","metadata":{"name":"w1"},"spec":{"size":1}}`)
 	if code != 201 {
 		t.Fatalf("create: %d %s", code, body)
 	}
@@ -152,32 +50,33 @@ func TestServerServesResourcesBehindAuthentication(t *testing.T) {
 	if err := json.Unmarshal([]byte(body), &created); err != nil || created.Metadata.UID == "" || created.Metadata.Namespace != "default" {
 		t.Fatalf("created object %s (%v)", body, err)
 	}
-	code, body = do(t, ts.admin, http.MethodPost, base, `{"apiVersion":"test.annex.dev/v1","kind":"Widget","metadata":{"name":"w1"}}`)
+	code, body = do(t, admin, http.MethodPost, base, `{"apiVersion":"test.annex.dev/v1","kind":"Widget","metadata":{"name":"w1"}}`)
 	if code != 409 || !strings.Contains(body, `widgets.test.annex.dev \"w1\" already exists`) {
 		t.Fatalf("second create: %d %s", code, body)
 	}
-	if code, body = do(t, ts.admin, http.MethodGet, base+"/w1", ""); code != 200 || !strings.Contains(body, `"resourceVersion":"`+created.Metadata.ResourceVersion+`"`) {
+	if code, body = do(t, admin, http.MethodGet, base+"/w1", ""); code != 200 || !strings.Contains(body, `"resourceVersion":"`+created.Metadata.ResourceVersion+`"`) {
 		t.Fatalf("get: %d %s", code, body)
 	}
 	update := `{"apiVersion":"test.annex.dev/v1","kind":"Widget","metadata":{"name":"w1","resourceVersion":"` + created.Metadata.ResourceVersion + `"},"spec":{"size":2}}`
-	if code, body = do(t, ts.admin, http.MethodPut, base+"/w1", update); code != 200 {
+	if code, body = do(t, admin, http.MethodPut, base+"/w1", update); code != 200 {
 		t.Fatalf("update: %d %s", code, body)
 	}
 	// The same update again carries a resourceVersion that is now stale.
-	code, body = do(t, ts.admin, http.MethodPut, base+"/w1", update)
+	code, body = do(t, admin, http.MethodPut, base+"/w1", update)
 	if code != 409 || !strings.Contains(body, `Operation cannot be fulfilled on widgets.test.annex.dev \"w1\": the object has been modified; please apply your changes to the latest version and try again`) {
 		t.Fatalf("stale update: %d %s", code, body)
 	}
-	if code, body = do(t, ts.admin, http.MethodDelete, base+"/w1", ""); code != 200 {
+	if code, body = do(t, admin, http.MethodDelete, base+"/w1", ""); code != 200 {
 		t.Fatalf("delete: %d %s", code, body)
 	}
-	if code, _ = do(t, ts.admin, http.MethodGet, base+"/w1", ""); code != 404 {
+	if code, _ = do(t, admin, http.MethodGet, base+"/w1", ""); code != 404 {
 		t.Fatalf("get after delete: %d", code)
 	}
 
-	// A certificate from the client CA without system:masters is
-	// authenticated but not authorized.
-	ca, err := certs.EnsureCA(certs.CAConfig{Dir: filepath.Join(ts.dataDir, "certs"), Name: "annex-client-ca"})
+	// A certificate from the client CA (the one the server generated in its
+	// data directory) without system:masters is authenticated but not
+	// authorized.
+	ca, err := certs.EnsureCA(certs.CAConfig{Dir: filepath.Join(srv.DataDir, "certs"), Name: "annex-client-ca"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -185,7 +84,7 @@ func TestServerServesResourcesBehindAuthentication(t *testing.T) {
 	if _, err := ca.EnsureClientCert(certs.ClientConfig{Dir: aliceDir, Name: "alice", User: "alice", Groups: []string{"dev"}}); err != nil {
 		t.Fatal(err)
 	}
-	alice := clientWith(t, filepath.Join(ts.dataDir, "certs", "annex-serving-ca.crt"), filepath.Join(aliceDir, "alice.crt"), filepath.Join(aliceDir, "alice.key"))
+	alice := clientWith(t, srv, filepath.Join(aliceDir, "alice.crt"), filepath.Join(aliceDir, "alice.key"))
 	code, body = do(t, alice, http.MethodGet, base, "")
 	if code != 403 || !strings.Contains(body, `User \"alice\" cannot list resource \"widgets\" in API group \"test.annex.dev\" in the namespace \"default\"`) {
 		t.Fatalf("alice list: %d %s", code, body)
@@ -200,12 +99,12 @@ func TestServerServesResourcesBehindAuthentication(t *testing.T) {
 	if _, err := other.EnsureClientCert(certs.ClientConfig{Dir: otherDir, User: "admin", Groups: []string{"system:masters"}}); err != nil {
 		t.Fatal(err)
 	}
-	forged := clientWith(t, filepath.Join(ts.dataDir, "certs", "annex-serving-ca.crt"), filepath.Join(otherDir, "admin.crt"), filepath.Join(otherDir, "admin.key"))
+	forged := clientWith(t, srv, filepath.Join(otherDir, "admin.crt"), filepath.Join(otherDir, "admin.key"))
 	if code, body = do(t, forged, http.MethodGet, u+"/readyz", ""); code != 401 {
 		t.Fatalf("foreign certificate on readyz: %d %s", code, body)
 	}
 
-	code, body = do(t, ts.admin, http.MethodGet, u+"/metrics", "")
+	code, body = do(t, admin, http.MethodGet, u+"/metrics", "")
 	for _, want := range []string{
 		`apiserver_request_total{code="201",component="apiserver",dry_run="",group="test.annex.dev",resource="widgets",scope="resource",subresource="",verb="POST",version="v1"} 1`,
 		`annex_request_rejections_total{stage="authentication"} 2`,
@@ -215,23 +114,23 @@ func TestServerServesResourcesBehindAuthentication(t *testing.T) {
 			t.Errorf("metrics lack %s", want)
 		}
 	}
-	if code, body = do(t, ts.admin, http.MethodGet, u+"/version", ""); code != 200 || !strings.Contains(body, `"gitVersion"`) {
+	if code, body = do(t, admin, http.MethodGet, u+"/version", ""); code != 200 || !strings.Contains(body, `"gitVersion"`) {
 		t.Fatalf("version: %d %s", code, body)
 	}
-	if _, err := os.Stat(ts.srv.KubeconfigPath()); err != nil {
+	if _, err := os.Stat(srv.KubeconfigPath()); err != nil {
 		t.Fatalf("kubeconfig: %v", err)
 	}
 }
 
 func TestGracefulShutdownFailsReadyzFirstAndEndsWatches(t *testing.T) {
 	t.Parallel()
-	ts := startServer(t, Builder{Shutdown: Shutdown{Delay: 2 * time.Second}})
-	u := ts.srv.URL()
+	srv := startServer(t, annex.Builder{Shutdown: annex.Shutdown{Delay: 2 * time.Second}})
+	u := srv.URL
 	req, err := http.NewRequest(http.MethodGet, u+"/apis/test.annex.dev/v1/widgets?watch=1", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	resp, err := ts.admin.Do(req)
+	resp, err := srv.Client().Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -245,10 +144,10 @@ func TestGracefulShutdownFailsReadyzFirstAndEndsWatches(t *testing.T) {
 		watchEnded <- err
 	}()
 
-	ts.cancel()
+	srv.Shutdown()
 	deadline := time.Now().Add(2 * time.Second)
 	for {
-		code, body := do(t, ts.anon, http.MethodGet, u+"/readyz", "")
+		code, body := do(t, srv.AnonymousClient(), http.MethodGet, u+"/readyz", "")
 		if code == 500 && strings.Contains(body, "[-]shutdown failed") {
 			break
 		}
@@ -257,13 +156,13 @@ func TestGracefulShutdownFailsReadyzFirstAndEndsWatches(t *testing.T) {
 		}
 	}
 	// Still serving during the delay.
-	if code, _ := do(t, ts.anon, http.MethodGet, u+"/livez", ""); code != 200 {
+	if code, _ := do(t, srv.AnonymousClient(), http.MethodGet, u+"/livez", ""); code != 200 {
 		t.Fatalf("livez during shutdown delay: %d", code)
 	}
 	select {
-	case <-ts.done:
-		if ts.runErr != nil {
-			t.Fatalf("Run: %v", ts.runErr)
+	case <-srv.Done():
+		if err := srv.Close(); err != nil {
+			t.Fatalf("Run: %v", err)
 		}
 	case <-time.After(20 * time.Second):
 		t.Fatal("Run did not return")
@@ -275,9 +174,77 @@ func TestGracefulShutdownFailsReadyzFirstAndEndsWatches(t *testing.T) {
 	}
 }
 
+// TestShutdownRefusalNamesItsStage: with Shutdown.SendRetryAfter, a request
+// arriving while the server drains gets 429 with Retry-After, and the
+// rejection is counted under the shutdown-drain stage, as every rejection
+// names its stage.
+func TestShutdownRefusalNamesItsStage(t *testing.T) {
+	t.Parallel()
+	reg := prometheus.NewRegistry()
+	// A request held in flight keeps the server draining (Run waits for it
+	// up to RequestTimeout) until the test releases it.
+	held := newGate()
+	srv := startServer(t, annex.Builder{Resources: []rest.Resource{widgets(), held.resource()},
+		Shutdown: annex.Shutdown{SendRetryAfter: true}, Observability: annex.Observability{Registerer: reg}})
+	list := srv.URL + "/apis/test.annex.dev/v1/namespaces/a/widgets"
+	if code, body := do(t, srv.Client(), http.MethodGet, list, ""); code != 200 {
+		t.Fatalf("before draining: %d %s", code, body)
+	}
+	var once sync.Once
+	release := func() { once.Do(func() { close(held.release) }) }
+	t.Cleanup(release) // before the server stops, which waits for it
+	heldCode := make(chan int, 1)
+	go func() {
+		resp, err := srv.Client().Get(srv.URL + "/apis/test.annex.dev/v1/namespaces/slow/gauges")
+		if err != nil {
+			heldCode <- 0
+			return
+		}
+		resp.Body.Close()
+		heldCode <- resp.StatusCode
+	}()
+	<-held.entered
+	srv.Shutdown()
+	// No shutdown delay: the drain begins at once; until it has, requests
+	// are served.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		req, _ := http.NewRequest(http.MethodGet, list, nil)
+		req.Header.Set("Accept", "application/json")
+		req.Header.Set("User-Agent", "kubectl/v1.33.0 (linux/amd64) kubernetes/test")
+		resp, err := srv.Client().Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body := readAll(t, resp)
+		if resp.StatusCode == http.StatusTooManyRequests {
+			if resp.Header.Get("Retry-After") != "5" || !strings.Contains(body, "The apiserver is shutting down") {
+				t.Fatalf("while draining: %d %v %s", resp.StatusCode, resp.Header, body)
+			}
+			break
+		}
+		if resp.StatusCode != 200 || time.Now().After(deadline) {
+			t.Fatalf("after Shutdown: %d %s, want 200 until the drain begins, then 429", resp.StatusCode, body)
+		}
+		time.Sleep(time.Millisecond) // polling interval
+	}
+	if n := metricValue(t, reg, "annex_request_rejections_total", map[string]string{"stage": annex.StageShutdownDrain}); n != 1 {
+		t.Errorf("annex_request_rejections_total{stage=%q} = %v, want 1", annex.StageShutdownDrain, n)
+	}
+	release()
+	if code := <-heldCode; code != 200 {
+		t.Errorf("the request in flight when the drain began: %d, want 200", code)
+	}
+	select {
+	case <-srv.Done():
+	case <-time.After(20 * time.Second):
+		t.Fatal("Run did not return once the request in flight was done")
+	}
+}
+
 func TestBuildReportsEveryProblem(t *testing.T) {
 	t.Parallel()
-	b := Builder{DataDir: t.TempDir(), Serving: Serving{CertFile: "x.crt", SecurePort: 70000}}
+	b := annex.Builder{DataDir: t.TempDir(), Serving: annex.Serving{CertFile: "x.crt", SecurePort: 70000}}
 	_, err := b.Build()
 	if err == nil {
 		t.Fatal("want errors")
@@ -295,11 +262,12 @@ func TestBuildRejectsStageThatReadsTooEarly(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b := Builder{
+	b := annex.Builder{
 		DataDir:   t.TempDir(),
 		Resources: []rest.Resource{widgets()},
-		Stages:    []InsertedStage{{After: StageRequestInfo, Stage: Stage{Name: "tenant-check", Needs: []Provision{ProvidesUser}, Filter: pass}}},
-		Serving:   Serving{Listener: ln},
+		Stages: []annex.InsertedStage{{After: annex.StageRequestInfo, Stage: annex.Stage{Name: "tenant-check", Needs: []annex.Provision{annex.ProvidesUser},
+			Filter: func(next http.Handler) http.Handler { return next }}}},
+		Serving: annex.Serving{Listener: ln},
 	}
 	_, err = b.Build()
 	if err == nil || !strings.Contains(err.Error(), `stage "tenant-check" needs "user", which no earlier stage provides`) {
@@ -316,18 +284,18 @@ func TestBuildRejectsStageThatReadsTooEarly(t *testing.T) {
 // the README promises.
 func TestZeroBuilderServesMetrics(t *testing.T) {
 	t.Parallel()
-	ts := startServer(t, Builder{})
-	u := ts.srv.URL()
-	if code, body := do(t, ts.admin, http.MethodPost, u+"/apis/test.annex.dev/v1/namespaces/default/widgets",
+	srv := startServer(t, annex.Builder{})
+	admin, u := srv.Client(), srv.URL
+	if code, body := do(t, admin, http.MethodPost, u+"/apis/test.annex.dev/v1/namespaces/default/widgets",
 		`{"apiVersion":"test.annex.dev/v1","kind":"Widget","metadata":{"name":"m"}}`); code != 201 {
 		t.Fatalf("create: %d %s", code, body)
 	}
-	if code, _ := do(t, ts.admin, http.MethodGet, u+"/apis/test.annex.dev/v1/namespaces/default/widgets/m", ""); code != 200 {
+	if code, _ := do(t, admin, http.MethodGet, u+"/apis/test.annex.dev/v1/namespaces/default/widgets/m", ""); code != 200 {
 		t.Fatalf("get: %d", code)
 	}
 	// A watch in flight is a long-running request.
 	req, _ := http.NewRequest(http.MethodGet, u+"/apis/test.annex.dev/v1/namespaces/default/widgets?watch=1&timeoutSeconds=30", nil)
-	resp, err := ts.admin.Do(req) // returns once the watch's headers are in
+	resp, err := admin.Do(req) // returns once the watch's headers are in
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -336,7 +304,7 @@ func TestZeroBuilderServesMetrics(t *testing.T) {
 	if _, err := bufio.NewReader(resp.Body).ReadString('\n'); err != nil {
 		t.Fatal(err)
 	}
-	code, body := do(t, ts.admin, http.MethodGet, u+"/metrics", "")
+	code, body := do(t, admin, http.MethodGet, u+"/metrics", "")
 	for _, want := range []string{`apiserver_request_total{code="201"`, "go_goroutines ", "process_cpu_seconds_total ",
 		`apiserver_longrunning_requests{component="apiserver",group="test.annex.dev",resource="widgets",scope="namespace",subresource="",verb="WATCH",version="v1"} 1`,
 		// kube's families and label sets
@@ -356,16 +324,24 @@ func TestZeroBuilderServesMetrics(t *testing.T) {
 }
 
 // TestDefaultLoggerSaysWhereItServes: the logger of a Builder without one
-// writes Info lines a person reads: the URL and the kubeconfig of "serving".
+// writes Info lines a person reads, Debug lines left out: the URL and the
+// kubeconfig of "serving", with the line of Run that wrote it.
 func TestDefaultLoggerSaysWhereItServes(t *testing.T) {
 	t.Parallel()
-	var buf bytes.Buffer
-	log, _, _ := logs.New(Logging{}, zapcore.AddSync(&buf))
-	log.Debug("hidden")
-	log.Info("serving", zap.String("url", "https://127.0.0.1:8443"), zap.String("kubeconfig", ".annex/kubeconfig"))
+	var buf lockedBuf
+	srv := startServer(t, annex.Builder{Observability: annex.Observability{Logging: annex.Logging{Output: &buf}}})
+	// A 401 is logged at Debug ("request rejected"), which is hidden.
+	if code, _ := do(t, srv.AnonymousClient(), http.MethodGet, srv.URL+"/apis/test.annex.dev/v1/namespaces/a/widgets", ""); code != 401 {
+		t.Fatalf("anonymous list: %d, want 401", code)
+	}
+	// Run logs "serving" as it starts serving, maybe after the first answer.
+	deadline := time.Now().Add(10 * time.Second)
+	for !strings.Contains(buf.String(), "\tserving\t") && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
 	out := buf.String()
-	if strings.Contains(out, "hidden") || !strings.Contains(out, "\tINFO\t") || !strings.Contains(out, "\tserving\t") || !strings.Contains(out, "server_test.go:") ||
-		!strings.Contains(out, `"url": "https://127.0.0.1:8443"`) || !strings.Contains(out, `"kubeconfig": ".annex/kubeconfig"`) {
+	if strings.Contains(out, "request rejected") || !strings.Contains(out, "\tINFO\t") || !strings.Contains(out, "\tserving\t") || !strings.Contains(out, "server.go:") ||
+		!strings.Contains(out, `"url": "`+srv.URL+`"`) || !strings.Contains(out, `"kubeconfig": "`+srv.Kubeconfig+`"`) {
 		t.Errorf("default logger wrote %q", out)
 	}
 }
@@ -374,19 +350,19 @@ func TestDefaultLoggerSaysWhereItServes(t *testing.T) {
 // admin), refuses others, and is gone with DisableProfiling (--profiling=false).
 func TestProfiling(t *testing.T) {
 	t.Parallel()
-	ts := startServer(t, Builder{})
-	u := ts.srv.URL()
-	if code, body := do(t, ts.admin, http.MethodGet, u+"/debug/pprof/", ""); code != 200 || !strings.Contains(body, "goroutine") {
+	srv := startServer(t, annex.Builder{})
+	u := srv.URL
+	if code, body := do(t, srv.Client(), http.MethodGet, u+"/debug/pprof/", ""); code != 200 || !strings.Contains(body, "goroutine") {
 		t.Errorf("pprof index as admin: %d %.200s", code, body)
 	}
-	if code, body := do(t, ts.admin, http.MethodGet, u+"/debug/pprof/goroutine?debug=1", ""); code != 200 || !strings.Contains(body, "goroutine profile:") {
+	if code, body := do(t, srv.Client(), http.MethodGet, u+"/debug/pprof/goroutine?debug=1", ""); code != 200 || !strings.Contains(body, "goroutine profile:") {
 		t.Errorf("goroutine profile as admin: %d %.200s", code, body)
 	}
-	if code, body := do(t, ts.anon, http.MethodGet, u+"/debug/pprof/heap", ""); code != 401 && code != 403 {
+	if code, body := do(t, srv.AnonymousClient(), http.MethodGet, u+"/debug/pprof/heap", ""); code != 401 && code != 403 {
 		t.Errorf("heap profile without credentials: %d %.200s, want 401 or 403", code, body)
 	}
-	off := startServer(t, Builder{Observability: Observability{DisableProfiling: true}})
-	if code, _ := do(t, off.admin, http.MethodGet, off.srv.URL()+"/debug/pprof/", ""); code != 404 {
+	off := startServer(t, annex.Builder{Observability: annex.Observability{DisableProfiling: true}})
+	if code, _ := do(t, off.Client(), http.MethodGet, off.URL+"/debug/pprof/", ""); code != 404 {
 		t.Errorf("pprof with profiling off: %d, want 404", code)
 	}
 }
@@ -395,8 +371,8 @@ func TestProfiling(t *testing.T) {
 // certificate is counted in apiserver_tls_handshake_errors_total.
 func TestTLSHandshakeErrorsCounted(t *testing.T) {
 	t.Parallel()
-	ts := startServer(t, Builder{})
-	host := strings.TrimPrefix(ts.srv.URL(), "https://")
+	srv := startServer(t, annex.Builder{})
+	host := strings.TrimPrefix(srv.URL, "https://")
 	conn, err := tls.Dial("tcp", host, &tls.Config{RootCAs: x509.NewCertPool(), ServerName: "nobody"}) // trusts nothing
 	if err == nil {
 		conn.Close()
@@ -404,7 +380,7 @@ func TestTLSHandshakeErrorsCounted(t *testing.T) {
 	}
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		_, body := do(t, ts.admin, http.MethodGet, ts.srv.URL()+"/metrics", "")
+		_, body := do(t, srv.Client(), http.MethodGet, srv.URL+"/metrics", "")
 		if strings.Contains(body, "apiserver_tls_handshake_errors_total 1") {
 			return
 		}

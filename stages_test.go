@@ -2,19 +2,22 @@ package annex
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/annexapi/annex/audit"
 	"github.com/annexapi/annex/authn"
 	"github.com/annexapi/annex/authz"
 	"github.com/annexapi/annex/filters"
 	"github.com/annexapi/annex/meta"
 	"github.com/annexapi/annex/rest"
-	"github.com/prometheus/client_golang/prometheus"
 )
 
 func pass(next http.Handler) http.Handler { return next }
@@ -178,6 +181,36 @@ func TestHandBuiltServerGetsBuildOrderError(t *testing.T) {
 	if !strings.Contains(handErr.Error(), `stage "tenant-check" needs "user", which no earlier stage provides`) {
 		t.Errorf("error %q", handErr)
 	}
+}
+
+// TestBuildChecksOrderWithTheStagesItFills: the audit stage is the only
+// provider of "audit" and is on only with an audit backend, so a stage that
+// needs it builds with a backend and is refused by the validation phase,
+// before anything is made, without one: both phases agree on which stages
+// are filled.
+func TestBuildChecksOrderWithTheStagesItFills(t *testing.T) {
+	t.Parallel()
+	needsAudit := InsertedStage{After: StageAuthorization, Stage: Stage{Name: "audit-reader", Needs: []Provision{ProvidesAudit}, Filter: pass}}
+	off := Builder{DataDir: filepath.Join(t.TempDir(), "data"), Resources: []rest.Resource{widgets()}, Stages: []InsertedStage{needsAudit}}
+	if _, err := off.Build(); err == nil || !strings.Contains(err.Error(), `stage "audit-reader" needs "audit", which no earlier stage provides`) {
+		t.Errorf("Build without an audit backend: %v", err)
+	}
+	if _, err := os.Stat(off.DataDir); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the refused Build made DataDir (%v)", err)
+	}
+	policy, err := audit.ParsePolicy([]byte("apiVersion: audit.k8s.io/v1\nkind: Policy\nrules:\n- level: Metadata\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	on := off
+	on.DataDir = t.TempDir()
+	on.Serving.Listener = mustListen(t)
+	on.Audit = audit.Config{Policy: policy, Log: audit.LogConfig{Path: filepath.Join(t.TempDir(), "audit.log")}}
+	srv, err := on.Build()
+	if err != nil {
+		t.Fatalf("Build with an audit backend: %v", err)
+	}
+	srv.closeAll()
 }
 
 // TestWarningsMustSitInsideTimeout: the timeout's rule, as Needs/Provides.
@@ -399,34 +432,5 @@ func BenchmarkChain(b *testing.B) {
 				}
 			}
 		})
-	}
-}
-
-// TestShutdownRefusalNamesItsStage: with Shutdown.SendRetryAfter, a request
-// arriving while the server drains gets 429 with Retry-After, and the
-// rejection is counted under the shutdown-drain stage, as every rejection
-// names its stage.
-func TestShutdownRefusalNamesItsStage(t *testing.T) {
-	t.Parallel()
-	reg := prometheus.NewRegistry()
-	ts := startServer(t, Builder{Shutdown: Shutdown{SendRetryAfter: true}, Observability: Observability{Registerer: reg}})
-	list := ts.srv.URL() + "/apis/test.annex.dev/v1/namespaces/a/widgets"
-	if code, body := do(t, ts.admin, http.MethodGet, list, ""); code != 200 {
-		t.Fatalf("before draining: %d %s", code, body)
-	}
-	ts.srv.drain.StartDraining()
-	req, _ := http.NewRequest(http.MethodGet, list, nil)
-	req.Header.Set("Accept", "application/json")
-	req.Header.Set("User-Agent", "kubectl/v1.33.0 (linux/amd64) kubernetes/test")
-	resp, err := ts.admin.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	body := readAll(t, resp)
-	if resp.StatusCode != http.StatusTooManyRequests || resp.Header.Get("Retry-After") != "5" || !strings.Contains(body, "The apiserver is shutting down") {
-		t.Fatalf("while draining: %d %v %s", resp.StatusCode, resp.Header, body)
-	}
-	if n := metricValue(t, reg, "annex_request_rejections_total", map[string]string{"stage": StageShutdownDrain}); n != 1 {
-		t.Errorf("annex_request_rejections_total{stage=%q} = %v, want 1", StageShutdownDrain, n)
 	}
 }

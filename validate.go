@@ -159,8 +159,14 @@ func (c *Builder) validate() (*plan, error) {
 	c.validateAdmission(p, bad)
 	c.validateFlowControl(bad)
 	c.validateAudit(bad)
-	if _, err := c.orderedStages(); err != nil {
-		errs = append(errs, err) // each names the stage, as Chain's do
+	// The order of the stages Build will fill, with stand-in filters; each
+	// problem names the stage, as Chain's do.
+	stages, err := c.fillStages(func(string) Filter { return func(h http.Handler) http.Handler { return h } })
+	if err == nil {
+		err = CheckOrder(stages)
+	}
+	if err != nil {
+		errs = append(errs, err)
 	}
 	return p, errors.Join(errs...)
 }
@@ -318,24 +324,6 @@ func (c *Builder) validateAdmission(p *plan, bad func(string, error)) {
 		_, err = admission.NewValidatingWebhooks(p.webhooks, admission.WebhookOptions{})
 		bad("Admission.WebhookFiles", err)
 	}
-}
-
-// orderedStages returns the table of stages as Build will fill it (with a
-// stand-in for each filter) and the user's stages inserted, and every
-// problem with it: an insertion after an unknown stage, an order Chain
-// rejects.
-func (c *Builder) orderedStages() ([]Stage, error) {
-	stages := DefaultStages()
-	for i := range stages {
-		if c.fills(stages[i].Name) {
-			stages[i].Filter = func(h http.Handler) http.Handler { return h }
-		}
-	}
-	stages, err := c.insertStages(stages)
-	if err != nil {
-		return nil, err
-	}
-	return stages, CheckOrder(stages)
 }
 
 // clientFor returns a client of the cluster from a kubeconfig, or from the

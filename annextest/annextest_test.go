@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"go.uber.org/zap"
 
@@ -334,5 +335,142 @@ func TestNewServerReturnsRunError(t *testing.T) {
 	}
 	if !errors.Is(err, errCompaction) {
 		t.Errorf("NewServer error = %v, want Run's %v", err, errCompaction)
+	}
+}
+
+// selfUser asks the server who the client is (SelfSubjectReview) and
+// returns the body.
+func selfUser(t *testing.T, c *http.Client, url string) string {
+	t.Helper()
+	code, body := do(t, c, http.MethodPost, url+"/apis/authentication.k8s.io/v1/selfsubjectreviews",
+		`{"apiVersion":"authentication.k8s.io/v1","kind":"SelfSubjectReview"}`)
+	if code != http.StatusCreated {
+		t.Fatalf("self subject review: %d %s", code, body)
+	}
+	return body
+}
+
+func clientOf(t *testing.T, cfg *tls.Config) *http.Client {
+	t.Helper()
+	tr := &http.Transport{TLSClientConfig: cfg, ForceAttemptHTTP2: true}
+	t.Cleanup(tr.CloseIdleConnections)
+	return &http.Client{Transport: tr}
+}
+
+func TestTLSConfig(t *testing.T) {
+	t.Parallel()
+	t.Run("standalone_is_the_admins", func(t *testing.T) {
+		t.Parallel()
+		srv := annextest.Start(t, widgets())
+		cfg := srv.TLSConfig()
+		if cfg == nil || cfg.InsecureSkipVerify || cfg.RootCAs == nil {
+			t.Fatalf("TLSConfig() = %+v, want one verifying the serving CA", cfg)
+		}
+		cfg.NextProtos = []string{"h2"}
+		if again := srv.TLSConfig(); again == cfg || len(again.NextProtos) != 0 {
+			t.Error("TLSConfig() returned the configuration changed by an earlier caller, want a new one")
+		}
+		if body := selfUser(t, clientOf(t, srv.TLSConfig()), srv.URL); !strings.Contains(body, `"username":"admin"`) || !strings.Contains(body, `"system:masters"`) {
+			t.Errorf("a client of TLSConfig() is not the admin: %s", body)
+		}
+		// Dialing itself, with the ALPN protocol it asks for.
+		conn, err := tls.Dial("tcp", srv.Addr().String(), cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+		if p := conn.ConnectionState().NegotiatedProtocol; p != "h2" {
+			t.Errorf("negotiated %q, want h2", p)
+		}
+	})
+	t.Run("not_standalone_trusts_the_serving_ca", func(t *testing.T) {
+		t.Parallel()
+		dir := t.TempDir()
+		ca, err := certs.EnsureCA(certs.CAConfig{Dir: dir, Name: "client-ca"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		kp, err := ca.EnsureClientCert(certs.ClientConfig{Dir: dir, Name: "carol", User: "carol", Groups: []string{"devs"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		pair, err := tls.X509KeyPair(kp.CertPEM, kp.KeyPEM)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b := widgets()
+		b.Name = "named" // the serving CA is <Name>-serving-ca.crt
+		b.Serving.CertDir = filepath.Join(t.TempDir(), "certs")
+		b.Authentication.ClientCAFile = ca.CertFile
+		srv := annextest.Start(t, b)
+		cfg := srv.TLSConfig()
+		if cfg == nil || cfg.InsecureSkipVerify || cfg.RootCAs == nil || len(cfg.Certificates) != 0 {
+			t.Fatalf("TLSConfig() = %+v, want one verifying the serving CA with no certificate", cfg)
+		}
+		if code, body := do(t, clientOf(t, srv.TLSConfig()), http.MethodGet, srv.URL+"/readyz", ""); code != http.StatusOK {
+			t.Errorf("readyz: %d %s", code, body)
+		}
+		cfg.GetClientCertificate = func(*tls.CertificateRequestInfo) (*tls.Certificate, error) { return &pair, nil }
+		if body := selfUser(t, clientOf(t, cfg), srv.URL); !strings.Contains(body, `"username":"carol"`) || !strings.Contains(body, `"devs"`) {
+			t.Errorf("a client of TLSConfig() with carol's certificate: %s", body)
+		}
+	})
+	t.Run("serving_certificate_given_is_nil", func(t *testing.T) {
+		t.Parallel()
+		dir := t.TempDir()
+		ca, err := certs.NewCA(certs.CAConfig{Name: "own-ca"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := ca.EnsureServingCert(certs.ServingConfig{Dir: dir}); err != nil {
+			t.Fatal(err)
+		}
+		b := widgets()
+		b.Serving.CertFile, b.Serving.KeyFile = filepath.Join(dir, "serving.crt"), filepath.Join(dir, "serving.key")
+		srv := annextest.Start(t, b)
+		if cfg := srv.TLSConfig(); cfg != nil {
+			t.Errorf("TLSConfig() = %+v with the Builder's serving certificate, want nil", cfg)
+		}
+	})
+}
+
+func TestShutdownThenDone(t *testing.T) {
+	t.Parallel()
+	b := widgets()
+	b.Shutdown.Delay = time.Second
+	srv := annextest.Start(t, b)
+	anon := srv.AnonymousClient()
+	srv.Shutdown()
+	select {
+	case <-srv.Done():
+		t.Fatal("Done closed at once, before the 1s shutdown delay")
+	default:
+	}
+	// During the delay /readyz fails and the server serves on.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		code, body := do(t, anon, http.MethodGet, srv.URL+"/readyz?verbose", "")
+		if code == http.StatusInternalServerError && strings.Contains(body, "[-]shutdown failed") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("readyz after Shutdown: %d %s, want 500 naming shutdown", code, body)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if code, body := do(t, anon, http.MethodGet, srv.URL+"/livez", ""); code != http.StatusOK {
+		t.Errorf("livez during the shutdown delay: %d %s", code, body)
+	}
+	// Or the HTTP/2 shutdown waits a second for each idle connection.
+	anon.CloseIdleConnections()
+	srv.Client().CloseIdleConnections()
+	select {
+	case <-srv.Done():
+	case <-time.After(20 * time.Second):
+		t.Fatal("Done not closed 20s after Shutdown")
+	}
+	srv.Shutdown() // again: nothing more
+	if err := srv.Close(); err != nil {
+		t.Errorf("Close after Shutdown: %v", err)
 	}
 }

@@ -30,7 +30,9 @@
 // store is open and every watch cache has its initial list) when NewServer
 // returns, and runs until Close, which waits for Run to return and then
 // removes the data directory if the kit made it; a DataDir given in the
-// Builder is kept. A listener given in the Builder is the server's: Run
+// Builder is kept. To watch a graceful shutdown (/readyz failing, the
+// drain), call [Server.Shutdown], which returns at once, and wait for
+// [Server.Done]. A listener given in the Builder is the server's: Run
 // closes it. Servers are independent, so tests using them can run in
 // parallel.
 //
@@ -40,7 +42,8 @@
 // standalone mode only: no ClientCAFile, no Delegation, and a generated
 // serving certificate. Otherwise the server runs as usual, but
 // [Server.Client] and [Server.AnonymousClient] return nil and
-// [Server].Kubeconfig is empty; the test brings its own clients.
+// [Server].Kubeconfig is empty; the test brings its own clients, made with
+// [Server.TLSConfig], which trusts the generated serving CA.
 //
 // The default listener is on the loopback interface (BindAddress and
 // SecurePort are not used), so the server is reachable from this machine

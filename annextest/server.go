@@ -13,6 +13,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"path/filepath"
 	"sync"
 	"testing"
 	"time"
@@ -33,7 +34,7 @@ const (
 
 // Server is a running server built from a Builder. Its methods are safe for
 // concurrent use. Do not call the embedded Server's Run: NewServer already
-// runs it, and Close stops it.
+// runs it, and Shutdown or Close stops it.
 type Server struct {
 	// Server is the built server (KubeconfigPath, Handler, Addr). Its URL
 	// method is shadowed by the URL field, which holds the same string.
@@ -51,6 +52,10 @@ type Server struct {
 	// admin and anonymous are the clients Client and AnonymousClient
 	// return; nil without a kubeconfig.
 	admin, anonymous *http.Client
+	// tlsConfig is what TLSConfig copies: the admin's configuration in
+	// standalone mode, one trusting the generated serving CA otherwise; nil
+	// when the Builder gave the serving certificate.
+	tlsConfig *tls.Config
 	// cancel ends Run's context; done is closed when Run has returned, with
 	// its error in runErr.
 	cancel context.CancelFunc
@@ -98,9 +103,16 @@ func newServer(b annex.Builder, timeout time.Duration) (*Server, error) {
 		close(s.done)
 	}()
 	if s.Kubeconfig != "" {
-		if s.admin, s.anonymous, err = clientsFrom(s.Kubeconfig); err != nil {
+		var anonTLS *tls.Config
+		if s.tlsConfig, anonTLS, err = tlsFrom(s.Kubeconfig); err != nil {
 			_ = s.Close()
 			return nil, fmt.Errorf("annextest: admin client from %s: %w", s.Kubeconfig, err)
+		}
+		s.admin, s.anonymous = newClient(s.tlsConfig.Clone()), newClient(anonTLS)
+	} else if b.Serving.CertFile == "" {
+		if s.tlsConfig, err = trustServingCA(b); err != nil {
+			_ = s.Close()
+			return nil, err
 		}
 	}
 	if err := s.waitReady(timeout); err != nil {
@@ -140,10 +152,10 @@ func withDefaults(b *annex.Builder) (dataDir, tempDir string, err error) {
 	return b.DataDir, tempDir, nil
 }
 
-// clientsFrom makes the admin and anonymous clients from the kubeconfig the
-// server wrote: both verify the serving CA, the admin presents the admin
-// client certificate.
-func clientsFrom(path string) (admin, anonymous *http.Client, err error) {
+// tlsFrom makes the TLS configurations of the admin and anonymous clients
+// from the kubeconfig the server wrote: both verify the serving CA, the
+// admin's presents the admin client certificate.
+func tlsFrom(path string) (admin, anonymous *tls.Config, err error) {
 	cfg, err := kubeclient.LoadKubeconfig(path, "")
 	if err != nil {
 		return nil, nil, err
@@ -159,7 +171,31 @@ func clientsFrom(path string) (admin, anonymous *http.Client, err error) {
 	anonTLS := &tls.Config{RootCAs: roots, ServerName: cfg.ServerName, MinVersion: tls.VersionTLS12}
 	adminTLS := anonTLS.Clone()
 	adminTLS.Certificates = []tls.Certificate{pair}
-	return newClient(adminTLS), newClient(anonTLS), nil
+	return adminTLS, anonTLS, nil
+}
+
+// trustServingCA is a TLS configuration trusting the serving CA that Build
+// generates when the Builder gives no serving certificate: the file
+// <Name>-serving-ca.crt in Serving.CertDir (zero values: "annex" and
+// <DataDir>/certs). It is for a server that wrote no kubeconfig.
+func trustServingCA(b annex.Builder) (*tls.Config, error) {
+	dir, name := b.Serving.CertDir, b.Name
+	if dir == "" {
+		dir = filepath.Join(b.DataDir, "certs")
+	}
+	if name == "" {
+		name = "annex"
+	}
+	path := filepath.Join(dir, name+"-serving-ca.crt")
+	pem, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("annextest: serving CA: %w", err)
+	}
+	roots := x509.NewCertPool()
+	if !roots.AppendCertsFromPEM(pem) {
+		return nil, fmt.Errorf("annextest: serving CA: no certificate in %s", path)
+	}
+	return &tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12}, nil
 }
 
 func newClient(cfg *tls.Config) *http.Client {
@@ -178,11 +214,16 @@ func newClient(cfg *tls.Config) *http.Client {
 // deadline passes.
 func (s *Server) waitReady(timeout time.Duration) error {
 	c := s.admin // system:masters: allowed /readyz whatever AlwaysAllowPaths says
-	if c == nil {
-		// Without a kubeconfig the kit does not know the serving CA. Only
-		// the readiness probe skips verification: it sends no credential,
-		// reads nothing but /readyz, and dials the loopback listener the
-		// kit just handed to the Builder (or the caller's own listener).
+	switch {
+	case c != nil:
+	case s.tlsConfig != nil: // no kubeconfig: anonymous, verifying the generated serving CA
+		c = newClient(s.tlsConfig.Clone())
+		defer c.CloseIdleConnections()
+	default:
+		// With the Builder's serving certificate the kit does not know the
+		// CA. Only the readiness probe skips verification: it sends no
+		// credential, reads nothing but /readyz, and dials the loopback
+		// listener the kit just handed to the Builder (or the caller's own).
 		c = newClient(&tls.Config{InsecureSkipVerify: true, MinVersion: tls.VersionTLS12})
 		defer c.CloseIdleConnections()
 	}
@@ -261,6 +302,37 @@ func (s *Server) Client() *http.Client { return s.admin }
 // health paths only. Every call returns the same client. It is nil when the
 // server wrote no kubeconfig.
 func (s *Server) AnonymousClient() *http.Client { return s.anonymous }
+
+// TLSConfig returns a new client TLS configuration for the server, for a
+// test that makes a client of its own or dials the server itself (raw TLS,
+// another ALPN protocol in NextProtos). It verifies the server with the
+// serving CA the server generated (read from the kubeconfig in standalone
+// mode, from the certificate directory otherwise) and, in standalone mode,
+// presents the admin client certificate as Client does; for another
+// certificate, set GetClientCertificate (Go's client withholds a
+// certificate in Certificates that no CA the server advertises signed). It
+// is nil when the Builder gave the serving certificate (Serving.CertFile):
+// the test knows its CA.
+func (s *Server) TLSConfig() *tls.Config {
+	if s.tlsConfig == nil {
+		return nil
+	}
+	return s.tlsConfig.Clone()
+}
+
+// Shutdown begins the graceful shutdown Close waits for, and returns at
+// once: Run's context ends, /readyz fails while the server serves on for
+// the Builder's Shutdown.Delay, then (with Shutdown.SendRetryAfter) new
+// requests get 429 while those in flight finish, watches end and Run
+// returns, which closes Done (the HTTP/2 shutdown waits up to a second for
+// a client's idle connection: CloseIdleConnections first to not wait).
+// Close still returns Run's error and removes the data directory; Shutdown
+// again does nothing more.
+func (s *Server) Shutdown() { s.cancel() }
+
+// Done returns a channel that is closed when Run has returned: after
+// Shutdown or Close, or when the server failed (Close returns why).
+func (s *Server) Done() <-chan struct{} { return s.done }
 
 // Close stops the server: it cancels Run's context, waits for Run to return
 // (graceful shutdown: open watches end, in-flight requests finish) and
