@@ -43,8 +43,10 @@ func (s *Server) buildAdmission(c *Builder, p *plan, resources []rest.Resource, 
 		}
 		cfg.Mutators = append(cfg.Mutators, nl)
 	}
-	cfg.Mutators = append(cfg.Mutators, c.Admission.Mutators...)
-	cfg.Validators = append(cfg.Validators, c.Admission.Validators...)
+	// A plugin the program made in Go (policies, webhooks) is subject to
+	// --disable-admission-plugins as one from files is: by its kube name.
+	cfg.Mutators = append(cfg.Mutators, admission.Enabled(c.Admission.Mutators, c.Admission.DisabledPlugins)...)
+	cfg.Validators = append(cfg.Validators, admission.Enabled(c.Admission.Validators, c.Admission.DisabledPlugins)...)
 
 	if len(p.policies) > 0 {
 		mp, err := admission.LoadMutatingPolicies(p.policies, opts)

@@ -358,8 +358,9 @@ func (a *assembly) writeKubeconfig() error {
 		ClientCertPEM: s.admin.CertPEM, ClientKeyPEM: s.admin.KeyPEM,
 		ClusterName: a.c.Name, UserName: a.c.Name + "-admin",
 	})
-	if err != nil {
-		return err
+	if err != nil { // a full disk: serve without it rather than not at all
+		s.log.Warn("kubeconfig not written", zap.String("path", path), zap.Error(err))
+		return nil
 	}
 	s.kubeconfig = path
 	return nil

@@ -218,7 +218,8 @@ type Admission struct {
 	// presented to each webhook (users named after the hosts).
 	ConfigFile string
 	// DisabledPlugins turns off admission plugins by kube's names
-	// (--disable-admission-plugins; admission.PluginNames lists them).
+	// (--disable-admission-plugins; admission.PluginNames lists them),
+	// those of Mutators and Validators included (by admission.Named).
 	DisabledPlugins []string
 }
 

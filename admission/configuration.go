@@ -20,6 +20,20 @@ import (
 	"github.com/annexapi/annex/kubeclient"
 )
 
+// Enabled returns the plugins of ps that are not disabled: a plugin is
+// disabled when it is Named with one of the names in disabled (kube's
+// --disable-admission-plugins, applied to plugins made in Go as to those
+// from files).
+func Enabled[P any](ps []P, disabled []string) []P {
+	var out []P
+	for _, p := range ps {
+		if n, ok := any(p).(Named); !ok || !slices.Contains(disabled, n.Name()) {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
 // PluginNames are kube's names of the admission plugins a server built on
 // this package runs, in kube's order: NamespaceLifecycle (delegated mode),
 // MutatingAdmissionPolicy, MutatingAdmissionWebhook,

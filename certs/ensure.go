@@ -6,6 +6,7 @@
 package certs
 
 import (
+	"bytes"
 	"crypto"
 	"crypto/x509"
 	"fmt"
@@ -223,8 +224,15 @@ func writePair(dir, certFile, keyFile string, certPEM, keyPEM []byte) error {
 }
 
 // WriteFileAtomic writes data to a temporary file in path's directory with the
-// given mode, syncs it, and renames it over path.
+// given mode, syncs it, and renames it over path. A file that already holds
+// data with that mode is left as it is: a server restarting on a full disk
+// writes nothing it already has.
 func WriteFileAtomic(path string, data []byte, mode fs.FileMode) (err error) {
+	if fi, err := os.Stat(path); err == nil && fi.Mode().Perm() == mode.Perm() && fi.Size() == int64(len(data)) {
+		if old, err := os.ReadFile(path); err == nil && bytes.Equal(old, data) {
+			return nil
+		}
+	}
 	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
 	if err != nil {
 		return fmt.Errorf("certs: %w", err)

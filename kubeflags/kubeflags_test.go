@@ -69,6 +69,8 @@ func TestSampleAPIServerFlagChecklist(t *testing.T) {
 		{"--enable-garbage-collector=false", "cannot be false here"},
 		{"--storage-backend=etcd2", `"etcd2" is not supported`},
 		{"--storage-backend=etcd3", "etcd3 needs --etcd-servers"},
+		{"--secure-port=0", "--secure-port 0 must be between 1 and 65535, inclusive. It cannot be turned off with 0"},
+		{"--secure-port=70000", "--secure-port 70000 must be between 1 and 65535"},
 		{"--etcd-prefix=/x", "--etcd-prefix: has no effect without --etcd-servers"},
 		{"--storage-media-type=application/vnd.kubernetes.protobuf", "objects are stored as application/json"},
 		{"--enable-admission-plugins=AlwaysPullImages", `plugin "AlwaysPullImages" is unknown`},

@@ -164,6 +164,12 @@ func (o *Options) Apply(b *annex.Builder) error {
 	if given["profiling"] {
 		b.Observability.DisableProfiling = !o.profiling
 	}
+	// An aggregated server that serves nothing has no use: kube's wording
+	// for a server whose secure port is required (a 0 would otherwise be
+	// the Builder's default, 8443).
+	if p := b.Serving.SecurePort; given["secure-port"] && (p < 1 || p > 65535) {
+		errs = append(errs, fmt.Errorf("--secure-port %d must be between 1 and 65535, inclusive. It cannot be turned off with 0", p))
+	}
 	if len(o.policyFiles) > 0 {
 		b.Authorization.PolicyFiles = append(b.Authorization.PolicyFiles, o.policyFiles...)
 	}

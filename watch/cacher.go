@@ -209,13 +209,12 @@ func (c *Cacher) Start(ctx context.Context) error {
 }
 
 // Ready reports ErrNotReady until the initial list is loaded (and while the
-// cache re-lists), then whatever the store's own readiness check says.
+// cache re-lists), then nil: the store's own readiness is its check's (a
+// full disk fails /readyz's storage check, not the caches above it, which
+// go on serving).
 func (c *Cacher) Ready(ctx context.Context) error {
 	if !c.isReady() {
 		return ErrNotReady
-	}
-	if rc, ok := c.store.(storage.ReadinessChecker); ok {
-		return rc.Ready(ctx)
 	}
 	return nil
 }

@@ -278,3 +278,16 @@ func TestHelpListsDashDashFlags(t *testing.T) {
 		t.Error("a single-dash long flag was accepted; pflag takes --name only")
 	}
 }
+
+// TestDisabledAdmissionPlugins: --disable-admission-plugins turns off the
+// policies the program declared in Go as it would the same policies from
+// files: with ValidatingAdmissionPolicy off, a prod environment without an
+// owner label is created; the MutatingAdmissionPolicy still labels it.
+func TestDisabledAdmissionPlugins(t *testing.T) {
+	t.Parallel()
+	dataDir, _, _ := startExample(t, "--disable-admission-plugins=ValidatingAdmissionPolicy")
+	k := kubectltest.New(t, filepath.Join(dataDir, "kubeconfig"))
+	prod := "apiVersion: platform.example.com/v1alpha1\nkind: Environment\nmetadata:\n  name: prod-unowned\n  namespace: default\nspec:\n  owner: search-team\n  tier: prod\n  replicas: 2\n"
+	kubectltest.WantContains(t, "create", k.MustRun("create", "-f", k.WriteFile("prod.yaml", prod)), "environment.platform.example.com/prod-unowned created")
+	kubectltest.WantContains(t, "mutating policy", k.MustRun("get", "environment", "prod-unowned", "-o", "jsonpath={.metadata.labels.managed-by}"), "annex")
+}

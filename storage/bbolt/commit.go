@@ -10,9 +10,11 @@ package bbolt
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"sync/atomic"
+	"syscall"
 
 	bolt "go.etcd.io/bbolt"
 
@@ -176,25 +178,20 @@ func (s *Store) commit(batch []*writeOp) {
 	}
 	results := make([]writeResult, len(batch))
 	rev := s.committed
-	err := s.db.Update(func(tx *bolt.Tx) error {
-		rev = s.committed
-		objs := tx.Bucket([]byte(bucketObjects))
-		evs := tx.Bucket([]byte(bucketEvents))
-		evs.FillPercent = 1 // append-only by revision
-		for i, op := range batch {
-			var err error
-			if results[i], err = apply(s.opts.Transformer, objs, evs, op, &rev); err != nil {
-				return err // roll the whole batch back
-			}
-		}
-		return nil
-	})
+	err := s.update(batch, results, &rev)
+	if errors.Is(err, syscall.ENOSPC) && allDeletes(batch) && s.releaseReserve() {
+		err = s.update(batch, results, &rev) // deletes free room: the reserve lets them run
+	}
 	if err != nil {
 		err = fmt.Errorf("bbolt: commit: %w", err)
 		for i := range results {
 			results[i] = writeResult{err: err}
 		}
+		if errors.Is(err, syscall.ENOSPC) {
+			s.full.Store(&err) // Ready says so until a write succeeds
+		}
 	} else {
+		s.full.Store(nil)
 		s.commits.Add(1)
 		if rev != s.committed {
 			s.committed = rev
@@ -204,6 +201,32 @@ func (s *Store) commit(batch []*writeOp) {
 	for i, op := range batch {
 		op.res <- results[i]
 	}
+}
+
+// update applies batch in one transaction, the revisions from *rev.
+func (s *Store) update(batch []*writeOp, results []writeResult, rev *uint64) error {
+	return s.db.Update(func(tx *bolt.Tx) error {
+		*rev = s.committed
+		objs := tx.Bucket([]byte(bucketObjects))
+		evs := tx.Bucket([]byte(bucketEvents))
+		evs.FillPercent = 1 // append-only by revision
+		for i, op := range batch {
+			var err error
+			if results[i], err = apply(s.opts.Transformer, objs, evs, op, rev); err != nil {
+				return err // roll the whole batch back
+			}
+		}
+		return nil
+	})
+}
+
+func allDeletes(batch []*writeOp) bool {
+	for _, op := range batch {
+		if op.kind != opDelete {
+			return false
+		}
+	}
+	return true
 }
 
 // apply performs one write inside the batch's transaction. A failed check

@@ -6,6 +6,7 @@ package bbolt
 import (
 	"context"
 	"fmt"
+	"os"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -44,6 +45,13 @@ type Store struct {
 	// commitHook, when set (tests), runs in the leader before each
 	// transaction with the size of its batch.
 	commitHook func(n int)
+	// reserve is a file of reserveBytes beside the database, removed to
+	// make room when deletes fail for want of disk space (made again at
+	// the next Open).
+	reserve string
+	// full is the error of the last commit when it failed for want of disk
+	// space (nil once one succeeds): Ready reports it.
+	full atomic.Pointer[error]
 	// commits counts committed transactions.
 	commits atomic.Int64
 	// waiting counts writers inside submit, queued or being committed (tests).
@@ -101,6 +109,10 @@ func Open(path string, opts Options) (*Store, error) {
 		log:       opts.Logger,
 		quit:      make(chan struct{}),
 		committed: rev,
+	}
+	s.reserve = path + ".reserve"
+	if err := makeReserve(s.reserve); err != nil {
+		opts.Logger.Warn("bbolt: no room for the reserve that lets deletes run on a full disk", zap.String("path", s.reserve), zap.Error(err))
 	}
 	s.hub.init(rev)
 	if opts.UnsafeNoSync {
@@ -267,8 +279,47 @@ func (s *Store) RequestProgress(ctx context.Context) error {
 	return nil
 }
 
-// Ready implements storage.ReadinessChecker: nil until Close.
+// Ready implements storage.ReadinessChecker: nil until Close, but while
+// the disk is full (the last write failed with ENOSPC: reads and deletes
+// go on, /readyz names the problem).
 func (s *Store) Ready(ctx context.Context) error {
+	if s.isClosed() {
+		return errClosed()
+	}
+	if err := s.full.Load(); err != nil {
+		return fmt.Errorf("writes fail: %w", *err)
+	}
+	return nil
+}
+
+// reserveBytes is the room kept for deletes on a full disk: a delete
+// rewrites a few pages per level of the tree.
+const reserveBytes = 2 << 20
+
+// makeReserve writes the reserve at path unless it is there, whole.
+func makeReserve(path string) error {
+	if fi, err := os.Stat(path); err == nil && fi.Size() == reserveBytes {
+		return nil
+	}
+	err := os.WriteFile(path, make([]byte, reserveBytes), 0o600)
+	if err != nil {
+		_ = os.Remove(path)
+	}
+	return err
+}
+
+// releaseReserve removes the reserve; false when there was none.
+func (s *Store) releaseReserve() bool {
+	if os.Remove(s.reserve) != nil {
+		return false
+	}
+	s.log.Warn("bbolt: disk full: the reserve was released to let deletes run", zap.String("path", s.reserve))
+	return true
+}
+
+// Healthy is the store's liveness (/healthz): nil until Close, a full
+// disk included (restarting the server would not free it).
+func (s *Store) Healthy(ctx context.Context) error {
 	if s.isClosed() {
 		return errClosed()
 	}
