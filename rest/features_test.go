@@ -1,6 +1,9 @@
 package rest
 
 import (
+	openapiv2 "github.com/google/gnostic-models/openapiv2"
+	"google.golang.org/protobuf/proto"
+
 	"context"
 	"encoding/json"
 	"errors"
@@ -323,8 +326,18 @@ func TestOpenAPIEndpoints(t *testing.T) {
 	if r = e.do(t, "GET", "/openapi/v2", "", "If-None-Match", etag); r.code != 304 {
 		t.Errorf("v2 If-None-Match: %d", r.code)
 	}
-	if r = e.do(t, "GET", "/openapi/v2", "", "Accept", "application/com.github.proto-openapi.spec.v2@v1.0+protobuf"); r.code != 406 {
-		t.Errorf("v2 protobuf: %d", r.code)
+	// client-go's OpenAPISchema asks for protobuf: kube-openapi's form,
+	// gnostic's openapi_v2.Document, with the same definitions.
+	r = e.do(t, "GET", "/openapi/v2", "", "Accept", "application/com.github.proto-openapi.spec.v2@v1.0+protobuf")
+	var doc openapiv2.Document
+	if r.code != 200 || r.header.Get("Content-Type") != "application/com.github.proto-openapi.spec.v2.v1.0+protobuf" || r.header.Get("ETag") != etag {
+		t.Fatalf("v2 protobuf: %d %q %q", r.code, r.header.Get("Content-Type"), r.header.Get("ETag"))
+	}
+	if err := proto.Unmarshal(r.body, &doc); err != nil || doc.GetSwagger() != "2.0" || len(doc.GetDefinitions().GetAdditionalProperties()) == 0 {
+		t.Fatalf("v2 protobuf does not decode as an OpenAPI v2 document: %v (swagger %q)", err, doc.GetSwagger())
+	}
+	if r = e.do(t, "GET", "/openapi/v2", "", "Accept", "application/vnd.kubernetes.protobuf"); r.code != 406 {
+		t.Errorf("v2 as kube's object protobuf: %d, want 406", r.code)
 	}
 	r = e.do(t, "GET", "/openapi/v3", "")
 	var root struct {

@@ -8,14 +8,48 @@ package rest
 import (
 	"net/http"
 	"strings"
+	"sync"
 	"time"
+
+	openapiv2 "github.com/google/gnostic-models/openapiv2"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/annexapi/annex/meta"
 
 	"github.com/annexapi/annex/filters"
 	"github.com/annexapi/annex/internal/openapi"
 )
 
-// openapiDocs are the encoded OpenAPI documents.
-type openapiDocs struct{ d *openapi.Documents }
+// openapiDocs are the encoded OpenAPI documents; v2's protobuf form
+// (kube-openapi's, gnostic's openapi_v2.Document) is made on first request.
+type openapiDocs struct {
+	d       *openapi.Documents
+	v2Proto func() ([]byte, error)
+}
+
+// The media types of /openapi/v2 as protobuf: the one kube answers with,
+// and the older one client-go asks for.
+const (
+	mediaOpenAPIv2Proto           = "application/com.github.proto-openapi.spec.v2.v1.0+protobuf"
+	mediaOpenAPIv2ProtoDeprecated = "application/com.github.proto-openapi.spec.v2@v1.0+protobuf"
+)
+
+// v2Format is the form of /openapi/v2 an Accept header asks for, in its
+// order of preference: "json", "protobuf" or "" (406).
+func v2Format(accept string) string {
+	if strings.TrimSpace(accept) == "" {
+		return "json"
+	}
+	for _, c := range parseAccept(accept) {
+		switch mt := c.typ + "/" + c.sub; {
+		case c.matchesJSON() && c.plain(false):
+			return "json"
+		case mt == mediaOpenAPIv2Proto || mt == mediaOpenAPIv2ProtoDeprecated:
+			return "protobuf"
+		}
+	}
+	return ""
+}
 
 // patchTypes are the patch content types the handler accepts.
 func (rh *resourceHandler) patchTypes() []string {
@@ -39,7 +73,13 @@ func buildOpenAPI(title string, rs []*resourceHandler) (*openapiDocs, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &openapiDocs{d: d}, nil
+	return &openapiDocs{d: d, v2Proto: sync.OnceValues(func() ([]byte, error) {
+		doc, err := openapiv2.ParseDocument(d.V2)
+		if err != nil {
+			return nil, err
+		}
+		return proto.Marshal(doc)
+	})}, nil
 }
 
 // serve answers an OpenAPI path and reports whether the path was one.
@@ -55,15 +95,27 @@ func (o *openapiDocs) serve(w http.ResponseWriter, r *http.Request) bool {
 	accept := r.Header.Get("Accept")
 	switch {
 	case p == "/openapi/v2":
-		// Protobuf-only clients (client-go's OpenAPISchema) get 406 and fall
-		// back; a JSON body under a protobuf type would be misread.
-		if !negotiateJSON(accept, false) {
-			filters.WriteStatus(w, errNotAcceptable())
+		// JSON, or protobuf for client-go's OpenAPISchema (kubectl explain
+		// --output=plaintext-openapiv2); one ETag for both, as kube's, with
+		// Vary.
+		format := v2Format(accept)
+		if format == "" {
+			filters.WriteStatus(w, meta.NewNotAcceptable([]string{mediaJSON, mediaOpenAPIv2Proto}))
 			return true
 		}
 		w.Header().Set("ETag", o.d.V2ETag)
+		w.Header().Set("Vary", "Accept")
 		if r.Header.Get("If-None-Match") == o.d.V2ETag {
 			w.WriteHeader(http.StatusNotModified)
+			return true
+		}
+		if format == "protobuf" {
+			b, err := o.v2Proto()
+			if err != nil {
+				filters.WriteStatus(w, meta.NewInternalError(err))
+				return true
+			}
+			writeDoc(w, mediaOpenAPIv2Proto, b)
 			return true
 		}
 		writeDoc(w, mediaJSON, o.d.V2)

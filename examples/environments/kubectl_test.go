@@ -291,3 +291,13 @@ func TestDisabledAdmissionPlugins(t *testing.T) {
 	kubectltest.WantContains(t, "create", k.MustRun("create", "-f", k.WriteFile("prod.yaml", prod)), "environment.platform.example.com/prod-unowned created")
 	kubectltest.WantContains(t, "mutating policy", k.MustRun("get", "environment", "prod-unowned", "-o", "jsonpath={.metadata.labels.managed-by}"), "annex")
 }
+
+// TestKubectlExplainOpenAPIv2: kubectl's plaintext-openapiv2 output reads
+// /openapi/v2 as protobuf.
+func TestKubectlExplainOpenAPIv2(t *testing.T) {
+	t.Parallel()
+	dataDir, _, _ := startExample(t)
+	k := kubectltest.New(t, filepath.Join(dataDir, "kubeconfig"))
+	kubectltest.WantContains(t, "explain v2", k.MustRun("explain", "environment.spec.tier", "--output=plaintext-openapiv2"),
+		"Tier is the kind of environment: dev, staging or prod.")
+}
