@@ -1,14 +1,19 @@
 // This file connects admission (package admission) to the resource handlers
 // (package rest): both name the attributes of a write as attrs.Admission, so
 // an admission.Chain is a rest.Admitter as it is. Neither package imports
-// the other.
+// the other. It also lets admission's CEL expressions check authorization
+// with the server's authorizer (package authz), which admission does not
+// import either.
 
 package annex
 
 import (
+	"context"
 	"slices"
 
 	"github.com/annexapi/annex/admission"
+	"github.com/annexapi/annex/authz"
+	"github.com/annexapi/annex/cellib"
 	"github.com/annexapi/annex/kubeclient"
 	"github.com/annexapi/annex/rest"
 )
@@ -18,8 +23,9 @@ var _ rest.Admitter = (*admission.Chain)(nil)
 // buildAdmission assembles the admission chain: Go plugins first, then the
 // admission policies, then the webhooks (the order kube-apiserver runs them
 // in), plus each resource's schema, and, in delegated mode, the namespace
-// lifecycle plugin against the cluster. observe counts rejections by stage.
-func (s *Server) buildAdmission(c *Builder, p *plan, resources []rest.Resource, cluster *kubeclient.Client, observe func(stage string)) (rest.Admitter, error) {
+// lifecycle plugin against the cluster. Policies' and webhooks' authorizer
+// checks go to authorizer, the server's. observe counts rejections by stage.
+func (s *Server) buildAdmission(c *Builder, p *plan, resources []rest.Resource, cluster *kubeclient.Client, authorizer authz.Authorizer, observe func(stage string)) (rest.Admitter, error) {
 	cfg := admission.Config{Registerer: c.Observability.Registerer, ObserveRejection: observe}
 	for _, r := range resources {
 		var subs []string
@@ -30,6 +36,7 @@ func (s *Server) buildAdmission(c *Builder, p *plan, resources []rest.Resource, 
 	}
 	var opts admission.PolicyOptions
 	var hookOpts admission.WebhookOptions
+	opts.Authorizer, hookOpts.Authorizer = celAuthorizer(authorizer), celAuthorizer(authorizer)
 	off := func(plugin string) bool { return slices.Contains(c.Admission.DisabledPlugins, plugin) }
 	if cluster != nil && !off("NamespaceLifecycle") {
 		// Namespaces as the cluster has them, followed by a watch: a
@@ -89,4 +96,23 @@ func (s *Server) buildAdmission(c *Builder, p *plan, resources []rest.Resource, 
 		return nil, err
 	}
 	return chain, nil
+}
+
+// celAuthorizer is the server's authorizer as CEL expressions see it: the
+// authorizer variable of policies and matchConditions checks with it, as
+// kube-apiserver's do with its own. Nil stays nil.
+func celAuthorizer(a authz.Authorizer) cellib.Authorizer {
+	if a == nil {
+		return nil
+	}
+	return cellib.AuthorizerFunc(func(ctx context.Context, attrs cellib.Attributes) (cellib.Decision, string, error) {
+		d, reason, err := a.Authorize(ctx, authz.Attributes(attrs))
+		switch d {
+		case authz.DecisionAllow:
+			return cellib.DecisionAllow, reason, err
+		case authz.DecisionDeny:
+			return cellib.DecisionDeny, reason, err
+		}
+		return cellib.DecisionNoOpinion, reason, err
+	})
 }

@@ -38,7 +38,7 @@ func (s *Server) buildHandler(c *Builder, p *plan, resources []rest.Resource, fd
 	if err != nil {
 		return nil, err
 	}
-	admit, err := s.buildAdmission(c, p, resources, fd.cluster, m.ObserveRejection)
+	admit, err := s.buildAdmission(c, p, resources, fd.cluster, fd.authorizer, m.ObserveRejection)
 	if err != nil {
 		errs = append(errs, err)
 	}

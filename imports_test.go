@@ -50,6 +50,9 @@ func importRules() []importRule {
 		// reports its structural checks with it.
 		{pkg: "field", allow: []string{"meta"}},
 		{pkg: "schema", allow: []string{"field", "internal/jsondec"}},
+		// cellib is Kubernetes' CEL libraries over cel-go: meta's name
+		// validators for the format library, filters' User for the authz one.
+		{pkg: "cellib", allow: []string{"meta", "filters"}},
 		{pkg: "healthz", allow: []string{}},
 		{pkg: "certs", allow: []string{}},
 		{pkg: "kubeclient", allow: []string{"meta"}},

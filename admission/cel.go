@@ -1,7 +1,7 @@
 // This file holds what every CEL use in admission shares: the environment
-// (cel-go's standard extensions standing in for the Kubernetes libraries),
-// compilation with a per-call cost limit, evaluation against a shared
-// budget, and the conversion of decoded JSON into CEL values.
+// (Kubernetes 1.34's, from package cellib), compilation with a per-call cost
+// limit, evaluation against a shared budget, and the conversion of decoded
+// JSON into CEL values.
 
 package admission
 
@@ -17,8 +17,9 @@ import (
 	"cel.dev/cel-go/common/types"
 	"cel.dev/cel-go/common/types/ref"
 	"cel.dev/cel-go/common/types/traits"
-	"cel.dev/cel-go/ext"
 	"google.golang.org/protobuf/types/known/structpb"
+
+	"github.com/annexapi/annex/cellib"
 )
 
 // Kubernetes' CEL limits (k8s.io/apiserver/pkg/apis/cel/config.go).
@@ -36,25 +37,16 @@ const (
 // errOutOfBudget is returned by evalExpr when the shared budget is spent.
 var errOutOfBudget = errors.New("validation failed due to running out of cost budget, no further validation rules will be run")
 
-// celBaseOptions are the libraries every environment gets. Kubernetes adds
-// its own (quantity, url, authz, semver...); annex has cel-go's extensions:
-// strings, lists, sets, math, encoders, regex, network (ip/cidr), bindings,
-// two-variable comprehensions and optionals.
+// celBaseOptions are the libraries every environment gets: Kubernetes
+// 1.34's base CEL environment (cellib.Base): its libraries (lists, regex,
+// url, quantity, ip, cidr, format, semver, authz) with their costs, and the
+// cel-go extensions and options it enables (strings v2, lists v3, sets,
+// two-variable comprehensions, optional types...), and nothing more, so a
+// rule copied from a cluster means here what it means there. An
+// environment's type provider must come before them: ip and cidr register
+// their types with it.
 func celBaseOptions() []cel.EnvOption {
-	return []cel.EnvOption{
-		cel.CrossTypeNumericComparisons(true),
-		cel.OptionalTypes(),
-		cel.DefaultUTCTimeZone(true),
-		ext.Strings(ext.StringsVersion(2)),
-		ext.Lists(),
-		ext.Sets(),
-		ext.Math(),
-		ext.Encoders(),
-		ext.Regex(),
-		ext.Network(),
-		ext.Bindings(),
-		ext.TwoVarComprehensions(),
-	}
+	return cellib.Base()
 }
 
 // compiled is one CEL expression ready to run.

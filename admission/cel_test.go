@@ -104,7 +104,7 @@ func TestPolicyCELVariables(t *testing.T) {
 		{name: "json_numbers", a: numbers, expr: `type(object.spec.replicas) == int && object.spec.replicas == 3 && object.spec.replicas + 1 == 4 &&
 			type(object.spec.ratio) == double && object.spec.ratio == 0.5 && type(object.spec.big) == double && object.spec.big == 1000.0 &&
 			object.spec.ports.all(p, type(p.port) == int) && object.spec.ports.map(p, p.port) == [80, 443] &&
-			object.spec.nested.list[0] == [1, 2.5] && type(object.spec.nested.list[0][0]) == int &&
+			object.spec.nested.list[0] == [1.0, 2.5] && type(object.spec.nested.list[0][0]) == int &&
 			type(object.spec.float) == int && object.spec.float == 7 && type(object.spec.int) == int && object.spec.half == 1.5 &&
 			object.spec == oldObject.spec && object != null`},
 		// request.

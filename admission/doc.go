@@ -55,7 +55,13 @@
 // # Caveats
 //
 // CEL expressions are checked with dynamic types (not against the schema),
-// and the Kubernetes-only CEL libraries (quantity, url, authz, semver) are
-// not available; cel-go's extensions (strings, lists, sets, math, regex,
-// network, encoders, bindings) are.
+// so a rule that a 1.34 cluster refuses for its estimated cost compiles
+// here; at run time the per-call limit and the budgets apply with
+// Kubernetes' costs. Every environment is Kubernetes 1.34's (package
+// cellib): its libraries (quantity, url, ip, cidr, semver, format, regex,
+// lists, authz) and the cel-go extensions it enables, and no others (no
+// math, encoders, cel.bind or cel-go's network and regex extensions). The
+// authorizer variable of policies and matchConditions needs
+// PolicyOptions.Authorizer or WebhookOptions.Authorizer; the Builder sets
+// them to the server's authorizer.
 package admission

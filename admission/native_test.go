@@ -12,7 +12,7 @@ import (
 // the protobuf way.
 func TestPlainJSON_matches_CEL_conversion(t *testing.T) {
 	t.Parallel()
-	env, err := policyEnv()
+	env, err := policyEnv(true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -25,14 +25,15 @@ func TestPlainJSON_matches_CEL_conversion(t *testing.T) {
 	}{
 		{`Object{metadata: Object.metadata{labels: {"managed-by": "annex"}}}`, true},
 		{`Object{spec: Object.spec{replicas: object.spec.replicas + 1, ratio: object.spec.ratio * 2.0, ports: object.spec.ports}}`, true},
-		{`[JSONPatch{op: "add", path: "/spec/x", value: [1, 2.5, -3.0, "s", true, null, {"k": [{}]}]}]`, true},
-		{`{"a": 9007199254740991, "b": -9007199254740991, "c": 1e300, "d": 0.1, "e": object.spec}`, true},
+		// Mixed literals need dyn elements: Kubernetes refuses [1, 2.5].
+		{`[JSONPatch{op: "add", path: "/spec/x", value: [dyn(1), dyn(2.5), dyn(-3.0), dyn("s"), dyn(true), dyn(null), dyn({"k": [{}]})]}]`, true},
+		{`{"a": dyn(9007199254740991), "b": dyn(-9007199254740991), "c": dyn(1e300), "d": dyn(0.1), "e": object.spec}`, true},
 		{`{"big": 9007199254740992}`, false},
 		{`{"u": 3u}`, false},
 		{`{"bytes": b"abc"}`, false},
-		{`{"ts": timestamp("2026-11-26T05:00:00Z"), "d": duration("1.5s")}`, false},
+		{`{"ts": dyn(timestamp("2026-11-26T05:00:00Z")), "d": dyn(duration("1.5s"))}`, false},
 		{`{1: "int key"}`, false},
-		{`[[1, [2, [3u]]]]`, false},
+		{`[[dyn(1), dyn([dyn(2), dyn([3u])])]]`, false},
 		{`object`, true},
 		{`object.spec.ports`, true},
 	} {

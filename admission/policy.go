@@ -23,6 +23,7 @@ import (
 	jsonpatch "github.com/evanphx/json-patch/v5"
 	"go.yaml.in/yaml/v3"
 
+	"github.com/annexapi/annex/cellib"
 	"github.com/annexapi/annex/filters"
 	"github.com/annexapi/annex/meta"
 )
@@ -140,6 +141,12 @@ type PolicyOptions struct {
 	// Budget is the CEL cost one policy evaluation may spend; zero means
 	// RuntimeCELCostBudget (10,000,000).
 	Budget int64
+	// Authorizer answers the expressions' authorizer checks
+	// (authorizer.group('apps').resource('deployments').check('get'),
+	// authorizer.requestResource.check(...)) for the request's user; nil
+	// means an expression that reads the authorizer fails to evaluate
+	// ("no such attribute").
+	Authorizer cellib.Authorizer
 }
 
 // LoadPolicies reads a multi-document YAML (or JSON) stream of
@@ -201,18 +208,21 @@ type compiledPolicy struct {
 	audits      []*compiled
 	mutations   []*compiled
 	failOpen    bool
-	// readsRequest and readsNamespace tell whether any expression reads
-	// request or namespaceObject: the activation builds them only then.
-	readsRequest, readsNamespace bool
+	// readsRequest, readsNamespace and readsAuthorizer tell whether any
+	// expression reads request, namespaceObject or the authorizer: the
+	// activation builds them only then.
+	readsRequest, readsNamespace, readsAuthorizer bool
 }
 
-// noteReads sets readsRequest and readsNamespace from the expressions.
+// noteReads sets readsRequest, readsNamespace and readsAuthorizer from the
+// expressions.
 func (cp *compiledPolicy) noteReads() {
 	for _, list := range [][]*compiled{cp.conditions, cp.variables, cp.validations, cp.messages, cp.audits, cp.mutations} {
 		for _, c := range list {
 			if c != nil {
 				cp.readsRequest = cp.readsRequest || c.references("request")
 				cp.readsNamespace = cp.readsNamespace || c.references("namespaceObject")
+				cp.readsAuthorizer = cp.readsAuthorizer || c.references(authorizerVar) || c.references(requestResourceVar)
 			}
 		}
 	}
@@ -220,8 +230,9 @@ func (cp *compiledPolicy) noteReads() {
 
 // objectTypes lets MutatingAdmissionPolicy expressions build
 // `Object{spec: Object.spec{...}}` and `JSONPatch{op: ..., path: ...}`
-// values: every such type is a struct of dyn fields, created as a map.
-type objectTypes struct{ types.Provider }
+// values: every such type is a struct of dyn fields, created as a map. It
+// is a registry, so libraries can register their types with it.
+type objectTypes struct{ *types.Registry }
 
 func (o objectTypes) isOurs(name string) bool {
 	return name == "JSONPatch" || name == "Object" || strings.HasPrefix(name, "Object.")
@@ -231,21 +242,21 @@ func (o objectTypes) FindStructType(name string) (*types.Type, bool) {
 	if o.isOurs(name) {
 		return types.NewTypeTypeWithParam(types.NewObjectType(name)), true
 	}
-	return o.Provider.FindStructType(name)
+	return o.Registry.FindStructType(name)
 }
 
 func (o objectTypes) FindStructFieldNames(name string) ([]string, bool) {
 	if o.isOurs(name) {
 		return nil, true
 	}
-	return o.Provider.FindStructFieldNames(name)
+	return o.Registry.FindStructFieldNames(name)
 }
 
 func (o objectTypes) FindStructFieldType(name, field string) (*types.FieldType, bool) {
 	if o.isOurs(name) {
 		return &types.FieldType{Type: types.DynType}, true
 	}
-	return o.Provider.FindStructFieldType(name, field)
+	return o.Registry.FindStructFieldType(name, field)
 }
 
 func (o objectTypes) NewValue(name string, fields map[string]ref.Val) ref.Val {
@@ -256,24 +267,51 @@ func (o objectTypes) NewValue(name string, fields map[string]ref.Val) ref.Val {
 		}
 		return types.NewRefValMap(types.DefaultTypeAdapter, m)
 	}
-	return o.Provider.NewValue(name, fields)
+	return o.Registry.NewValue(name, fields)
 }
 
-func policyEnv() (*cel.Env, error) {
+// policyEnv is the environment of policies' and webhooks' expressions:
+// Kubernetes' base, the variables, and the authorizer (bound when
+// PolicyOptions or WebhookOptions have an Authorizer); a
+// MutatingAdmissionPolicy's also has jsonpatch.escapeKey, as in Kubernetes.
+func policyEnv(mutating bool) (*cel.Env, error) {
 	reg, err := types.NewRegistry()
 	if err != nil {
 		return nil, err
 	}
-	return cel.NewEnv(append(celBaseOptions(),
-		cel.CustomTypeProvider(objectTypes{reg}), cel.CustomTypeAdapter(jsonAdapter{reg}),
+	opts := append([]cel.EnvOption{cel.CustomTypeProvider(objectTypes{reg}), cel.CustomTypeAdapter(jsonAdapter{reg})}, celBaseOptions()...)
+	opts = append(opts,
 		cel.Variable("object", cel.DynType), cel.Variable("oldObject", cel.DynType),
 		cel.Variable("request", cel.DynType), cel.Variable("params", cel.DynType),
 		cel.Variable("namespaceObject", cel.DynType),
-		cel.Variable("variables", cel.MapType(cel.StringType, cel.DynType)))...)
+		cel.Variable("variables", cel.MapType(cel.StringType, cel.DynType)),
+		cel.Variable(authorizerVar, cellib.AuthorizerType),
+		cel.Variable(requestResourceVar, cellib.ResourceCheckType))
+	if mutating {
+		opts = append(opts, cellib.JSONPatch())
+	}
+	return cel.NewEnv(opts...)
+}
+
+// The variables of the authorizer, as Kubernetes names them.
+const (
+	authorizerVar      = "authorizer"
+	requestResourceVar = "authorizer.requestResource"
+)
+
+// bindAuthorizer sets the authorizer variables of act for a's user and
+// resource, when there is an authorizer to check with.
+func bindAuthorizer(ctx context.Context, act map[string]any, az cellib.Authorizer, a *Attributes) {
+	if az == nil {
+		return
+	}
+	act[authorizerVar] = cellib.AuthorizerValue(ctx, az, a.User)
+	act[requestResourceVar] = cellib.RequestResourceValue(ctx, az, a.User, cellib.RequestResource{
+		Group: a.Group, Resource: a.Resource, Subresource: a.Subresource, Namespace: a.Namespace, Name: a.Name})
 }
 
 func compilePolicies(policies []Policy, bindings []Binding, kind string) ([]*compiledPolicy, error) {
-	env, err := policyEnv()
+	env, err := policyEnv(kind == "MutatingAdmissionPolicy")
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrInvalidConfig, err)
 	}
@@ -498,8 +536,12 @@ func (e *policyEngine) activation(ctx context.Context, a *Attributes, p *compile
 	if p.readsRequest {
 		req = requestObject(a, "")
 	}
-	return map[string]any{"object": obj, "oldObject": old, "request": req, "params": param,
+	act := map[string]any{"object": obj, "oldObject": old, "request": req, "params": param,
 		"namespaceObject": nsObj, "variables": map[string]any{}}
+	if p.readsAuthorizer {
+		bindAuthorizer(ctx, act, e.opts.Authorizer, a)
+	}
+	return act
 }
 
 // prepare evaluates the variables (eagerly, in order; a failed variable is

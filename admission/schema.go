@@ -88,8 +88,8 @@ func NewSchemaValidator(p *schema.Props, gk meta.GroupKind, opts SchemaOptions) 
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrInvalidSchema, err)
 	}
-	env, err := cel.NewEnv(append(celBaseOptions(), cel.CustomTypeProvider(reg), cel.CustomTypeAdapter(jsonAdapter{reg}),
-		cel.Variable("self", cel.DynType), cel.Variable("oldSelf", cel.DynType))...)
+	envOpts := append([]cel.EnvOption{cel.CustomTypeProvider(reg), cel.CustomTypeAdapter(jsonAdapter{reg})}, celBaseOptions()...)
+	env, err := cel.NewEnv(append(envOpts, cel.Variable("self", cel.DynType), cel.Variable("oldSelf", cel.DynType))...)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrInvalidSchema, err)
 	}

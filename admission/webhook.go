@@ -27,6 +27,7 @@ import (
 
 	"cel.dev/cel-go/common/types"
 
+	"github.com/annexapi/annex/cellib"
 	"github.com/annexapi/annex/filters"
 	"github.com/annexapi/annex/internal/hookclient"
 	"github.com/annexapi/annex/meta"
@@ -106,6 +107,10 @@ type WebhookOptions struct {
 	// URL's host[:port]), as a WebhookAdmissionConfiguration's
 	// kubeConfigFile says; nil means anonymously.
 	Credentials func(target string) (*WebhookCredentials, error)
+	// Authorizer answers matchConditions' authorizer checks for the
+	// request's user, as PolicyOptions.Authorizer; nil means a condition
+	// that reads the authorizer fails to evaluate.
+	Authorizer cellib.Authorizer
 }
 
 // WebhookCredentials authenticate the server to a webhook: a client
@@ -122,7 +127,8 @@ type WebhookCredentials struct {
 type Webhooks struct {
 	mutating   bool
 	hooks      []*hook
-	namespaces NamespaceGetter // WebhookOptions.Namespaces, for namespaceSelector
+	namespaces NamespaceGetter   // WebhookOptions.Namespaces, for namespaceSelector
+	authorizer cellib.Authorizer // WebhookOptions.Authorizer, for matchConditions
 	metrics    *metrics
 }
 
@@ -143,7 +149,9 @@ type hook struct {
 	failOpen   bool
 	conditions []*compiled
 	condNames  []string
-	id         string
+	// readsAuthorizer is true when a matchCondition reads the authorizer.
+	readsAuthorizer bool
+	id              string
 }
 
 // NewMutatingWebhooks prepares the webhooks of MutatingWebhookConfigurations.
@@ -163,11 +171,11 @@ func newWebhooks(configs []WebhookConfiguration, opts WebhookOptions, mutating b
 	}
 	configs = append([]WebhookConfiguration(nil), configs...)
 	sort.SliceStable(configs, func(i, j int) bool { return configs[i].Metadata.Name < configs[j].Metadata.Name })
-	env, err := policyEnv()
+	env, err := policyEnv(false)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrInvalidConfig, err)
 	}
-	w := &Webhooks{mutating: mutating, namespaces: opts.Namespaces}
+	w := &Webhooks{mutating: mutating, namespaces: opts.Namespaces, authorizer: opts.Authorizer}
 	for _, c := range configs {
 		if c.Kind != "" && c.Kind != kind {
 			continue
@@ -257,6 +265,7 @@ func newWebhooks(configs []WebhookConfiguration, opts WebhookOptions, mutating b
 					return nil, bad("matchConditions[%d].expression: %v", j, err)
 				}
 				h.conditions, h.condNames = append(h.conditions, prg), append(h.condNames, mc.Name)
+				h.readsAuthorizer = h.readsAuthorizer || prg.references(authorizerVar) || prg.references(requestResourceVar)
 			}
 			w.hooks = append(w.hooks, h)
 		}
@@ -330,6 +339,9 @@ func (w *Webhooks) shouldCallAt(ctx context.Context, h *hook, a *Attributes, ns 
 	budget := int64(MatchConditionBudget)
 	act := map[string]any{"object": nilOr(a.Object), "oldObject": nilOr(a.OldObject), "request": requestObject(a, ""),
 		"params": nil, "namespaceObject": nil, "variables": map[string]any{}}
+	if h.readsAuthorizer {
+		bindAuthorizer(ctx, act, w.authorizer, a)
+	}
 	var firstErr error
 	for i, prg := range h.conditions {
 		v, err := prg.eval(ctx, act, &budget)
