@@ -8,12 +8,10 @@
 package annex
 
 import (
-	"context"
 	"slices"
 
 	"github.com/annexapi/annex/admission"
 	"github.com/annexapi/annex/authz"
-	"github.com/annexapi/annex/cellib"
 	"github.com/annexapi/annex/kubeclient"
 	"github.com/annexapi/annex/rest"
 )
@@ -36,7 +34,7 @@ func (s *Server) buildAdmission(c *Builder, p *plan, resources []rest.Resource, 
 	}
 	var opts admission.PolicyOptions
 	var hookOpts admission.WebhookOptions
-	opts.Authorizer, hookOpts.Authorizer = celAuthorizer(authorizer), celAuthorizer(authorizer)
+	opts.Authorizer, hookOpts.Authorizer = authz.CELAuthorizer(authorizer), authz.CELAuthorizer(authorizer)
 	off := func(plugin string) bool { return slices.Contains(c.Admission.DisabledPlugins, plugin) }
 	if cluster != nil && !off("NamespaceLifecycle") {
 		// Namespaces as the cluster has them, followed by a watch: a
@@ -96,23 +94,4 @@ func (s *Server) buildAdmission(c *Builder, p *plan, resources []rest.Resource, 
 		return nil, err
 	}
 	return chain, nil
-}
-
-// celAuthorizer is the server's authorizer as CEL expressions see it: the
-// authorizer variable of policies and matchConditions checks with it, as
-// kube-apiserver's do with its own. Nil stays nil.
-func celAuthorizer(a authz.Authorizer) cellib.Authorizer {
-	if a == nil {
-		return nil
-	}
-	return cellib.AuthorizerFunc(func(ctx context.Context, attrs cellib.Attributes) (cellib.Decision, string, error) {
-		d, reason, err := a.Authorize(ctx, authz.Attributes(attrs))
-		switch d {
-		case authz.DecisionAllow:
-			return cellib.DecisionAllow, reason, err
-		case authz.DecisionDeny:
-			return cellib.DecisionDeny, reason, err
-		}
-		return cellib.DecisionNoOpinion, reason, err
-	})
 }

@@ -1,11 +1,13 @@
-package annex
+package annex_test
 
 import (
+	"io"
 	"net/http"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/annexapi/annex"
 	"github.com/annexapi/annex/rest"
 )
 
@@ -66,22 +68,27 @@ func TestAdmissionPolicyChecksWithServerAuthorizer(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	tokens := writeFile(t, dir, "tokens.csv", "x-token,x,x-1,\"testers\"\ny-token,y,y-1,\"testers\"\n")
-	b := Builder{Resources: []rest.Resource{widgets()}, DataDir: filepath.Join(dir, "data"),
-		Authentication: Authentication{TokenAuthFile: tokens},
-		Authorization:  Authorization{PolicyFiles: []string{writeFile(t, dir, "rbac.yaml", approversPolicy)}},
-		Admission:      Admission{PolicyFiles: []string{writeFile(t, dir, "policy.yaml", approversOnly)}}}
-	ts := startServer(t, b)
+	b := annex.Builder{Resources: []rest.Resource{widgets()}, DataDir: filepath.Join(dir, "data"),
+		Authentication: annex.Authentication{TokenAuthFile: tokens},
+		Authorization:  annex.Authorization{PolicyFiles: []string{writeFile(t, dir, "rbac.yaml", approversPolicy)}},
+		Admission:      annex.Admission{PolicyFiles: []string{writeFile(t, dir, "policy.yaml", approversOnly)}}}
+	srv := startServer(t, b)
 	create := func(token, name string) (int, string) {
 		t.Helper()
-		req, _ := http.NewRequest(http.MethodPost, ts.srv.URL()+"/apis/test.annex.dev/v1/namespaces/default/widgets",
+		req, _ := http.NewRequest(http.MethodPost, srv.URL+"/apis/test.annex.dev/v1/namespaces/default/widgets",
 			strings.NewReader(`{"metadata":{"name":"`+name+`"}}`))
 		req.Header.Set("Authorization", "Bearer "+token)
 		req.Header.Set("Content-Type", "application/json")
-		resp, err := ts.anon.Do(req)
+		resp, err := srv.AnonymousClient().Do(req)
 		if err != nil {
 			t.Fatal(err)
 		}
-		return resp.StatusCode, readAll(t, resp)
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp.StatusCode, string(b)
 	}
 	if code, body := create("x-token", "by-x"); code != http.StatusCreated {
 		t.Fatalf("x (an approver) creates: %d %s", code, body)
