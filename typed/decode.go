@@ -173,6 +173,21 @@ func unmarshalerErrors(t reflect.Type, v any, path string) field.ErrorList {
 		return nil
 	}
 	if uerr := json.Unmarshal(b, reflect.New(t).Interface()); uerr != nil {
+		// A number the type keeps in a Go integer too small for it
+		// (IntOrString's int32): the bounds of that integer.
+		var te *json.UnmarshalTypeError
+		if n, isNumber := v.(json.Number); isNumber && errors.As(uerr, &te) && te.Type != nil {
+			switch te.Type.Kind() {
+			case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+				if errs := intErrors(path, n, -1<<(te.Type.Bits()-1), 1<<(te.Type.Bits()-1)-1); len(errs) > 0 {
+					return errs
+				}
+			case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+				if errs := uintErrors(path, n, te.Type.Bits()); len(errs) > 0 {
+					return errs
+				}
+			}
+		}
 		if s, ok := v.(string); ok && err == nil && p.Format != "" {
 			return field.ErrorList{{Type: field.ErrorTypeInvalid, Field: path, BadValue: s,
 				Detail: fmt.Sprintf("%s in body must be of type %s: %q", body(path), p.Format, s)}}

@@ -190,6 +190,8 @@ func TestUndecodableObjectIsRefused(t *testing.T) {
 			Message: `Invalid value: "%%": spec.data in body must be of type byte: "%%"`}}},
 		{"int_or_string_given_a_bool", `{"port":true}`, []meta.StatusCause{{Type: "FieldValueTypeInvalid", Field: "spec.port",
 			Message: `Invalid value: "boolean": spec.port in body must be of type integer,string: "boolean"`}}},
+		{"int_or_string_beyond_int32", `{"port":3000000000}`, []meta.StatusCause{{Type: "FieldValueInvalid", Field: "spec.port",
+			Message: `Invalid value: 3000000000: spec.port in body should be less than or equal to 2147483647`}}},
 		{"time_not_rfc3339", `{}`, nil}, // the spec is fine; the status below is not
 	} {
 		t.Run(c.name, func(t *testing.T) {
