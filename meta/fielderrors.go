@@ -70,18 +70,6 @@ func forbiddenErr(field, detail string) fieldError {
 	return fieldError{CauseTypeFieldValueForbidden, field, withDetail("Forbidden", detail)}
 }
 
-func notSupportedErr(field string, value any, valid []string) fieldError {
-	detail := ""
-	if len(valid) > 0 {
-		quoted := make([]string, len(valid))
-		for i, v := range valid {
-			quoted[i] = fmt.Sprintf("%q", v)
-		}
-		detail = "supported values: " + strings.Join(quoted, ", ")
-	}
-	return fieldError{CauseTypeFieldValueNotSupported, field, withDetail("Unsupported value: "+formatBadValue(value), detail)}
-}
-
 func tooLongErr(field string, maxLength int) fieldError {
 	return fieldError{CauseTypeFieldValueTooLong, field, fmt.Sprintf("Too long: may not be more than %d bytes", maxLength)}
 }

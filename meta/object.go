@@ -1,5 +1,5 @@
 // This file holds the object model every resource shares: TypeMeta,
-// ObjectMeta with its Time, OwnerReference and ManagedFieldsEntry, and the
+// ObjectMeta with its OwnerReference and ManagedFieldsEntry, and the
 // shapes of lists, watch events and PartialObjectMetadata. JSON names and
 // omitempty rules are those of k8s.io/apimachinery/pkg/apis/meta/v1.
 
@@ -9,7 +9,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"time"
 )
 
 // TypeMeta is the kind and apiVersion every single-object response carries.
@@ -17,48 +16,6 @@ type TypeMeta struct {
 	Kind       string `json:"kind,omitempty"`
 	APIVersion string `json:"apiVersion,omitempty"`
 }
-
-// Time is a timestamp that marshals as RFC 3339 in UTC with second precision
-// ("2024-05-01T12:00:00Z"), and as null when zero, as metav1.Time does. It
-// unmarshals null (to zero) and any RFC 3339 string.
-type Time struct {
-	time.Time
-}
-
-// NewTime returns t as a Time.
-func NewTime(t time.Time) Time { return Time{t} }
-
-// MarshalJSON implements json.Marshaler.
-func (t Time) MarshalJSON() ([]byte, error) {
-	if t.IsZero() {
-		return []byte("null"), nil
-	}
-	b := make([]byte, 0, len(time.RFC3339)+2)
-	b = append(b, '"')
-	b = t.UTC().AppendFormat(b, time.RFC3339)
-	return append(b, '"'), nil
-}
-
-// UnmarshalJSON implements json.Unmarshaler.
-func (t *Time) UnmarshalJSON(b []byte) error {
-	if string(b) == "null" {
-		t.Time = time.Time{}
-		return nil
-	}
-	var s string
-	if err := json.Unmarshal(b, &s); err != nil {
-		return err
-	}
-	pt, err := time.Parse(time.RFC3339, s)
-	if err != nil {
-		return err
-	}
-	t.Time = pt.UTC()
-	return nil
-}
-
-// Rfc3339Copy returns the time cut to whole seconds, as it reads back from JSON.
-func (t Time) Rfc3339Copy() Time { return Time{t.UTC().Truncate(time.Second)} }
 
 // ObjectMeta is metav1.ObjectMeta: the metadata of every stored object.
 // CreationTimestamp has no omitempty, so a zero one is written as

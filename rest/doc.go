@@ -59,7 +59,9 @@
 //     returning field.ErrorList): Go code for what a schema cannot say
 //     (a checksum, a parse, a rule over several fields with a loop), for
 //     your own resource only. ValidateUpdate does not run on /status writes
-//     and can let metadata-only edits through (MetadataOnly).
+//     and can let metadata-only edits through (MetadataOnly). A hook's
+//     cause identical to one the schema (or the hook) already gave is
+//     listed once.
 //   - Admission (Builder.Admission.Validators, ValidatingAdmissionPolicy files,
 //     webhooks): policy that spans resources or depends on who asks, or that
 //     an operator adds without rebuilding the server; it also sees deletes.

@@ -59,3 +59,20 @@ func TestStatusStrategy(t *testing.T) {
 		t.Errorf("spec change: %d %s", r.code, r.body)
 	}
 }
+
+// TestStrategyCausesNotRepeated: a strategy cause identical to one already
+// listed (the schema's, or its own) is listed once; a different one is kept.
+func TestStrategyCausesNotRepeated(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, func(c *Config) {
+		c.Resources[0].Strategy.ValidateCreate = func(context.Context, Object) field.ErrorList {
+			p := field.NewPath("spec", "replicas")
+			return field.ErrorList{field.Invalid(p, 1, "odd"), field.Invalid(p, 1, "odd"), field.Invalid(p, 1, "small")}
+		}
+	})
+	r := e.do(t, "POST", envBase+"/namespaces/ns/environments", `{"metadata":{"name":"a"},"spec":{"replicas":1}}`, "Content-Type", "application/json")
+	if st := r.status(t); r.code != http.StatusUnprocessableEntity || len(st.Details.Causes) != 2 ||
+		st.Message != `Environment.platform.example.com "a" is invalid: [spec.replicas: Invalid value: 1: odd, spec.replicas: Invalid value: 1: small]` {
+		t.Errorf("%d %s", r.code, r.body)
+	}
+}

@@ -7,9 +7,10 @@ import (
 	"net/http"
 	"net/url"
 
-	"github.com/annexapi/annex/storage"
 	"testing"
 	"time"
+
+	"github.com/annexapi/annex/storage"
 )
 
 // watchStream reads a watch response line by line.

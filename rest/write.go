@@ -18,6 +18,7 @@ import (
 	"time"
 	"unicode"
 
+	"github.com/annexapi/annex/field"
 	"github.com/annexapi/annex/filters"
 	"github.com/annexapi/annex/internal/attrs"
 	"github.com/annexapi/annex/meta"
@@ -696,7 +697,8 @@ func (rh *resourceHandler) typeMetaCauses(obj Object) []meta.StatusCause {
 // (ValidateObjectMeta, or ValidateObjectMetaUpdate against old), the scale
 // subresource's replicas paths, the schema and its rules (SchemaChecker),
 // then the strategy's ValidateCreate, ValidateUpdate or
-// ValidateStatusUpdate; any cause is a 422 listing them all.
+// ValidateStatusUpdate (less any cause already listed); any cause is a 422
+// listing them all.
 func (rh *resourceHandler) validate(ctx context.Context, wr *writeRequest, a *attrs.Admission, obj, old Object) *meta.Status {
 	md := metadata(obj)
 	name := wr.name
@@ -731,24 +733,39 @@ func (rh *resourceHandler) validate(ctx context.Context, wr *writeRequest, a *at
 		}
 		causes = append(causes, sc.CheckSchema(ctx, &sa, causes)...)
 	}
+	var strategy field.ErrorList
 	switch {
 	case old == nil:
 		if f := rh.Strategy.ValidateCreate; f != nil {
-			causes = append(causes, f(ctx, obj).Causes()...)
+			strategy = f(ctx, obj)
 		}
 	case wr.sub == "status":
 		if f := rh.Strategy.ValidateStatusUpdate; f != nil {
-			causes = append(causes, f(ctx, obj, old).Causes()...)
+			strategy = f(ctx, obj, old)
 		}
 	default:
 		if f := rh.Strategy.ValidateUpdate; f != nil {
-			causes = append(causes, f(ctx, obj, old).Causes()...)
+			strategy = f(ctx, obj, old)
 		}
 	}
+	causes = appendNew(causes, strategy.Causes())
 	if len(causes) > 0 {
 		return meta.NewInvalid(rh.gk, name, causes)
 	}
 	return nil
+}
+
+// appendNew appends to causes those of more that are not already there
+// (same type, field and message): a strategy that checks what the schema
+// checks (package typed's decoding into a Go type, say) does not repeat
+// the schema's cause.
+func appendNew(causes, more []meta.StatusCause) []meta.StatusCause {
+	for _, c := range more {
+		if !slices.Contains(causes, c) {
+			causes = append(causes, c)
+		}
+	}
+	return causes
 }
 
 // objectMeta converts generic metadata to meta.ObjectMeta for validation:

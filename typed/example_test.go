@@ -31,6 +31,12 @@ type WidgetSpec struct {
 	Color    string         `json:"color" annex:"enum=red|green|blue" doc:"Color of the widget."`
 	Replicas int32          `json:"replicas,omitempty" annex:"minimum=0,maximum=10,default=1" doc:"How many to make."`
 	Memory   typed.Quantity `json:"memory,omitempty" doc:"Memory per widget."`
+	Finish   *string        `json:"finish,omitempty" annex:"nullable" doc:"Surface finish; null for none."`
+	Options  WidgetOptions  `json:"options,omitempty" annex:"preserveUnknownFields" doc:"Options; a vendor's own are kept as given."`
+}
+
+type WidgetOptions struct {
+	Glaze string `json:"glaze,omitempty"`
 }
 
 type WidgetStatus struct {
@@ -47,6 +53,13 @@ func widgetServer(dir string, ln net.Listener) (*annex.Server, error) {
 	widgets, err := typed.Stored[Widget]{
 		Group: "shop.example.com", Version: "v1", Plural: "widgets", Kind: "Widget", Namespaced: true, StatusSubresource: true,
 		PrinterColumns: []rest.PrinterColumn{{Name: "Color", Type: "string", JSONPath: ".spec.color"}, {Name: "Made", Type: "integer", JSONPath: ".status.made"}},
+		// Labels a new widget with its color (kubectl get widgets -l color=red).
+		PrepareForCreate: func(_ context.Context, w *Widget) {
+			if w.Labels == nil {
+				w.Labels = map[string]string{}
+			}
+			w.Labels["color"] = w.Spec.Color
+		},
 		ValidateUpdate: func(_ context.Context, w, old *Widget) field.ErrorList {
 			if w.Spec.Color != old.Spec.Color && old.Status.Made > 0 {
 				return field.ErrorList{field.Forbidden(field.NewPath("spec", "color"), "may not change once widgets are made")}

@@ -1,10 +1,14 @@
+// This file holds the typed resources: Stored (objects kept in storage,
+// hooks over *T) and Computed (objects computed on read); versions.go
+// holds a stored resource served at several versions.
+
 package typed
 
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
+	"reflect"
 
 	"github.com/annexapi/annex/field"
 	"github.com/annexapi/annex/rest"
@@ -22,13 +26,20 @@ type Stored[T any] struct {
 	PrinterColumns               []rest.PrinterColumn
 	StatusSubresource            bool
 	SelectableFields             []string
+	// Deprecated and DeprecationWarning mark a deprecated version of a
+	// resource served at several (Versions).
+	Deprecated         bool
+	DeprecationWarning string
 	// Storage is the store; nil means the Builder's.
 	Storage storage.Interface
 
 	// PrepareForCreate and PrepareForUpdate normalise an object before
-	// validation; ValidateCreate, ValidateUpdate (main resource) and
+	// validation; only what they change is written back to the object (see
+	// the package doc). ValidateCreate, ValidateUpdate (main resource) and
 	// ValidateStatusUpdate (<plural>/status) report field errors, kube's
-	// 422 for any (rest.Strategy has the details).
+	// 422 for any (rest.Strategy has the details). When any hook is set,
+	// an object that does not decode into T is refused with a 422 worded
+	// as the schema's validation words it, and no hook sees it.
 	PrepareForCreate     func(ctx context.Context, obj *T)
 	PrepareForUpdate     func(ctx context.Context, obj, old *T)
 	ValidateCreate       func(ctx context.Context, obj *T) field.ErrorList
@@ -45,98 +56,101 @@ func (s Stored[T]) Resource() (rest.Resource, error) {
 	}
 	r := rest.Resource{Group: s.Group, Version: s.Version, Plural: s.Plural, Singular: s.Singular, Kind: s.Kind,
 		Namespaced: s.Namespaced, ShortNames: s.ShortNames, Categories: s.Categories, PrinterColumns: s.PrinterColumns,
-		StatusSubresource: s.StatusSubresource, Storage: s.Storage, Schema: props}
-	r.Strategy.SelectableFields = s.SelectableFields
-	if f := s.PrepareForCreate; f != nil {
-		r.Strategy.PrepareForCreate = func(ctx context.Context, obj rest.Object) {
-			v, err := decode[T](obj)
-			if err != nil {
-				return // validation reports what does not decode
-			}
-			f(ctx, v)
-			_ = encodeInto(obj, v)
-		}
-	}
-	if f := s.PrepareForUpdate; f != nil {
-		r.Strategy.PrepareForUpdate = func(ctx context.Context, obj, old rest.Object) {
-			v, err1 := decode[T](obj)
-			o, err2 := decode[T](old)
-			if err1 != nil || err2 != nil {
-				return
-			}
-			f(ctx, v, o)
-			_ = encodeInto(obj, v)
-		}
-	}
-	if f := s.ValidateCreate; f != nil {
-		r.Strategy.ValidateCreate = func(ctx context.Context, obj rest.Object) field.ErrorList {
-			v, err := decode[T](obj)
-			if err != nil {
-				return decodeError(err)
-			}
-			return f(ctx, v)
-		}
-	}
-	r.Strategy.ValidateUpdate = wrapUpdate(s.ValidateUpdate)
-	r.Strategy.ValidateStatusUpdate = wrapUpdate(s.ValidateStatusUpdate)
+		StatusSubresource: s.StatusSubresource, Storage: s.Storage, Schema: props,
+		Deprecated: s.Deprecated, DeprecationWarning: s.DeprecationWarning}
+	r.Strategy = s.strategy()
 	return r, nil
 }
 
-func wrapUpdate[T any](f func(ctx context.Context, obj, old *T) field.ErrorList) func(ctx context.Context, obj, old rest.Object) field.ErrorList {
-	if f == nil {
-		return nil
+// strategy wraps the typed hooks. With any of them set, every validation
+// (create, update, status) checks that the object decodes into T.
+func (s Stored[T]) strategy() rest.Strategy {
+	st := rest.Strategy{SelectableFields: s.SelectableFields}
+	if s.PrepareForCreate == nil && s.PrepareForUpdate == nil && s.ValidateCreate == nil &&
+		s.ValidateUpdate == nil && s.ValidateStatusUpdate == nil {
+		return st
 	}
+	if f := s.PrepareForCreate; f != nil {
+		st.PrepareForCreate = func(ctx context.Context, obj rest.Object) {
+			v, err := decode[T](obj)
+			if err != nil {
+				return // skipped: ValidateCreate refuses the object
+			}
+			before := mustEncode(v, "PrepareForCreate")
+			f(ctx, v)
+			mustApply(obj, before, mustEncode(v, "PrepareForCreate"))
+		}
+	}
+	if f := s.PrepareForUpdate; f != nil {
+		st.PrepareForUpdate = func(ctx context.Context, obj, old rest.Object) {
+			v, err1 := decode[T](obj)
+			o, err2 := decode[T](old)
+			if err1 != nil || err2 != nil {
+				return // skipped: ValidateUpdate refuses the object
+			}
+			before := mustEncode(v, "PrepareForUpdate")
+			f(ctx, v, o)
+			mustApply(obj, before, mustEncode(v, "PrepareForUpdate"))
+		}
+	}
+	validate := s.ValidateCreate
+	st.ValidateCreate = func(ctx context.Context, obj rest.Object) field.ErrorList {
+		v, err := decode[T](obj)
+		if err != nil {
+			return undecodable[T](obj, err)
+		}
+		if validate == nil {
+			return nil
+		}
+		return validate(ctx, v)
+	}
+	// A PrepareForUpdate hook skipped for a stored object that does not
+	// decode is reported by ValidateUpdate, as one for the new object is.
+	st.ValidateUpdate = wrapUpdate(s.ValidateUpdate, s.PrepareForUpdate != nil)
+	st.ValidateStatusUpdate = wrapUpdate(s.ValidateStatusUpdate, false)
+	return st
+}
+
+// wrapUpdate wraps an update validation; the stored object is decoded for
+// f, and checked when checkOld is set.
+func wrapUpdate[T any](f func(ctx context.Context, obj, old *T) field.ErrorList, checkOld bool) func(ctx context.Context, obj, old rest.Object) field.ErrorList {
 	return func(ctx context.Context, obj, old rest.Object) field.ErrorList {
 		v, err := decode[T](obj)
 		if err != nil {
-			return decodeError(err)
+			return undecodable[T](obj, err)
+		}
+		if f == nil && !checkOld {
+			return nil
 		}
 		o, err := decode[T](old)
 		if err != nil {
-			return field.ErrorList{field.InternalError(nil, err)}
+			return field.ErrorList{field.InternalError(nil, fmt.Errorf("the stored object does not decode into %s: %w", reflect.TypeFor[T](), err))}
+		}
+		if f == nil {
+			return nil
 		}
 		return f(ctx, v, o)
 	}
 }
 
-// decode turns a decoded JSON object into a T (one JSON round trip).
-func decode[T any](obj rest.Object) (*T, error) {
-	b, err := json.Marshal(obj)
-	if err != nil {
-		return nil, err
-	}
-	v := new(T)
-	if err := json.Unmarshal(b, v); err != nil {
-		return nil, err
-	}
-	return v, nil
-}
-
-// encodeInto replaces obj's content with v's JSON form.
-func encodeInto(obj rest.Object, v any) error {
+// mustEncode encodes a hook's T. A T that decoded and does not encode (a
+// MarshalJSON that fails, a NaN the hook set) is a bug of the program's:
+// the wrapper panics, which the server answers with a 500, rather than
+// store the object without the hook's changes.
+func mustEncode(v any, hook string) []byte {
 	b, err := json.Marshal(v)
 	if err != nil {
-		return err
+		panic(fmt.Errorf("typed: %s: encode %T: %w", hook, v, err))
 	}
-	var m map[string]any
-	if err := json.Unmarshal(b, &m); err != nil {
-		return err
-	}
-	clear(obj)
-	for k, x := range m {
-		obj[k] = x
-	}
-	return nil
+	return b
 }
 
-// decodeError reports an object T cannot hold (a number too large for its
-// field, say) as kube reports a type error.
-func decodeError(err error) field.ErrorList {
-	var te *json.UnmarshalTypeError
-	if errors.As(err, &te) {
-		return field.ErrorList{field.TypeInvalid(field.NewPath(te.Field), te.Value, "must be of type "+te.Type.String())}
+// mustApply writes the hook's changes back; see mustEncode for why a
+// failure panics.
+func mustApply(obj rest.Object, before, after []byte) {
+	if err := applyChanges(obj, before, after); err != nil {
+		panic(err)
 	}
-	return field.ErrorList{field.InternalError(nil, err)}
 }
 
 // Computed declares a resource computed on read whose objects are T values:

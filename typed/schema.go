@@ -1,10 +1,15 @@
+// This file derives a structural schema from a Go type: the mapping of Go
+// kinds, the types that name their own schema, and the struct tags (annex
+// markers, cel rules, doc) and methods (ValidationRules, SchemaDescription)
+// that add to it.
+
 package typed
 
 import (
 	"encoding/json"
 	"fmt"
 	"reflect"
-	"strconv"
+	"slices"
 	"strings"
 	"time"
 
@@ -14,9 +19,12 @@ import (
 // SchemaOf derives the structural schema of the Go type T's JSON (see the
 // package doc for the rules and markers). It fails on a type JSON cannot
 // represent (a channel, a func, a map without string keys, a recursive
-// type) and on a malformed marker.
+// type) and on a malformed marker, naming the field and how to write it.
 func SchemaOf[T any]() (*schema.Props, error) {
-	t := reflect.TypeFor[T]()
+	return schemaOf(reflect.TypeFor[T]())
+}
+
+func schemaOf(t reflect.Type) (*schema.Props, error) {
 	for t.Kind() == reflect.Pointer {
 		t = t.Elem()
 	}
@@ -33,22 +41,78 @@ var (
 	rawType      = reflect.TypeFor[json.RawMessage]()
 )
 
-// schemaTyper is what k8s.io types such as resource.Quantity implement to
-// name their OpenAPI type.
-type schemaTyper interface{ OpenAPISchemaType() []string }
-type schemaFormatter interface{ OpenAPISchemaFormat() string }
+// The methods a type may have to say its own schema. OpenAPISchemaType,
+// OpenAPISchemaFormat and OpenAPIV3OneOfTypes are those k8s.io's types
+// (metav1.Time, resource.Quantity, intstr.IntOrString) and meta's have.
+type (
+	schemaTyper     interface{ OpenAPISchemaType() []string }
+	schemaFormatter interface{ OpenAPISchemaFormat() string }
+	oneOfTyper      interface{ OpenAPIV3OneOfTypes() []string }
+	// ruler and describer are typed's own: CEL rules and a description
+	// for every node of the type.
+	ruler interface {
+		ValidationRules() []schema.ValidationRule
+	}
+	describer interface{ SchemaDescription() string }
+)
+
+// implemented returns t's value (or, for a pointer-receiver method, a
+// pointer to it) as an I, when t or *t implements I.
+func implemented[I any](t reflect.Type) (I, bool) {
+	if i, ok := reflect.New(t).Elem().Interface().(I); ok {
+		return i, true
+	}
+	i, ok := reflect.New(t).Interface().(I)
+	return i, ok
+}
 
 func propsOf(t reflect.Type, seen map[reflect.Type]bool, root bool) (*schema.Props, error) {
-	if st, ok := reflect.New(t).Elem().Interface().(schemaTyper); ok {
-		p := &schema.Props{}
-		if types := st.OpenAPISchemaType(); len(types) == 1 {
-			p.Type = types[0]
-		}
-		if f, ok := reflect.New(t).Elem().Interface().(schemaFormatter); ok {
-			p.Format = f.OpenAPISchemaFormat()
-		}
-		return p, nil
+	if t.Kind() == reflect.Pointer {
+		return propsOf(t.Elem(), seen, root)
 	}
+	p, err := basePropsOf(t, seen, root)
+	if err != nil {
+		return nil, err
+	}
+	if d, ok := implemented[describer](t); ok {
+		p.Description = d.SchemaDescription()
+	}
+	if r, ok := implemented[ruler](t); ok {
+		p.XValidations = append(p.XValidations, r.ValidationRules()...)
+	}
+	return p, nil
+}
+
+// ownSchema is the schema a type names with k8s.io's methods: a string
+// (with a format) for OpenAPISchemaType "string", int-or-string for a type
+// whose OpenAPIV3OneOfTypes mix a string and a number, as CRD generators
+// write intstr.IntOrString and resource.Quantity.
+func ownSchema(t reflect.Type) (*schema.Props, bool) {
+	if o, ok := implemented[oneOfTyper](t); ok {
+		types := o.OpenAPIV3OneOfTypes()
+		if slices.Contains(types, "string") && (slices.Contains(types, "integer") || slices.Contains(types, "number")) {
+			return intOrString(), true
+		}
+	}
+	st, ok := implemented[schemaTyper](t)
+	if !ok {
+		return nil, false
+	}
+	p := &schema.Props{}
+	if types := st.OpenAPISchemaType(); len(types) == 1 {
+		p.Type = types[0]
+	}
+	if f, ok := implemented[schemaFormatter](t); ok {
+		p.Format = f.OpenAPISchemaFormat()
+	}
+	return p, true
+}
+
+func intOrString() *schema.Props {
+	return &schema.Props{XIntOrString: true, AnyOf: []schema.Props{{Type: "integer"}, {Type: "string"}}}
+}
+
+func basePropsOf(t reflect.Type, seen map[reflect.Type]bool, root bool) (*schema.Props, error) {
 	switch t {
 	case quantityType:
 		return quantitySchema(), nil
@@ -57,9 +121,10 @@ func propsOf(t reflect.Type, seen map[reflect.Type]bool, root bool) (*schema.Pro
 	case rawType:
 		return preserve(), nil
 	}
+	if p, ok := ownSchema(t); ok {
+		return p, nil
+	}
 	switch t.Kind() {
-	case reflect.Pointer:
-		return propsOf(t.Elem(), seen, root)
 	case reflect.String:
 		return &schema.Props{Type: "string"}, nil
 	case reflect.Bool:
@@ -110,28 +175,58 @@ func preserve() *schema.Props {
 	return &schema.Props{XPreserveUnknownFields: &yes}
 }
 
+// jsonField is one field of a struct as encoding/json sees it: its name,
+// and whether omitempty is set.
+type jsonField struct {
+	name      string
+	omitempty bool
+	// inline is an embedded struct whose fields are its parent's.
+	inline bool
+}
+
+// jsonFieldOf reads f's json tag; ok is false for a field encoding/json
+// skips.
+func jsonFieldOf(f reflect.StructField) (jf jsonField, ok bool) {
+	name, opts, _ := strings.Cut(f.Tag.Get("json"), ",")
+	if name == "-" && opts == "" || !f.IsExported() && !f.Anonymous {
+		return jf, false
+	}
+	ft := f.Type
+	for ft.Kind() == reflect.Pointer {
+		ft = ft.Elem()
+	}
+	if f.Anonymous && ft.Kind() == reflect.Struct && (name == "" || strings.Contains(","+opts+",", ",inline,")) {
+		return jsonField{inline: true}, true
+	}
+	if !f.IsExported() {
+		return jf, false
+	}
+	if name == "" {
+		name = f.Name
+	}
+	return jsonField{name: name, omitempty: strings.Contains(","+opts+",", ",omitempty,")}, true
+}
+
 // addFields adds the JSON fields of struct t to p, flattening embedded
 // structs without a JSON name.
 func addFields(p *schema.Props, t reflect.Type, seen map[reflect.Type]bool, root bool) error {
 	for i := range t.NumField() {
 		f := t.Field(i)
-		name, opts, _ := strings.Cut(f.Tag.Get("json"), ",")
-		if name == "-" && opts == "" || !f.IsExported() && !f.Anonymous {
+		jf, ok := jsonFieldOf(f)
+		if !ok {
 			continue
 		}
-		ft := f.Type
-		for ft.Kind() == reflect.Pointer {
-			ft = ft.Elem()
-		}
-		if f.Anonymous && ft.Kind() == reflect.Struct && (name == "" || strings.Contains(","+opts+",", ",inline,")) {
+		if jf.inline {
+			ft := f.Type
+			for ft.Kind() == reflect.Pointer {
+				ft = ft.Elem()
+			}
 			if err := addFields(p, ft, seen, root); err != nil {
 				return err
 			}
 			continue
 		}
-		if name == "" {
-			name = f.Name
-		}
+		name := jf.name
 		var fp *schema.Props
 		var err error
 		switch {
@@ -144,14 +239,21 @@ func addFields(p *schema.Props, t reflect.Type, seen map[reflect.Type]bool, root
 				return fmt.Errorf("field %s: %w", f.Name, err)
 			}
 		}
-		required := !strings.Contains(","+opts+",", ",omitempty,") && f.Type.Kind() != reflect.Pointer
+		required := !jf.omitempty && f.Type.Kind() != reflect.Pointer
 		if d := f.Tag.Get("doc"); d != "" {
 			fp.Description = d
 		}
-		if m := f.Tag.Get("annex"); m != "" {
+		if m, ok := f.Tag.Lookup("annex"); ok {
 			if required, err = applyMarkers(fp, m, required); err != nil {
 				return fmt.Errorf("field %s: %w", f.Name, err)
 			}
+		}
+		if c, ok := f.Tag.Lookup("cel"); ok {
+			rules, err := celRules(c)
+			if err != nil {
+				return fmt.Errorf("field %s: %w", f.Name, err)
+			}
+			fp.XValidations = append(fp.XValidations, rules...)
 		}
 		if required && !(root && (name == "metadata" || name == "kind" || name == "apiVersion")) {
 			p.Required = append(p.Required, name)
@@ -159,92 +261,4 @@ func addFields(p *schema.Props, t reflect.Type, seen map[reflect.Type]bool, root
 		p.Properties[name] = *fp
 	}
 	return nil
-}
-
-// applyMarkers applies an annex:"..." tag to p; it returns whether the
-// field is required after them.
-func applyMarkers(p *schema.Props, tag string, required bool) (bool, error) {
-	for _, m := range strings.Split(tag, ",") {
-		k, v, hasValue := strings.Cut(strings.TrimSpace(m), "=")
-		num := func() (*float64, error) {
-			f, err := strconv.ParseFloat(v, 64)
-			if err != nil {
-				return nil, fmt.Errorf("marker %s: %q is not a number", k, v)
-			}
-			return &f, nil
-		}
-		count := func() (*int64, error) {
-			n, err := strconv.ParseInt(v, 10, 64)
-			if err != nil || n < 0 {
-				return nil, fmt.Errorf("marker %s: %q is not a count", k, v)
-			}
-			return &n, nil
-		}
-		var err error
-		switch k {
-		case "required":
-			required = true
-		case "optional":
-			required = false
-		case "nullable":
-			p.Nullable = true
-		case "preserveUnknownFields":
-			yes := true
-			p.XPreserveUnknownFields = &yes
-		case "minimum":
-			p.Minimum, err = num()
-		case "maximum":
-			p.Maximum, err = num()
-		case "multipleOf":
-			p.MultipleOf, err = num()
-		case "minLength":
-			p.MinLength, err = count()
-		case "maxLength":
-			p.MaxLength, err = count()
-		case "minItems":
-			p.MinItems, err = count()
-		case "maxItems":
-			p.MaxItems, err = count()
-		case "pattern":
-			p.Pattern = v
-		case "format":
-			p.Format = v
-		case "enum":
-			for _, e := range strings.Split(v, "|") {
-				raw, jerr := enumValue(p.Type, e)
-				if jerr != nil {
-					return required, fmt.Errorf("marker enum: %w", jerr)
-				}
-				p.Enum = append(p.Enum, raw)
-			}
-		case "default":
-			raw, jerr := enumValue(p.Type, v)
-			if jerr != nil {
-				return required, fmt.Errorf("marker default: %w", jerr)
-			}
-			p.Default = raw
-			required = false // a defaulted field is never missing
-		default:
-			return required, fmt.Errorf("unknown marker %q", k)
-		}
-		if err != nil {
-			return required, err
-		}
-		if !hasValue && k != "required" && k != "optional" && k != "nullable" && k != "preserveUnknownFields" {
-			return required, fmt.Errorf("marker %s needs a value", k)
-		}
-	}
-	return required, nil
-}
-
-// enumValue is the JSON of a marker value for a node of type typ: a string
-// for a string node, the literal otherwise.
-func enumValue(typ, v string) (json.RawMessage, error) {
-	if typ == "string" {
-		return json.Marshal(v)
-	}
-	if !json.Valid([]byte(v)) {
-		return nil, fmt.Errorf("%q is not a JSON value", v)
-	}
-	return json.RawMessage(v), nil
 }
