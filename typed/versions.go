@@ -281,7 +281,7 @@ func (v Versions[Hub]) share(r *rest.Resource) error {
 		*f.own = *f.want
 	}
 	if r.Storage != nil {
-		return bad("Storage")
+		return fmt.Errorf("typed: versions of %s: version %s sets Storage; set it once, in Versions", v.Plural+"."+v.Group, r.Version)
 	}
 	r.Storage = v.Storage
 	return nil
