@@ -425,7 +425,7 @@ func correlated(v any, path string) (any, bool) {
 
 // schemaCauses runs the JSON schema js (of node p) on obj.
 func (v *SchemaValidator) schemaCauses(js *jsonschema.Schema, p *schema.Props, obj map[string]any) []meta.StatusCause {
-	causes, err := validateJSON(js, obj)
+	causes, err := validateJSON(js, obj, js == v.js)
 	if causes != nil || err == nil {
 		return causes
 	}
@@ -479,7 +479,7 @@ func RulesNotChecked() meta.StatusCause {
 // refuses numbers outside float64's range, as kube's decoder does), but a
 // caller of Causes may; each number outside float64's range is then a
 // cause of its own.
-func validateJSON(js *jsonschema.Schema, obj map[string]any) (causes []meta.StatusCause, err error) {
+func validateJSON(js *jsonschema.Schema, obj map[string]any, root bool) (causes []meta.StatusCause, err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			if causes = outOfRange(obj, "", nil); causes == nil {
@@ -487,6 +487,9 @@ func validateJSON(js *jsonschema.Schema, obj map[string]any) (causes []meta.Stat
 			}
 		}
 	}()
+	if !root { // a status: its own "metadata" field, if any, is data
+		return nil, js.Validate(obj)
+	}
 	return nil, js.Validate(stripMetadata(obj))
 }
 

@@ -724,14 +724,16 @@ func (rh *resourceHandler) validate(ctx context.Context, wr *writeRequest, a *at
 	}
 	causes = append(causes, rh.scaleCauses(obj, wr.sub)...)
 	if sc, ok := rh.h.admission.(SchemaChecker); ok {
-		// The object's own schema, for the scale subresource too (kube
-		// validates a scale write as an update of the object).
-		sa := *a
-		sa.Object, sa.OldObject = obj, old
-		if sa.Subresource == "scale" {
-			sa.Subresource = ""
+		// a.Object and a.OldObject are obj and old (admitted's). The
+		// object's own schema for the scale subresource too (kube validates
+		// a scale write as an update of the object): a copy only then.
+		sa := a
+		if a.Subresource == "scale" {
+			cp := *a
+			cp.Subresource = ""
+			sa = &cp
 		}
-		causes = append(causes, sc.CheckSchema(ctx, &sa, causes)...)
+		causes = append(causes, sc.CheckSchema(ctx, sa, causes)...)
 	}
 	var strategy field.ErrorList
 	switch {
