@@ -12,6 +12,7 @@ import (
 
 	"github.com/annexapi/annex/admission"
 	"github.com/annexapi/annex/authz"
+	"github.com/annexapi/annex/healthz"
 	"github.com/annexapi/annex/kubeclient"
 	"github.com/annexapi/annex/rest"
 )
@@ -21,7 +22,8 @@ var _ rest.Admitter = (*admission.Chain)(nil)
 // buildAdmission assembles the admission chain: Go plugins first, then the
 // admission policies, then the webhooks (the order kube-apiserver runs them
 // in), plus each resource's schema, and, in delegated mode, the namespace
-// lifecycle plugin against the cluster. Policies' and webhooks' authorizer
+// lifecycle plugin against the cluster and the cluster's own policies and
+// webhooks, followed. Policies' and webhooks' authorizer
 // checks go to authorizer, the server's. observe counts rejections by stage.
 func (s *Server) buildAdmission(c *Builder, p *plan, resources []rest.Resource, cluster *kubeclient.Client, authorizer authz.Authorizer, observe func(stage string)) (rest.Admitter, error) {
 	cfg := admission.Config{Registerer: c.Observability.Registerer, ObserveRejection: observe}
@@ -53,45 +55,25 @@ func (s *Server) buildAdmission(c *Builder, p *plan, resources []rest.Resource, 
 	cfg.Mutators = append(cfg.Mutators, admission.Enabled(c.Admission.Mutators, c.Admission.DisabledPlugins)...)
 	cfg.Validators = append(cfg.Validators, admission.Enabled(c.Admission.Validators, c.Admission.DisabledPlugins)...)
 
-	if len(p.policies) > 0 {
-		mp, err := admission.LoadMutatingPolicies(p.policies, opts)
-		if err != nil {
-			return nil, err
-		}
-		vp, err := admission.LoadValidatingPolicies(p.policies, opts)
-		if err != nil {
-			return nil, err
-		}
-		if !off("MutatingAdmissionPolicy") {
-			cfg.Mutators = append(cfg.Mutators, mp)
-		}
-		if !off("ValidatingAdmissionPolicy") {
-			cfg.Validators = append(cfg.Validators, vp)
-		}
-	}
-	if len(p.webhooks) > 0 {
-		mutOpts, valOpts := hookOpts, hookOpts
-		if ac := p.admissionConfig; ac != nil {
-			mutOpts.Credentials, valOpts.Credentials = ac.MutatingCredentials, ac.ValidatingCredentials
-		}
-		mw, err := admission.NewMutatingWebhooks(p.webhooks, mutOpts)
-		if err != nil {
-			return nil, err
-		}
-		vw, err := admission.NewValidatingWebhooks(p.webhooks, valOpts)
-		if err != nil {
-			return nil, err
-		}
-		if !off("MutatingAdmissionWebhook") {
-			cfg.Mutators = append(cfg.Mutators, mw)
-		}
-		if !off("ValidatingAdmissionWebhook") {
-			cfg.Validators = append(cfg.Validators, vw)
-		}
-	}
-	chain, err := admission.New(cfg)
+	// The program's policies and webhooks, and in delegated mode the
+	// cluster's, followed (kube's plugins in kube's order).
+	policies, bindings, params, err := admission.LoadPolicies(p.policies)
 	if err != nil {
 		return nil, err
 	}
-	return chain, nil
+	opts.Params = params
+	if !slices.ContainsFunc(resources, func(r rest.Resource) bool { return r.Storage != nil }) {
+		cluster = nil // nothing stored, nothing written: no configuration to follow
+	}
+	fc, err := admission.FollowCluster(admission.ClusterConfig{Client: cluster, Policies: policies, Bindings: bindings, Webhooks: p.webhooks,
+		Policy: opts, Webhook: hookOpts, Configuration: p.admissionConfig, Disabled: c.Admission.DisabledPlugins, Logger: s.log.Named("admission")})
+	if err != nil {
+		return nil, err
+	}
+	if cluster != nil {
+		s.runners = append(s.runners, fc.Run)
+		s.readyChecks = append(s.readyChecks, healthz.ReadyCheck("cluster-admission-configuration", fc))
+	}
+	cfg.Mutators, cfg.Validators = append(cfg.Mutators, fc.Mutators()...), append(cfg.Validators, fc.Validators()...)
+	return admission.New(cfg)
 }

@@ -15,6 +15,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"time"
 
@@ -23,11 +24,13 @@ import (
 	"github.com/annexapi/annex/certs"
 	"github.com/annexapi/annex/filters"
 	"github.com/annexapi/annex/healthz"
+	"github.com/annexapi/annex/internal/profiling"
 	"github.com/annexapi/annex/metrics"
 	"github.com/annexapi/annex/otlp"
 	"github.com/annexapi/annex/rest"
 	"github.com/annexapi/annex/storage"
 	"github.com/annexapi/annex/storage/bbolt"
+	"github.com/annexapi/annex/storage/postgres"
 	"github.com/annexapi/annex/storage/value"
 	"github.com/annexapi/annex/watch"
 )
@@ -57,8 +60,8 @@ func (c *Builder) assemble(p *plan) (*Server, error) {
 	c.Observability.Registerer = reg
 	a := &assembly{c: c, p: p, s: s}
 	for _, step := range []func() error{
-		a.makeDataDir, a.startTracing, a.openStores, a.addWatchCaches, a.buildFrontDoor,
-		a.setupTLS, a.listen, a.serveDebugSocket, a.writeKubeconfig, a.buildHandler, a.makeHTTPServer,
+		a.makeDataDir, a.startTracing, a.openStores, a.addWatchCaches, a.feedComputed, a.buildFrontDoor,
+		a.setupTLS, a.register, a.listen, a.serveDebugSocket, a.writeKubeconfig, a.buildHandler, a.makeHTTPServer,
 	} {
 		if err := step(); err != nil {
 			s.closeAll()
@@ -171,6 +174,12 @@ func (a *assembly) openDefaultStore() (storage.Interface, error) {
 		if st, err = c.Storage.Open(opts); err != nil {
 			return nil, fmt.Errorf("open default store: %w", err)
 		}
+	} else if c.Storage.Postgres.Enabled() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if st, err = c.Storage.Postgres.Open(ctx, postgres.Options{Logger: opts.Logger, Transformer: tr, Observer: opts.Observer}); err != nil {
+			return nil, fmt.Errorf("open default store %s: %w", c.Storage.Postgres.Redacted(), err)
+		}
 	} else {
 		path := filepath.Join(c.DataDir, "storage.db")
 		if st, err = bbolt.Open(path, bbolt.Options{Logger: opts.Logger, Transformer: tr, Observer: opts.Observer}); err != nil {
@@ -248,6 +257,28 @@ func (a *assembly) addWatchCaches() error {
 	return nil
 }
 
+// feedComputed makes the computed resources with Events watchable: their
+// changes go to a feed, and a watch cache over it serves their watches. Run
+// starts both.
+func (a *assembly) feedComputed() error {
+	for i, r := range a.resources {
+		if r.Events == nil || r.WatchStorage != nil {
+			continue
+		}
+		resource := r.Plural + "." + r.Group
+		feed := watch.NewFeed(r.Group, r.Plural)
+		ch, err := watch.New(feed, watch.Config{Prefix: storage.ResourcePrefix(r.Group, r.Plural, ""), Resource: resource,
+			Registerer: a.c.Observability.Registerer, Logger: a.s.log.Named("watch-cache").With(zap.String("resource", resource))})
+		if err != nil {
+			return fmt.Errorf("watch cache for %s: %w", resource, err)
+		}
+		a.resources[i].WatchStorage = ch
+		events := r.Events
+		a.s.runners = append(a.s.runners, ch.Start, func(ctx context.Context) error { return events.Run(ctx, feed) })
+	}
+	return nil
+}
+
 // buildFrontDoor sets up authentication and authorization (frontdoor.go).
 func (a *assembly) buildFrontDoor() error {
 	fd, err := a.s.buildFrontDoor(a.c, a.p)
@@ -268,7 +299,7 @@ func (a *assembly) setupTLS() error {
 		if err != nil {
 			return err
 		}
-		if _, err := ca.EnsureServingCert(certs.ServingConfig{Dir: certDir, Hosts: c.Serving.Hosts}); err != nil {
+		if _, err := ca.EnsureServingCert(certs.ServingConfig{Dir: certDir, Hosts: append(slices.Clone(c.Serving.Hosts), a.serviceHosts()...)}); err != nil {
 			return err
 		}
 		s.servingCA = ca
@@ -325,7 +356,7 @@ func (a *assembly) serveDebugSocket() error {
 	if path == "" {
 		return nil
 	}
-	dl, ds, err := debugSocket(path)
+	dl, ds, err := profiling.Socket(path)
 	if err != nil {
 		return fmt.Errorf("--debug-socket-path: %w", err)
 	}

@@ -29,6 +29,7 @@ import (
 	"github.com/annexapi/annex/otlp"
 	"github.com/annexapi/annex/rest"
 	"github.com/annexapi/annex/storage"
+	"github.com/annexapi/annex/storage/postgres"
 	"github.com/annexapi/annex/storage/value"
 )
 
@@ -54,6 +55,9 @@ type Builder struct {
 	Storage        Storage
 	Limits         Limits
 	Shutdown       Shutdown
+	// Registration puts the server behind kube-aggregator: the Service in
+	// front of it and, on request, its APIServices.
+	Registration Registration
 	// Audit configures the audit stage (package audit), right after
 	// authentication: a Policy and a backend (Log or Webhook) turn it on.
 	// Zero means no audit, as kube-apiserver without --audit-policy-file.
@@ -234,6 +238,10 @@ type Storage struct {
 	// second phase (package kubeflags sets it for --etcd-servers); Run
 	// closes it when it has a Close() error method. Nil means bbolt.
 	Open func(StoreOptions) (storage.Interface, error)
+	// Postgres, when its DSN is set and Store and Open are not, keeps the
+	// objects in PostgreSQL (package storage/postgres; --storage-backend
+	// postgres --postgres-dsn). The DSN's password is never logged.
+	Postgres postgres.Config
 	// DisableWatchCache serves reads and watches straight from storage
 	// instead of from the in-memory watch cache (package watch) every
 	// resource gets by default (--watch-cache=false).
@@ -473,7 +481,7 @@ func (b *Builder) UsesDataDir() bool {
 	if b.Serving.CertFile == "" || a.ClientCAFile == "" && a.Delegation == nil && a.Authenticator == nil {
 		return true
 	}
-	return b.Storage.Store == nil && b.Storage.Open == nil && b.usesDefaultStore()
+	return b.Storage.Store == nil && b.Storage.Open == nil && !b.Storage.Postgres.Enabled() && b.usesDefaultStore()
 }
 
 // certDir is where generated certificates go.

@@ -19,6 +19,7 @@ import (
 	"github.com/annexapi/annex/filters"
 	"github.com/annexapi/annex/healthz"
 	"github.com/annexapi/annex/internal/logs"
+	"github.com/annexapi/annex/internal/profiling"
 	"github.com/annexapi/annex/metrics"
 	"github.com/annexapi/annex/rest"
 	"github.com/annexapi/annex/storage"
@@ -231,7 +232,7 @@ func (s *Server) buildMux(c *Builder, api http.Handler, authorizer authz.Authori
 		r.Handle(h.path+"/*", h.h)
 	}
 	if !c.Observability.DisableProfiling {
-		routeProfiling(r, c.Observability.ContentionProfiling)
+		profiling.Route(r, c.Observability.ContentionProfiling)
 	}
 	var level *zap.AtomicLevel
 	if !c.loggerInCode && c.logs != nil && c.logs.err == nil {
@@ -239,6 +240,7 @@ func (s *Server) buildMux(c *Builder, api http.Handler, authorizer authz.Authori
 	}
 	r.Put("/debug/flags/v", logs.LevelHandler(level))
 	r.Post(authz.SelfSubjectAccessReviewPath, authz.SelfSubjectAccessReviewHandler(authorizer))
+	r.Post(authz.SelfSubjectRulesReviewPath, authz.SelfSubjectRulesReviewHandler(authorizer))
 	r.Post(authn.SelfSubjectReviewPath, authn.SelfSubjectReviewHandler)
 	r.Method(http.MethodGet, "/version", c.Serving.Version.Handler())
 	if g, ok := gathererOf(c.Observability.Registerer); ok {

@@ -56,6 +56,10 @@ func importRules() []importRule {
 		{pkg: "healthz", allow: []string{}},
 		{pkg: "certs", allow: []string{}},
 		{pkg: "kubeclient", allow: []string{"meta"}},
+		// apiservice writes APIServices through kubeclient; version is the
+		// /version document.
+		{pkg: "apiservice", allow: []string{"kubeclient", "meta"}},
+		{pkg: "version", stdOnly: true},
 		// metrics also keeps the storage families (the backends' observer).
 		{pkg: "metrics", allow: []string{"filters", "meta", "storage"}},
 		// managedfields is server-side apply's engine over the schema: rest

@@ -74,6 +74,7 @@ func (c *Builder) validate() (*plan, error) {
 	p := &plan{}
 
 	c.validateServing(bad)
+	c.validateRegistration(bad)
 	if g := c.Shutdown.GoAwayChance; g < 0 || g > 0.02 {
 		bad("Shutdown.GoAwayChance", fmt.Errorf("%v is not between 0 and 0.02 (--goaway-chance)", g))
 	}

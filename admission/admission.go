@@ -162,7 +162,24 @@ func New(cfg Config) (*Chain, error) {
 		return nil, err
 	}
 	c.metrics = m
+	for _, x := range append(anys(cfg.Mutators), anys(cfg.Validators)...) {
+		if u, ok := x.(metricsUser); ok {
+			u.useMetrics(m)
+		}
+	}
 	return c, nil
+}
+
+// metricsUser is a plugin that records metrics of its own (webhook calls,
+// policy checks): New gives it the chain's.
+type metricsUser interface{ useMetrics(m *metrics) }
+
+func anys[T any](xs []T) []any {
+	out := make([]any, len(xs))
+	for i, x := range xs {
+		out[i] = x
+	}
+	return out
 }
 
 // Mutate runs the mutators in order and stops at the first error. When a

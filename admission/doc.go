@@ -16,7 +16,9 @@
 //   - [SchemaValidator]: a structural schema compiled once into a JSON-schema
 //     validator (santhosh-tekuri/jsonschema/v5) and CEL programs for
 //     x-kubernetes-validations (oldSelf transition rules, messageExpression,
-//     reason, fieldPath, per-call and per-object cost limits). Errors are a
+//     reason, fieldPath, per-call and per-object cost limits), with kube's
+//     validation ratcheting on update (a schema error or a failed rule on a
+//     value the update did not change is dropped; the rule's is a warning). Errors are a
 //     422 Invalid Status with one cause per field, worded as the
 //     kube-apiserver words them for custom resources. Defaulting and pruning
 //     happen at decode time in the REST layer, not here.
@@ -27,6 +29,18 @@
 //     AdmissionReview v1 over HTTPS.
 //   - [NamespaceLifecycle]: rejects creates in namespaces that do not exist
 //     or are terminating in the cluster (aggregated mode).
+//   - [Cluster] ([FollowCluster]): kube's four plugins over the program's
+//     policies and webhooks and, given a kubeclient, the cluster's own
+//     (list and watch of the configuration kinds at the versions the
+//     cluster serves, params of any kind, ConfigMaps included): until the
+//     first list, writes wait 10s then get kube's 403 "not yet ready to
+//     handle request"; when the cluster goes away the last configuration
+//     stays enforced; a kind the cluster does not serve is empty, and its
+//     Note says so (/readyz). Webhooks named by service are reached through
+//     the cluster's service proxy (the identity needs create on
+//     services/proxy; the kube-apiserver makes the last hop and does not
+//     check caBundle). Its identity needs get, list, watch on the kinds and
+//     on params' kinds.
 //
 // # Order
 //

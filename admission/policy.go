@@ -141,12 +141,23 @@ type PolicyOptions struct {
 	// Budget is the CEL cost one policy evaluation may spend; zero means
 	// RuntimeCELCostBudget (10,000,000).
 	Budget int64
+	// ParamSource lists the param objects of kinds Params does not hold
+	// (the cluster's, when following it); nil means Params alone.
+	ParamSource ParamSource
 	// Authorizer answers the expressions' authorizer checks
 	// (authorizer.group('apps').resource('deployments').check('get'),
 	// authorizer.requestResource.check(...)) for the request's user; nil
 	// means an expression that reads the authorizer fails to evaluate
 	// ("no such attribute").
 	Authorizer cellib.Authorizer
+}
+
+// ParamSource lists the objects of a policy's paramKind. ListParams is
+// called concurrently, for every matching binding of every write, so it
+// must answer from memory; an error is a configuration error of the
+// binding ("failed to configure binding: ...", failurePolicy applies).
+type ParamSource interface {
+	ListParams(ctx context.Context, kind ParamKind) ([]map[string]any, error)
 }
 
 // LoadPolicies reads a multi-document YAML (or JSON) stream of
@@ -208,6 +219,10 @@ type compiledPolicy struct {
 	audits      []*compiled
 	mutations   []*compiled
 	failOpen    bool
+	// broken is why a policy from the cluster did not compile: it denies
+	// what it matches (unless failurePolicy is Ignore) instead of taking
+	// the others down with it.
+	broken error
 	// readsRequest, readsNamespace and readsAuthorizer tell whether any
 	// expression reads request, namespaceObject or the authorizer: the
 	// activation builds them only then.
@@ -425,6 +440,38 @@ func compilePolicies(policies []Policy, bindings []Binding, kind string) ([]*com
 	return out, nil
 }
 
+// compileEach compiles each policy with its bindings on its own, for
+// configuration that comes from the cluster: a policy that does not compile
+// here is kept, broken (it denies what it matches unless its failurePolicy
+// is Ignore), rather than taking the others down; a binding whose policy is
+// missing is left out, as kube leaves it. The result is sorted by name.
+func compileEach(policies []Policy, bindings []Binding, kind string) []*compiledPolicy {
+	var out []*compiledPolicy
+	for _, p := range policies {
+		if p.Kind != "" && p.Kind != kind {
+			continue
+		}
+		var bs []Binding
+		for _, b := range bindings {
+			if b.Spec.PolicyName == p.Metadata.Name && (b.Kind == "" || b.Kind == kind+"Binding") {
+				bs = append(bs, b)
+			}
+		}
+		cps, err := compilePolicies([]Policy{p}, bs, kind)
+		if err != nil {
+			sort.Slice(bs, func(i, j int) bool { return bs[i].Metadata.Name < bs[j].Metadata.Name })
+			cps = []*compiledPolicy{{Policy: p, bindings: bs, broken: err, failOpen: p.Spec.FailurePolicy != nil && *p.Spec.FailurePolicy == "Ignore"}}
+		}
+		out = append(out, cps...)
+	}
+	sortPolicies(out)
+	return out
+}
+
+func sortPolicies(cps []*compiledPolicy) {
+	sort.SliceStable(cps, func(i, j int) bool { return cps[i].Metadata.Name < cps[j].Metadata.Name })
+}
+
 // matchResources applies a MatchResources: the rules (an empty rule list
 // matches nothing, as in k8s), exclusions and selectors. It returns the
 // attributes to admit: a, or a converted to the version of the rule that
@@ -472,7 +519,7 @@ type policyEngine struct {
 	metrics  *metrics
 }
 
-func (e *policyEngine) params(a *Attributes, p *compiledPolicy, b *Binding) ([]any, error) {
+func (e *policyEngine) params(ctx context.Context, a *Attributes, p *compiledPolicy, b *Binding) ([]any, error) {
 	if p.Spec.ParamKind == nil || b.Spec.ParamRef == nil {
 		return []any{nil}, nil
 	}
@@ -484,8 +531,16 @@ func (e *policyEngine) params(a *Attributes, p *compiledPolicy, b *Binding) ([]a
 	if ns == "" {
 		ns = a.Namespace
 	}
+	objs := e.opts.Params
+	if e.opts.ParamSource != nil {
+		more, err := e.opts.ParamSource.ListParams(ctx, *p.Spec.ParamKind)
+		if err != nil {
+			return nil, err
+		}
+		objs = append(slices.Clip(objs), more...)
+	}
 	var out []any
-	for _, obj := range e.opts.Params {
+	for _, obj := range objs {
 		av, _ := obj["apiVersion"].(string)
 		k, _ := obj["kind"].(string)
 		if av != p.Spec.ParamKind.APIVersion || k != p.Spec.ParamKind.Kind {
@@ -608,6 +663,8 @@ func LoadValidatingPolicies(data []byte, opts PolicyOptions) (*ValidatingPolicie
 	return NewValidatingPolicies(ps, bs, opts)
 }
 
+func (v *ValidatingPolicies) useMetrics(m *metrics) { v.e.metrics = m }
+
 // Name labels metrics.
 func (v *ValidatingPolicies) Name() string { return "ValidatingAdmissionPolicy" }
 
@@ -638,6 +695,12 @@ func (v *ValidatingPolicies) Validate(ctx context.Context, a *Attributes) error 
 		if !ok {
 			continue
 		}
+		if p.broken != nil {
+			if !p.failOpen {
+				deny(denial{policy: p.Metadata.Name, message: "failed to configure policy: " + p.broken.Error()})
+			}
+			continue
+		}
 		annotations := map[string][]string{}
 		for bi := range p.bindings {
 			b := &p.bindings[bi]
@@ -652,7 +715,7 @@ func (v *ValidatingPolicies) Validate(ctx context.Context, a *Attributes) error 
 					continue
 				}
 			}
-			params, err := v.e.params(ba, p, b)
+			params, err := v.e.params(ctx, ba, p, b)
 			if err != nil {
 				if !p.failOpen {
 					deny(denial{policy: p.Metadata.Name, binding: b.Metadata.Name, message: "failed to configure binding: " + err.Error()})
@@ -705,8 +768,17 @@ func (v *ValidatingPolicies) evalOne(ctx context.Context, a *Attributes, p *comp
 	budget := v.e.opts.Budget
 	act := v.e.activation(ctx, a, p, param)
 	actions := b.Spec.ValidationActions
+	// fail records a failed validation or an evaluation error under
+	// failurePolicy Fail, with kube's check_total labels (error_type
+	// invalid_error, or out_of_budget; enforcement_action per action).
 	fail := func(msg, reason string, index int) {
-		v.e.metrics.policyChecked(p.Metadata.Name, b.Metadata.Name, "", strings.Join(actions, ","))
+		errType := "invalid_error"
+		if strings.HasPrefix(msg, "validation failed due to running out of cost budget") {
+			errType = "out_of_budget"
+		}
+		for _, act := range actions {
+			v.e.metrics.policyChecked(p.Metadata.Name, b.Metadata.Name, errType, strings.ToLower(act))
+		}
 		if slices.Contains(actions, "Deny") {
 			deny(denial{policy: p.Metadata.Name, binding: b.Metadata.Name, message: msg, reason: reason})
 		}
@@ -812,6 +884,8 @@ func LoadMutatingPolicies(data []byte, opts PolicyOptions) (*MutatingPolicies, e
 	return NewMutatingPolicies(ps, bs, opts)
 }
 
+func (m *MutatingPolicies) useMetrics(mt *metrics) { m.e.metrics = mt }
+
 // Name labels metrics.
 func (m *MutatingPolicies) Name() string { return "MutatingAdmissionPolicy" }
 
@@ -844,6 +918,12 @@ func (m *MutatingPolicies) Mutate(ctx context.Context, a *Attributes) error {
 			}
 			continue
 		}
+		if p.broken != nil {
+			if !p.failOpen {
+				return forbidden(a, fmt.Sprintf("policy '%s' failed to configure: %v", p.Metadata.Name, p.broken))
+			}
+			continue
+		}
 		version := pa.Version
 		for bi := range p.bindings {
 			b := &p.bindings[bi]
@@ -855,7 +935,7 @@ func (m *MutatingPolicies) Mutate(ctx context.Context, a *Attributes) error {
 				}
 				bversion = ba.Version
 			}
-			params, err := m.e.params(a, p, b)
+			params, err := m.e.params(ctx, a, p, b)
 			if err != nil {
 				if !p.failOpen {
 					return forbidden(a, fmt.Sprintf("policy '%s' with binding '%s' denied request: failed to configure binding: %v", p.Metadata.Name, b.Metadata.Name, err))

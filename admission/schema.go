@@ -25,6 +25,7 @@ import (
 	"cel.dev/cel-go/common/types"
 	"github.com/santhosh-tekuri/jsonschema/v5"
 
+	"github.com/annexapi/annex/filters"
 	"github.com/annexapi/annex/meta"
 	"github.com/annexapi/annex/schema"
 )
@@ -363,7 +364,11 @@ func (v *SchemaValidator) check(ctx context.Context, obj, old map[string]any, st
 	if v.root.work {
 		budget := v.budget
 		w := walker{ctx: ctx, budget: &budget, noRules: blocked}
-		w.walk(v.root, obj, old, old != nil, "", true)
+		var c *correlation
+		if old != nil {
+			c = &correlation{v: obj, old: old, ok: true}
+		}
+		w.walk(v.root, obj, old, old != nil, "", true, c)
 		causes = append(causes, w.causes...)
 	}
 	if blocked && v.hasRules {
@@ -834,7 +839,50 @@ type walker struct {
 
 func (w *walker) add(c meta.StatusCause) { w.causes = append(w.causes, c) }
 
-func (w *walker) walk(n *node, v, old any, hasOld bool, path string, root bool) {
+// correlation is kube's CorrelatedObject for validation ratcheting (GA in
+// 1.33): a value of an update and the old value it correlates with (through
+// objects by key, map lists by their keys, set lists by value; an atomic
+// list's items correlate with nothing), or, when it correlates with none,
+// its nearest ancestor that does. A rule that does not read oldSelf and
+// fails on a value left as it was (its own, or its nearest correlated
+// ancestor's, deeply equal) is a warning, not an error.
+type correlation struct {
+	v, old any
+	ok     bool         // v correlates with old
+	parent *correlation // the nearest ancestor, for one that does not
+	eq     int8         // 0 not compared yet, 1 equal, 2 different
+}
+
+// unchanged reports whether the nearest correlated value is as it was.
+func (c *correlation) unchanged() bool {
+	for ; c != nil; c = c.parent {
+		if !c.ok {
+			continue
+		}
+		if c.eq == 0 {
+			c.eq = 2
+			if reflect.DeepEqual(c.v, c.old) {
+				c.eq = 1
+			}
+		}
+		return c.eq == 1
+	}
+	return false
+}
+
+// child is the correlation of a value under c: correlated with old when ok.
+func (c *correlation) child(v, old any, ok bool) *correlation {
+	if c == nil {
+		return nil
+	}
+	parent := c
+	if !c.ok {
+		parent = c.parent
+	}
+	return &correlation{v: v, old: old, ok: ok, parent: parent}
+}
+
+func (w *walker) walk(n *node, v, old any, hasOld bool, path string, root bool, c *correlation) {
 	if n == nil || !n.work || w.out || v == nil {
 		return
 	}
@@ -852,7 +900,7 @@ func (w *walker) walk(n *node, v, old any, hasOld bool, path string, root bool) 
 		}
 	}
 	if len(n.rules) > 0 && !w.noRules {
-		w.rules(n, v, old, hasOld, path, root)
+		w.rules(n, v, old, hasOld, path, root, c)
 		if w.out {
 			return
 		}
@@ -866,15 +914,24 @@ func (w *walker) walk(n *node, v, old any, hasOld bool, path string, root bool) 
 		}
 		sort.Strings(keys)
 		for _, k := range keys {
-			c := n.props[k]
-			if c == nil {
-				c = n.additional
+			child := n.props[k]
+			if child == nil {
+				child = n.additional
 			}
-			if c == nil || (root && k == "metadata") {
+			if child == nil || (root && k == "metadata") {
 				continue
 			}
 			ov, ok := om[k]
-			w.walk(c, t[k], ov, hasOld && ok, joinPath(path, k), false)
+			var kc *correlation
+			switch {
+			case c == nil:
+			case root && (k == "apiVersion" || k == "kind"):
+				kc = &correlation{} // not visible to compare: never ratcheted
+			default:
+				_, inOld := omap(c.old)[k]
+				kc = c.child(t[k], omap(c.old)[k], c.ok && inOld)
+			}
+			w.walk(child, t[k], ov, hasOld && ok, joinPath(path, k), false, kc)
 		}
 	case []any:
 		lt := ""
@@ -915,9 +972,33 @@ func (w *walker) walk(n *node, v, old any, hasOld bool, path string, root bool) 
 			if oldByKey != nil {
 				ov, ok = oldByKey[mapKey(e, p.XListMapKeys)]
 			}
-			w.walk(n.items, e, ov, ok, fmt.Sprintf("%s[%d]", path, i), false)
+			var ic *correlation
+			if c != nil {
+				cv, cok := ov, ok && c.ok
+				if lt == "set" && c.ok { // a set's items correlate by value
+					cv, cok = nil, false
+					for _, o := range omapList(c.old) {
+						if reflect.DeepEqual(o, e) {
+							cv, cok = o, true
+							break
+						}
+					}
+				}
+				ic = c.child(e, cv, cok)
+			}
+			w.walk(n.items, e, ov, ok, fmt.Sprintf("%s[%d]", path, i), false, ic)
 		}
 	}
+}
+
+func omap(v any) map[string]any {
+	m, _ := v.(map[string]any)
+	return m
+}
+
+func omapList(v any) []any {
+	l, _ := v.([]any)
+	return l
 }
 
 func keyFields(e any, keys []string) map[string]any {
@@ -951,7 +1032,7 @@ func validLocalFormat(f, s string) bool {
 	return true
 }
 
-func (w *walker) rules(n *node, v, old any, hasOld bool, path string, root bool) {
+func (w *walker) rules(n *node, v, old any, hasOld bool, path string, root bool, c *correlation) {
 	typ := n.p.Type
 	if typ == "" {
 		typ = jsonTypeName(v)
@@ -992,6 +1073,12 @@ func (w *walker) rules(n *node, v, old any, hasOld bool, path string, root bool)
 		if val == types.True {
 			continue
 		}
+		// Ratcheting: what the failed rule says, on a value the update
+		// left as it was, is only a warning.
+		add := w.add
+		if !r.usesOld && c.unchanged() {
+			add = func(cause meta.StatusCause) { filters.AddWarning(w.ctx, cause.Field+": "+cause.Message) }
+		}
 		msg := r.rule.Message
 		if msg == "" {
 			msg = "failed rule: " + ruleErrorString(r.rule.Rule)
@@ -1008,20 +1095,20 @@ func (w *walker) rules(n *node, v, old any, hasOld bool, path string, root bool)
 					s = strings.TrimSpace(s)
 					switch {
 					case s == "":
-						w.add(invalidCause(fp, strconv.Quote(typ), "messageExpression should evaluate to a non-empty string"))
+						add(invalidCause(fp, strconv.Quote(typ), "messageExpression should evaluate to a non-empty string"))
 						continue
 					case strings.Contains(s, "\n"):
-						w.add(invalidCause(fp, strconv.Quote(typ), "messageExpression should not contain line breaks"))
+						add(invalidCause(fp, strconv.Quote(typ), "messageExpression should not contain line breaks"))
 						continue
 					case len(s) > 5*1024:
-						w.add(invalidCause(fp, strconv.Quote(typ), "messageExpression beyond allowable length of 5120"))
+						add(invalidCause(fp, strconv.Quote(typ), "messageExpression beyond allowable length of 5120"))
 						continue
 					}
 					msg = s
 				}
 			}
 		}
-		w.add(fieldErrorForReason(fp, typ, msg, r.rule.Reason))
+		add(fieldErrorForReason(fp, typ, msg, r.rule.Reason))
 	}
 }
 

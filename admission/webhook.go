@@ -25,11 +25,13 @@ import (
 	"sync"
 	"time"
 
+	"cel.dev/cel-go/cel"
 	"cel.dev/cel-go/common/types"
 
 	"github.com/annexapi/annex/cellib"
 	"github.com/annexapi/annex/filters"
 	"github.com/annexapi/annex/internal/hookclient"
+	"github.com/annexapi/annex/kubeclient"
 	"github.com/annexapi/annex/meta"
 )
 
@@ -111,6 +113,14 @@ type WebhookOptions struct {
 	// request's user, as PolicyOptions.Authorizer; nil means a condition
 	// that reads the authorizer fails to evaluate.
 	Authorizer cellib.Authorizer
+	// ServiceProxy, when set, reaches the webhooks a service names through
+	// this cluster's service proxy
+	// (/api/v1/namespaces/<ns>/services/https:<name>:<port>/proxy<path>)
+	// with the client's credentials, instead of ResolveService: the server
+	// then needs no route to the service, and the kube-apiserver makes the
+	// last hop (it does not check the webhook's certificate against
+	// caBundle, nor present Credentials). Nil means ResolveService.
+	ServiceProxy *kubeclient.Client
 }
 
 // WebhookCredentials authenticate the server to a webhook: a client
@@ -152,6 +162,9 @@ type hook struct {
 	// readsAuthorizer is true when a matchCondition reads the authorizer.
 	readsAuthorizer bool
 	id              string
+	// broken is why a webhook from the cluster could not be prepared
+	// here: calling it fails with this error, under its failurePolicy.
+	broken error
 }
 
 // NewMutatingWebhooks prepares the webhooks of MutatingWebhookConfigurations.
@@ -165,6 +178,18 @@ func NewValidatingWebhooks(configs []WebhookConfiguration, opts WebhookOptions) 
 }
 
 func newWebhooks(configs []WebhookConfiguration, opts WebhookOptions, mutating bool) (*Webhooks, error) {
+	hooks, err := prepareHooks(configs, opts, mutating, nil)
+	if err != nil {
+		return nil, err
+	}
+	return &Webhooks{mutating: mutating, namespaces: opts.Namespaces, authorizer: opts.Authorizer, hooks: hooks}, nil
+}
+
+// prepareHooks prepares the webhooks of configs, sorted by configuration
+// name. With onBroken nil, a webhook that cannot be prepared is an error;
+// otherwise (configuration from the cluster) it is kept broken, told to
+// onBroken, and fails when called, under its failurePolicy.
+func prepareHooks(configs []WebhookConfiguration, opts WebhookOptions, mutating bool, onBroken func(error)) ([]*hook, error) {
 	kind := "ValidatingWebhookConfiguration"
 	if mutating {
 		kind = "MutatingWebhookConfiguration"
@@ -175,103 +200,123 @@ func newWebhooks(configs []WebhookConfiguration, opts WebhookOptions, mutating b
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrInvalidConfig, err)
 	}
-	w := &Webhooks{mutating: mutating, namespaces: opts.Namespaces, authorizer: opts.Authorizer}
+	var hooks []*hook
 	for _, c := range configs {
 		if c.Kind != "" && c.Kind != kind {
 			continue
 		}
 		for i, wh := range c.Webhooks {
-			h := &hook{Webhook: wh, config: c.Metadata.Name, id: fmt.Sprintf("%s/%d", c.Metadata.Name, i)}
-			bad := func(f string, a ...any) error {
-				return fmt.Errorf("%w: %s %q webhooks[%d] (%s): %s", ErrInvalidConfig, kind, c.Metadata.Name, i, wh.Name, fmt.Sprintf(f, a...))
-			}
-			if wh.Name == "" {
-				return nil, bad("name: Required value")
-			}
-			if err := wh.NamespaceSelector.validate("namespaceSelector"); err != nil {
-				return nil, bad("%v", err)
-			}
-			if err := wh.ObjectSelector.validate("objectSelector"); err != nil {
-				return nil, bad("%v", err)
-			}
-			switch {
-			case wh.ClientConfig.URL != nil:
-				u, err := hookclient.ParseURL(*wh.ClientConfig.URL)
-				if err != nil {
-					return nil, bad("clientConfig.url: %v", err)
-				}
-				h.url = u
-			case wh.ClientConfig.Service != nil:
-				s := *wh.ClientConfig.Service
-				var u *url.URL
-				if opts.ResolveService != nil {
-					if u, err = opts.ResolveService(s); err != nil {
-						return nil, bad("clientConfig.service: %v", err)
-					}
-				} else {
-					port := int32(443)
-					if s.Port != nil {
-						port = *s.Port
-					}
-					u = hookclient.ServiceURL(s.Name, s.Namespace, port)
-				}
-				if s.Path != nil {
-					u.Path = *s.Path
-				}
-				h.url = u
-			default:
-				return nil, bad("clientConfig: exactly one of url or service is required")
-			}
-			serverName := ""
-			if s := wh.ClientConfig.Service; s != nil {
-				serverName = s.Name + "." + s.Namespace + ".svc"
-			}
-			tlsCfg, err := hookclient.TLSConfig(wh.ClientConfig.CABundle, serverName)
+			h, err := prepareHook(env, kind, c.Metadata.Name, i, wh, opts)
 			if err != nil {
-				return nil, bad("clientConfig.%v", err)
+				if onBroken == nil {
+					return nil, err
+				}
+				onBroken(err)
+				h = &hook{Webhook: wh, config: c.Metadata.Name, id: fmt.Sprintf("%s/%d", c.Metadata.Name, i), broken: err,
+					failOpen: wh.FailurePolicy != nil && *wh.FailurePolicy == "Ignore"}
 			}
-			if opts.Credentials != nil {
-				target := h.url.Host
-				if s := wh.ClientConfig.Service; s != nil {
-					port := int32(443)
-					if s.Port != nil {
-						port = *s.Port
-					}
-					target = fmt.Sprintf("%s.%s.svc:%d", s.Name, s.Namespace, port)
-				}
-				creds, err := opts.Credentials(target)
-				if err != nil {
-					return nil, bad("credentials for %s: %v", target, err)
-				}
-				if creds != nil {
-					if creds.Certificate != nil {
-						tlsCfg.Certificates = []tls.Certificate{*creds.Certificate}
-					}
-					h.creds = creds
-				}
-			}
-			h.client = hookclient.Client(tlsCfg)
-			h.timeout = 10 * time.Second
-			if wh.TimeoutSeconds != nil {
-				if *wh.TimeoutSeconds < 1 || *wh.TimeoutSeconds > 30 {
-					return nil, bad("timeoutSeconds: Invalid value: %d: the timeout value must be between 1 and 30 seconds", *wh.TimeoutSeconds)
-				}
-				h.timeout = time.Duration(*wh.TimeoutSeconds) * time.Second
-			}
-			h.failOpen = wh.FailurePolicy != nil && *wh.FailurePolicy == "Ignore"
-			for j, mc := range wh.MatchConditions {
-				prg, err := compileExpr(env, mc.Expression, nil, PerCallLimit)
-				if err != nil {
-					return nil, bad("matchConditions[%d].expression: %v", j, err)
-				}
-				h.conditions, h.condNames = append(h.conditions, prg), append(h.condNames, mc.Name)
-				h.readsAuthorizer = h.readsAuthorizer || prg.references(authorizerVar) || prg.references(requestResourceVar)
-			}
-			w.hooks = append(w.hooks, h)
+			hooks = append(hooks, h)
 		}
 	}
-	return w, nil
+	return hooks, nil
 }
+
+// prepareHook checks one webhook and makes its client and programs.
+func prepareHook(env *cel.Env, kind, config string, i int, wh Webhook, opts WebhookOptions) (*hook, error) {
+	h := &hook{Webhook: wh, config: config, id: fmt.Sprintf("%s/%d", config, i)}
+	bad := func(f string, a ...any) error {
+		return fmt.Errorf("%w: %s %q webhooks[%d] (%s): %s", ErrInvalidConfig, kind, config, i, wh.Name, fmt.Sprintf(f, a...))
+	}
+	if wh.Name == "" {
+		return nil, bad("name: Required value")
+	}
+	if err := wh.NamespaceSelector.validate("namespaceSelector"); err != nil {
+		return nil, bad("%v", err)
+	}
+	if err := wh.ObjectSelector.validate("objectSelector"); err != nil {
+		return nil, bad("%v", err)
+	}
+	svc := wh.ClientConfig.Service
+	port := int32(443)
+	if svc != nil && svc.Port != nil {
+		port = *svc.Port
+	}
+	switch {
+	case wh.ClientConfig.URL != nil:
+		u, err := hookclient.ParseURL(*wh.ClientConfig.URL)
+		if err != nil {
+			return nil, bad("clientConfig.url: %v", err)
+		}
+		h.url = u
+	case svc != nil && opts.ServiceProxy != nil:
+		path := ""
+		if svc.Path != nil {
+			path = *svc.Path
+		}
+		h.url = opts.ServiceProxy.ServiceProxyURL(svc.Namespace, svc.Name, port, path)
+		h.client = opts.ServiceProxy.HTTPClient()
+	case svc != nil:
+		u := hookclient.ServiceURL(svc.Name, svc.Namespace, port)
+		if opts.ResolveService != nil {
+			var err error
+			if u, err = opts.ResolveService(*svc); err != nil {
+				return nil, bad("clientConfig.service: %v", err)
+			}
+		}
+		if svc.Path != nil {
+			u.Path = *svc.Path
+		}
+		h.url = u
+	default:
+		return nil, bad("clientConfig: exactly one of url or service is required")
+	}
+	if h.client == nil { // not through the service proxy: TLS to the webhook itself
+		serverName := ""
+		if svc != nil {
+			serverName = svc.Name + "." + svc.Namespace + ".svc"
+		}
+		tlsCfg, err := hookclient.TLSConfig(wh.ClientConfig.CABundle, serverName)
+		if err != nil {
+			return nil, bad("clientConfig.%v", err)
+		}
+		if opts.Credentials != nil {
+			target := h.url.Host
+			if svc != nil {
+				target = fmt.Sprintf("%s.%s.svc:%d", svc.Name, svc.Namespace, port)
+			}
+			creds, err := opts.Credentials(target)
+			if err != nil {
+				return nil, bad("credentials for %s: %v", target, err)
+			}
+			if creds != nil {
+				if creds.Certificate != nil {
+					tlsCfg.Certificates = []tls.Certificate{*creds.Certificate}
+				}
+				h.creds = creds
+			}
+		}
+		h.client = hookclient.Client(tlsCfg)
+	}
+	h.timeout = 10 * time.Second
+	if wh.TimeoutSeconds != nil {
+		if *wh.TimeoutSeconds < 1 || *wh.TimeoutSeconds > 30 {
+			return nil, bad("timeoutSeconds: Invalid value: %d: the timeout value must be between 1 and 30 seconds", *wh.TimeoutSeconds)
+		}
+		h.timeout = time.Duration(*wh.TimeoutSeconds) * time.Second
+	}
+	h.failOpen = wh.FailurePolicy != nil && *wh.FailurePolicy == "Ignore"
+	for j, mc := range wh.MatchConditions {
+		prg, err := compileExpr(env, mc.Expression, nil, PerCallLimit)
+		if err != nil {
+			return nil, bad("matchConditions[%d].expression: %v", j, err)
+		}
+		h.conditions, h.condNames = append(h.conditions, prg), append(h.condNames, mc.Name)
+		h.readsAuthorizer = h.readsAuthorizer || prg.references(authorizerVar) || prg.references(requestResourceVar)
+	}
+	return h, nil
+}
+
+func (w *Webhooks) useMetrics(m *metrics) { w.metrics = m }
 
 // Name labels metrics.
 func (w *Webhooks) Name() string {
@@ -316,6 +361,9 @@ func (w *Webhooks) shouldCallAt(ctx context.Context, h *hook, a *Attributes, ns 
 	})
 	if !ruleOK {
 		return a, false, nil
+	}
+	if h.broken != nil { // called, to fail under its failurePolicy
+		return a, true, nil
 	}
 	if selErr != nil {
 		return a, false, meta.NewInternalError(selErr)
@@ -559,6 +607,9 @@ type admissionResponse struct {
 
 // call sends the AdmissionReview and validates the response's shape.
 func (w *Webhooks) call(ctx context.Context, h *hook, a *Attributes) (*admissionResponse, error) {
+	if h.broken != nil {
+		return nil, h.broken
+	}
 	if a.DryRun && (h.SideEffects == nil || (*h.SideEffects != "None" && *h.SideEffects != "NoneOnDryRun")) {
 		if h.SideEffects == nil {
 			return nil, fmt.Errorf("Webhook SideEffects is nil")
@@ -567,12 +618,9 @@ func (w *Webhooks) call(ctx context.Context, h *hook, a *Attributes) (*admission
 	}
 	uid := newUID()
 	req := requestObject(a, uid)
-	if a.Object != nil {
-		req["object"] = a.Object
-	}
-	if a.OldObject != nil {
-		req["oldObject"] = a.OldObject
-	}
+	// Both are always there, null when the operation has none, as kube
+	// sends them.
+	req["object"], req["oldObject"] = nilOr(a.Object), nilOr(a.OldObject)
 	body, err := json.Marshal(map[string]any{"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": req})
 	if err != nil {
 		return nil, err

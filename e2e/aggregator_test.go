@@ -59,8 +59,9 @@ func (l *lockedBuffer) String() string {
 	return l.b.String()
 }
 
-// process runs cmd until the test ends (SIGTERM, then SIGKILL after 10s).
-func process(t *testing.T, name string, out io.Writer, bin string, args ...string) {
+// process runs cmd until the test ends (SIGTERM, then SIGKILL after 10s),
+// or until the returned stop is called (the same, once).
+func process(t *testing.T, name string, out io.Writer, bin string, args ...string) (stop func()) {
 	t.Helper()
 	cmd := exec.Command(bin, args...)
 	cmd.Stdout, cmd.Stderr = out, out
@@ -69,15 +70,20 @@ func process(t *testing.T, name string, out io.Writer, bin string, args ...strin
 	}
 	done := make(chan struct{})
 	go func() { _ = cmd.Wait(); close(done) }()
-	t.Cleanup(func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-done:
-		case <-time.After(10 * time.Second):
-			_ = cmd.Process.Kill()
-			<-done
-		}
-	})
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			_ = cmd.Process.Signal(syscall.SIGTERM)
+			select {
+			case <-done:
+			case <-time.After(10 * time.Second):
+				_ = cmd.Process.Kill()
+				<-done
+			}
+		})
+	}
+	t.Cleanup(stop)
+	return stop
 }
 
 func freePort(t *testing.T) int {
@@ -165,10 +171,18 @@ func (p *pki) kubeconfig(t *testing.T, name, server string, kp *certs.KeyPair) s
 // Extra flags are appended.
 func startKubeAPIServer(t *testing.T, p *pki, etcdURL string, extra ...string) (url string, logs *lockedBuffer) {
 	t.Helper()
+	url, logs, _ = startStoppableKubeAPIServer(t, p, etcdURL, extra...)
+	return url, logs
+}
+
+// startStoppableKubeAPIServer is startKubeAPIServer that also returns a
+// function stopping the kube-apiserver before the test ends.
+func startStoppableKubeAPIServer(t *testing.T, p *pki, etcdURL string, extra ...string) (url string, logs *lockedBuffer, stop func()) {
+	t.Helper()
 	bin := binaries.KubeAPIServer(t)
 	port := freePort(t)
 	logs = &lockedBuffer{}
-	process(t, "kube-apiserver", logs, bin, append([]string{
+	stop = process(t, "kube-apiserver", logs, bin, append([]string{
 		"--etcd-servers=" + etcdURL,
 		"--bind-address=127.0.0.1", "--advertise-address=127.0.0.1", "--secure-port=" + strconv.Itoa(port),
 		"--cert-dir=" + filepath.Join(p.dir, "kas-certs"),
@@ -200,7 +214,7 @@ func startKubeAPIServer(t *testing.T, p *pki, etcdURL string, extra ...string) (
 		resp.Body.Close()
 		return resp.StatusCode == 200
 	})
-	return url, logs
+	return url, logs, stop
 }
 
 // client is an HTTPS client presenting the admin certificate.

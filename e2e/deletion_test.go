@@ -45,9 +45,12 @@ const gcGroup = "gc.annex.e2e"
 
 // gcSetup lets the annex server's identity (the example user's certificate)
 // delegate authentication and authorization and read the flowcontrol
-// objects and the namespaces (its NamespaceLifecycle admission), and names
-// its Service.
-const gcSetup = `apiVersion: rbac.authorization.k8s.io/v1
+// objects, the namespaces (its NamespaceLifecycle admission) and the
+// cluster's admission configuration (admReader), and names its Service.
+const gcSetup = gcBaseSetup + "---\n" + admReader
+
+// gcBaseSetup is gcSetup without the admission configuration.
+const gcBaseSetup = `apiVersion: rbac.authorization.k8s.io/v1
 kind: ClusterRoleBinding
 metadata: {name: "annex-gc:system:auth-delegator"}
 roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: "system:auth-delegator"}

@@ -27,13 +27,7 @@ import (
 // when the test ends.
 func etcdClient(t testing.TB) *clientv3.Client {
 	t.Helper()
-	url := binaries.Etcd(t)
-	c, err := clientv3.New(clientv3.Config{Endpoints: []string{url}, DialTimeout: 10 * time.Second, Logger: zap.NewNop()})
-	if err != nil {
-		t.Fatalf("etcd client: %v", err)
-	}
-	t.Cleanup(func() { c.Close() })
-	return c
+	return clientOf(t, binaries.Etcd(t))
 }
 
 // suiteStores makes etcd stores for the conformance suite on one shared
@@ -49,6 +43,18 @@ type suiteStores struct {
 
 func newSuiteStores(t *testing.T, cacher bool) *suiteStores {
 	return &suiteStores{client: etcdClient(t), cacher: cacher}
+}
+
+// clientOf returns a client of the etcd (or kine) at url, closed when the
+// test ends.
+func clientOf(t testing.TB, url string) *clientv3.Client {
+	t.Helper()
+	c, err := clientv3.New(clientv3.Config{Endpoints: []string{url}, DialTimeout: 10 * time.Second, Logger: zap.NewNop()})
+	if err != nil {
+		t.Fatalf("etcd client: %v", err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
 }
 
 func (p *suiteStores) newStore(t *testing.T) storage.Interface {

@@ -16,7 +16,12 @@ import (
 // with --etcd-servers on one real etcd: an object created through one is
 // read, listed and deleted through the other, with kubectl.
 func TestEnvironmentsExampleOnEtcd(t *testing.T) {
-	etcdURL := binaries.Etcd(t)
+	testEnvironmentsExampleOn(t, binaries.Etcd(t))
+}
+
+// testEnvironmentsExampleOn runs the two-replica example case on the etcd
+// (or kine) at etcdURL.
+func testEnvironmentsExampleOn(t *testing.T, etcdURL string) {
 	bin := buildEnvironments(t)
 	replica := func(name string) *kubectltest.Kubectl {
 		k, _, _ := runExample(t, bin, name, "--etcd-servers", etcdURL, "--etcd-prefix", "/example-test")

@@ -233,7 +233,7 @@ func TestAggregatedFlowControl(t *testing.T) {
 	p := newPKI(t)
 	kasURL, kasLogs := startKubeAPIServer(t, p, binaries.Etcd(t))
 	k := kubectltest.New(t, p.kubeconfig(t, "admin", kasURL, p.admin))
-	k.MustRun("apply", "-f", k.WriteFile("apf-setup.yaml", apfSetup))
+	k.MustRun("apply", "-f", k.WriteFile("apf-setup.yaml", apfSetup+"---\n"+admReader))
 
 	g := &slowGate{entered: make(chan struct{}, 8), release: make(chan struct{})}
 	port := startAPFServer(t, p, kasURL, g)

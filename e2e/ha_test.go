@@ -30,11 +30,14 @@ import (
 	"github.com/annexapi/annex"
 	"github.com/annexapi/annex/e2e/internal/binaries"
 	"github.com/annexapi/annex/rest"
+	"github.com/annexapi/annex/storage"
 	"github.com/annexapi/annex/storage/etcd"
+	"github.com/annexapi/annex/storage/postgres"
 )
 
 // replicaEnv, when set in the environment of this test binary, makes it an
-// annex replica instead of a test run: "<etcd URL>|<etcd prefix>|<data dir>".
+// annex replica instead of a test run: "<etcd URL>|<etcd prefix>|<data dir>",
+// or "<postgres:// DSN>|<table prefix>|<data dir>" for the PostgreSQL store.
 const replicaEnv = "ANNEX_E2E_HA_REPLICA"
 
 func TestMain(m *testing.M) {
@@ -59,7 +62,17 @@ func runReplica(spec string) error {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
-	st, err := etcd.Config{Servers: []string{parts[0]}, Prefix: parts[1]}.Open(etcd.Options{})
+	var st interface {
+		storage.Interface
+		Start(context.Context) error
+		Close() error
+	}
+	var err error
+	if strings.HasPrefix(parts[0], "postgres://") {
+		st, err = postgres.Config{DSN: parts[0]}.Open(ctx, postgres.Options{Table: strings.Trim(parts[1], "/")})
+	} else {
+		st, err = etcd.Config{Servers: []string{parts[0]}, Prefix: parts[1]}.Open(etcd.Options{})
+	}
 	if err != nil {
 		return err
 	}
@@ -90,6 +103,8 @@ type replica struct {
 	done chan struct{}
 }
 
+// startReplica starts a replica on the etcd at etcdURL, or on the
+// PostgreSQL database of a postgres:// DSN.
 func startReplica(t *testing.T, etcdURL, name string) *replica {
 	t.Helper()
 	dir := t.TempDir()
@@ -174,7 +189,22 @@ func nextEvent(t *testing.T, w watch.Interface, d time.Duration) (watch.Event, b
 }
 
 func TestEtcdHA(t *testing.T) {
-	url := binaries.Etcd(t)
+	testHA(t, binaries.Etcd(t))
+}
+
+// TestPostgresHA is TestEtcdHA on the PostgreSQL store: two replicas on one
+// database.
+func TestPostgresHA(t *testing.T) {
+	dsn, err := binaries.StartPostgres(t).CreateDatabase("ha")
+	if err != nil {
+		t.Fatal(err)
+	}
+	testHA(t, dsn)
+}
+
+// testHA runs the two-replica cases on the store at url (see
+// startReplica).
+func testHA(t *testing.T, url string) {
 	a, b := startReplica(t, url, "a"), startReplica(t, url, "b")
 	ctx := t.Context()
 	ea, eb := a.dc.Resource(gvr).Namespace("ha"), b.dc.Resource(gvr).Namespace("ha")

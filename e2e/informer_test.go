@@ -109,11 +109,16 @@ func sortStrings(s []string) {
 // off and on: each syncs with the objects already there, then sees every
 // later create, update and delete, in order.
 func TestInformers(t *testing.T) {
+	testInformers(t, startServer)
+}
+
+// testInformers runs the informer cases against servers from start.
+func testInformers(t *testing.T, start func(t *testing.T) *server) {
 	for _, watchList := range []bool{false, true} {
 		for _, kind := range []string{"dynamic", "metadata"} {
 			t.Run(fmt.Sprintf("%s_watchlist_%v", kind, watchList), func(t *testing.T) {
 				clientGates.watchList.Store(watchList)
-				s := startServer(t)
+				s := start(t)
 				ctx := context.Background()
 				dc, err := dynamic.NewForConfig(s.cfg)
 				if err != nil {

@@ -25,7 +25,11 @@ spec:
 `
 
 func TestKubectl(t *testing.T) {
-	s := startServer(t)
+	testKubectl(t, startServer(t))
+}
+
+// testKubectl runs kubectl's cases against s.
+func testKubectl(t *testing.T, s *server) {
 	k := newKubectl(t, s)
 
 	f := k.WriteFile("env.yaml", strings.Replace(manifest, "%s", "staging", 1))

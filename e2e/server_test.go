@@ -174,12 +174,18 @@ func (g *dialGate) cut() (release func()) {
 
 func startServer(t *testing.T) *server {
 	t.Helper()
-	dir := t.TempDir()
-	st, err := bbolt.Open(filepath.Join(dir, "db"), bbolt.Options{UnsafeNoSync: true, CompactionInterval: -1})
+	st, err := bbolt.Open(filepath.Join(t.TempDir(), "db"), bbolt.Options{UnsafeNoSync: true, CompactionInterval: -1})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = st.Close() })
+	return startServerOn(t, st)
+}
+
+// startServerOn is startServer on the store st (the caller closes it).
+func startServerOn(t *testing.T, st storage.Interface) *server {
+	t.Helper()
+	dir := t.TempDir()
 	cache, err := watch.New(st, watch.Config{Prefix: storage.ResourcePrefix(group, plural, ""), RingSize: ringSize, BookmarkInterval: 500 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)

@@ -48,10 +48,30 @@ type ReadinessChecker interface {
 	Ready(ctx context.Context) error
 }
 
-// ReadyCheck adapts a ReadinessChecker to a Check called name.
+// ReadyCheck adapts a ReadinessChecker to a Check called name. When rc is
+// also a Noter, so is the check.
 func ReadyCheck(name string, rc ReadinessChecker) Check {
-	return NamedCheck(name, func(r *http.Request) error { return rc.Ready(r.Context()) })
+	c := CheckFunc{CheckName: name, Fn: func(r *http.Request) error { return rc.Ready(r.Context()) }}
+	if n, ok := rc.(Noter); ok {
+		return notedCheck{c, n}
+	}
+	return c
 }
+
+// Noter is an optional interface of a Check (or of the ReadinessChecker
+// given to ReadyCheck): what a passing check has to say, such as a part
+// that is ready because there is nothing to wait for. A verbose answer
+// shows it after "ok": "[+]name ok: note". Empty means nothing.
+type Noter interface {
+	Note() string
+}
+
+type notedCheck struct {
+	CheckFunc
+	n Noter
+}
+
+func (c notedCheck) Note() string { return c.n.Note() }
 
 // Flag is a check that fails once Set is called: the readyz "shutdown" check,
 // which goes red first when the server starts shutting down.
@@ -144,6 +164,10 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			if h.OnFailure != nil {
 				h.OnFailure(r, name, err)
 			}
+			continue
+		}
+		if n, ok := c.(Noter); ok && n.Note() != "" {
+			fmt.Fprintf(&b, "[+]%s ok: %s\n", name, n.Note())
 			continue
 		}
 		fmt.Fprintf(&b, "[+]%s ok\n", name)

@@ -1,6 +1,7 @@
 package healthz
 
 import (
+	"context"
 	"errors"
 	"net/http"
 	"net/http/httptest"
@@ -70,5 +71,23 @@ func TestOnFailureSeesReason(t *testing.T) {
 	h.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest(http.MethodGet, "/livez", nil))
 	if got == nil || got.Error() != "why" {
 		t.Fatalf("OnFailure got %v", got)
+	}
+}
+
+type notedReady struct{ note string }
+
+func (notedReady) Ready(context.Context) error { return nil }
+func (n notedReady) Note() string              { return n.note }
+
+func TestReadyCheckNote(t *testing.T) {
+	h, err := New("readyz", ReadyCheck("cluster-admission", notedReady{"not served by the cluster: mutatingadmissionpolicies"}), ReadyCheck("plain", notedReady{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest("GET", "/readyz?verbose", nil))
+	want := "[+]cluster-admission ok: not served by the cluster: mutatingadmissionpolicies\n[+]plain ok\nreadyz check passed\n"
+	if rec.Code != 200 || rec.Body.String() != want {
+		t.Errorf("got %d %q, want 200 %q", rec.Code, rec.Body.String(), want)
 	}
 }

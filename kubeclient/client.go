@@ -316,3 +316,40 @@ func (w *Watcher) Close() error {
 	w.stop()
 	return w.body.Close()
 }
+
+// HTTPClient returns an http.Client that reaches this server as Client
+// does (its TLS, its credentials, its user agent, no redirects) for
+// requests made by hand, such as a webhook call through the cluster's
+// service proxy (ServiceProxyURL). It does not retry and has no timeout of
+// its own: the caller's context bounds each request.
+func (c *Client) HTTPClient() *http.Client {
+	return &http.Client{Transport: authTransport{c}, CheckRedirect: c.http.CheckRedirect}
+}
+
+// authTransport adds the client's credentials and user agent.
+type authTransport struct{ c *Client }
+
+func (t authTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	tok, err := t.c.bearer()
+	if err != nil {
+		return nil, err
+	}
+	req = req.Clone(req.Context())
+	req.Header.Set("User-Agent", t.c.userAgent)
+	if tok != "" {
+		req.Header.Set("Authorization", "Bearer "+tok)
+	}
+	return t.c.http.Transport.RoundTrip(req)
+}
+
+// ServiceProxyURL is the URL of path on port of a service, through this
+// server's service proxy:
+// <host>/api/v1/namespaces/<ns>/services/https:<name>:<port>/proxy<path>.
+func (c *Client) ServiceProxyURL(namespace, name string, port int32, path string) *url.URL {
+	u := *c.base
+	if path != "" && !strings.HasPrefix(path, "/") {
+		path = "/" + path
+	}
+	u.Path = strings.TrimSuffix(u.Path, "/") + fmt.Sprintf("/api/v1/namespaces/%s/services/https:%s:%d/proxy%s", namespace, name, port, path)
+	return &u
+}

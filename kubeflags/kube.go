@@ -51,7 +51,7 @@ func (o *Options) addKubeFlags(fs *flag.FlagSet, b *annex.Builder) {
 	fs.Var(&k.disablePlugins, "disable-admission-plugins", "admission plugins that should be disabled although they are in the default enabled plugins list ("+strings.Join(admission.PluginNames(), ", ")+"). Comma-delimited list of admission plugins: "+strings.Join(admission.PluginNames(), ", ")+".")
 	k.gc = true
 	fs.BoolVar(&k.gc, "enable-garbage-collector", true, "Enables the generic garbage collector. MUST be synced with the corresponding flag of the kube-controller-manager. (Always true here: deletion leaves dependents to the cluster's garbage collector.)")
-	fs.StringVar(&k.storageBackend, "storage-backend", "", "The storage backend for persistence. Options: 'etcd3' (with --etcd-servers). Without it objects are in the embedded bbolt file.")
+	fs.StringVar(&k.storageBackend, "storage-backend", "", "The storage backend for persistence. Options: 'etcd3' (with --etcd-servers), 'postgres' (with --postgres-dsn). Without it objects are in the embedded bbolt file.")
 	fs.StringVar(&k.storageMediaType, "storage-media-type", "application/json", "The media type to use to store objects in storage. Supported media types: [application/json]")
 	fs.Var(&k.featureGates, "feature-gates", "Comma-separated list of component:key=value pairs that describe feature gates for alpha/experimental features of different components. This server has one: APIResponseCompression=true|false (default true), gzip for responses larger than 128 KiB.")
 	fs.Var(&k.emulatedVersions, "emulated-version", "The versions different components emulate their capabilities (APIs, features, ...) of. Not supported: this server serves one version.")
@@ -146,10 +146,16 @@ func (o *Options) applyKubeFlags(b *annex.Builder, given map[string]bool) error 
 		bad("enable-garbage-collector", "cannot be false here: deletion always leaves dependents to the cluster's garbage collector (the orphan and foregroundDeletion finalizers)")
 	}
 	switch {
-	case given["storage-backend"] && k.storageBackend != "etcd3":
-		bad("storage-backend", fmt.Sprintf("%q is not supported: the backends are etcd3 (with --etcd-servers) and the embedded bbolt file", k.storageBackend))
-	case given["storage-backend"] && !o.etcd.Enabled():
+	case given["storage-backend"] && k.storageBackend != "etcd3" && k.storageBackend != "postgres":
+		bad("storage-backend", fmt.Sprintf("%q is not supported: the backends are etcd3 (with --etcd-servers), postgres (with --postgres-dsn) and the embedded bbolt file", k.storageBackend))
+	case k.storageBackend == "etcd3" && !o.etcd.Enabled():
 		bad("storage-backend", "etcd3 needs --etcd-servers (without both, objects are kept in the embedded bbolt file)")
+	case k.storageBackend == "postgres" && !o.pg.Enabled():
+		bad("storage-backend", "postgres needs --postgres-dsn")
+	case k.storageBackend == "postgres" && o.etcd.Enabled():
+		bad("storage-backend", "postgres and --etcd-servers exclude each other: one store keeps every resource")
+	case k.storageBackend != "postgres" && o.pg.Enabled():
+		bad("postgres-dsn", "has no effect without --storage-backend=postgres")
 	}
 	if given["storage-media-type"] && k.storageMediaType != "application/json" {
 		bad("storage-media-type", fmt.Sprintf("%q is not supported: objects are stored as application/json", k.storageMediaType))

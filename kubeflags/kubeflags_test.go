@@ -69,6 +69,8 @@ func TestSampleAPIServerFlagChecklist(t *testing.T) {
 		{"--enable-garbage-collector=false", "cannot be false here"},
 		{"--storage-backend=etcd2", `"etcd2" is not supported`},
 		{"--storage-backend=etcd3", "etcd3 needs --etcd-servers"},
+		{"--storage-backend=postgres", "postgres needs --postgres-dsn"},
+		{"--postgres-dsn=postgres://u:hunter2@db/annex", "--postgres-dsn: has no effect without --storage-backend=postgres"},
 		{"--secure-port=0", "--secure-port 0 must be between 1 and 65535, inclusive. It cannot be turned off with 0"},
 		{"--secure-port=70000", "--secure-port 70000 must be between 1 and 65535"},
 		{"--etcd-prefix=/x", "--etcd-prefix: has no effect without --etcd-servers"},

@@ -18,6 +18,7 @@ import (
 	"github.com/annexapi/annex/authn"
 	"github.com/annexapi/annex/storage"
 	"github.com/annexapi/annex/storage/etcd"
+	"github.com/annexapi/annex/storage/postgres"
 )
 
 // Options are the values of the flags AddFlags registered that are not a
@@ -47,6 +48,8 @@ type Options struct {
 	// audit holds the --audit-* flags, etcd the --etcd-* flags.
 	audit *audit.Flags
 	etcd  etcd.Config
+	// pg holds --postgres-dsn (with --storage-backend=postgres).
+	pg postgres.Config
 	// kube holds the flags of kube.go.
 	kube kubeFlagState
 }
@@ -126,10 +129,12 @@ func (o *Options) AddFlags(pfs *pflag.FlagSet, b *annex.Builder) {
 	fs.Var(&f.oidcRequired, "oidc-required-claim", "A key=value pair that describes a required claim in the ID Token. Repeatable.")
 	fs.Var(&f.oidcSigningAlg, "oidc-signing-algs", "Comma-separated list of allowed JOSE asymmetric signing algorithms. Default RS256.")
 	b.FlowControl.AddFlags(fs)
+	addRegistrationFlags(fs, b)
 
 	o.addKubeFlags(fs, b)
 	f.audit = audit.AddFlags(fs)
 	o.etcd.AddFlags(fs)
+	o.pg.AddFlags(fs)
 	pfs.AddGoFlagSet(fs)
 	nameTypes(pfs)
 	pfs.Usage = sectionedUsage(pfs)
@@ -150,7 +155,7 @@ func (o *Options) Apply(b *annex.Builder) error {
 	o.pfs.Visit(func(fl *pflag.Flag) { given[fl.Name] = true })
 	an := &b.Authentication
 	code := fieldsSetInCode{delegation: an.Delegation != nil, requestHeader: an.RequestHeader != nil, oidc: an.OIDC != nil,
-		logger: b.Observability.Logger != nil, store: b.Storage.Store != nil || b.Storage.Open != nil}
+		logger: b.Observability.Logger != nil, store: b.Storage.Store != nil || b.Storage.Open != nil || b.Storage.Postgres.Enabled()}
 	var errs []error
 	// An explicit 0 of a max-in-flight flag has kube's meaning (no limit of
 	// that kind, or no seats from it): flowcontrol.Config reads 0 as the
@@ -205,6 +210,9 @@ func (o *Options) Apply(b *annex.Builder) error {
 		b.Storage.Open = func(so annex.StoreOptions) (storage.Interface, error) {
 			return cfg.Open(etcd.Options{Logger: so.Logger, Transformer: so.Transformer, Observer: so.Observer})
 		}
+	}
+	if o.pg.Enabled() && o.kube.storageBackend == "postgres" && !code.store {
+		b.Storage.Postgres = o.pg
 	}
 	errs = append(errs, o.applyAudit(b), o.applyKubeFlags(b, given), checkFlagEffects(b, given, code))
 	return errors.Join(errs...)

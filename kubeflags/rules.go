@@ -128,8 +128,14 @@ func flagRules(given map[string]bool) []flagRule {
 		{flags: etcdFlags, noEffect: func(b *annex.Builder, given map[string]bool, code fieldsSetInCode) (string, bool) {
 			return "has no effect without --etcd-servers", !given["etcd-servers"]
 		}},
+		{flags: []string{"postgres-dsn"}, noEffect: func(b *annex.Builder, given map[string]bool, code fieldsSetInCode) (string, bool) {
+			return "Builder.Storage.Store, Storage.Open or Storage.Postgres is set in code", code.store
+		}},
 		{flags: []string{"etcd-servers"}, noEffect: func(b *annex.Builder, given map[string]bool, code fieldsSetInCode) (string, bool) {
-			return "Builder.Storage.Store or Storage.Open is set in code", code.store
+			return "Builder.Storage.Store, Storage.Open or Storage.Postgres is set in code", code.store
+		}},
+		{flags: []string{"apiservice-port", "apiservice-ca-file", "apiservice-group-priority-minimum", "apiservice-version-priority"}, noEffect: func(b *annex.Builder, given map[string]bool, code fieldsSetInCode) (string, bool) {
+			return "has no effect without --register-apiservice", !b.Registration.Register
 		}},
 		{flags: []string{"data-dir"}, noEffect: func(b *annex.Builder, given map[string]bool, code fieldsSetInCode) (string, bool) {
 			return "has no effect: certificates come from files, client certificates are not generated (--client-ca-file or delegation) and no resource uses the embedded store", !b.UsesDataDir()

@@ -24,7 +24,7 @@ func flagSection(name string) string {
 		return false
 	}
 	switch {
-	case has("etcd-", "encryption-provider-config", "storage-", "watch-cache", "delete-collection-workers"):
+	case has("etcd-", "postgres-", "encryption-provider-config", "storage-", "watch-cache", "delete-collection-workers"):
 		return "Etcd"
 	case has("secure-port", "bind-address", "tls-", "http2-", "cert-dir", "permit-"):
 		return "Secure serving"
@@ -36,6 +36,8 @@ func flagSection(name string) string {
 		return "Authentication"
 	case has("authorization-"):
 		return "Authorization"
+	case name == "service" || name == "register-apiservice" || has("apiservice-"):
+		return "APIService registration"
 	case name == "v" || has("vmodule", "logging-format", "log-"):
 		return "Logs"
 	case has("data-dir", "request-timeout", "min-request-timeout", "max-requests-inflight", "max-mutating-requests-inflight",
@@ -47,7 +49,7 @@ func flagSection(name string) string {
 
 // sectionOrder is the order sections print in, kube's for an aggregated
 // server; the program's own flags come last, as "Misc".
-var sectionOrder = [...]string{"Generic", "Etcd", "Secure serving", "Audit", "Features", "Authentication", "Authorization", "Logs", "Misc"}
+var sectionOrder = [...]string{"Generic", "Etcd", "Secure serving", "Audit", "Features", "Authentication", "Authorization", "APIService registration", "Logs", "Misc"}
 
 // pflagTypes are the type names --help shows for flags whose values are
 // this package's own types, as kube shows its equivalents.
@@ -61,6 +63,8 @@ func pflagType(name string) string {
 		return "string"
 	case "oidc-required-claim":
 		return "mapStringString"
+	case "apiservice-group-priority-minimum", "apiservice-version-priority":
+		return "int32"
 	case "min-request-timeout", "max-requests-inflight", "max-mutating-requests-inflight":
 		return "int"
 	case "enable-priority-and-fairness":

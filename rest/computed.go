@@ -1,9 +1,9 @@
 // This file serves computed resources: resources that are not stored but
 // computed on read by a Getter and a Lister (metrics-server's NodeMetrics and
 // PodMetrics are the model). They answer get and list (with label and field
-// selectors and Table output), watch with 405 as an apiserver whose storage is
-// no rest.Watcher, and every write with the 405 go-restful gives a method
-// without a route.
+// selectors and Table output), watch from a watch cache over their Events
+// (or 405 without, as an apiserver whose storage is no rest.Watcher), and
+// every write with the 405 go-restful gives a method without a route.
 
 package rest
 
@@ -54,9 +54,29 @@ func (f ListerFunc) List(ctx context.Context, namespace string, opts ListOptions
 }
 
 var (
-	_ Getter = GetterFunc(nil)
-	_ Lister = ListerFunc(nil)
+	_ Getter      = GetterFunc(nil)
+	_ Lister      = ListerFunc(nil)
+	_ EventSource = EventSourceFunc(nil)
 )
+
+// EventSource feeds the watch of a computed resource: Run calls sink.Put
+// with an object's complete JSON when it appears or changes (an unchanged
+// object is no event) and sink.Remove when it goes away, until ctx ends.
+type EventSource interface {
+	Run(ctx context.Context, sink EventSink) error
+}
+
+// EventSourceFunc adapts a function to an EventSource.
+type EventSourceFunc func(ctx context.Context, sink EventSink) error
+
+// Run calls f.
+func (f EventSourceFunc) Run(ctx context.Context, sink EventSink) error { return f(ctx, sink) }
+
+// EventSink receives a computed resource's changes (watch.Feed is one).
+type EventSink interface {
+	Put(data []byte) error
+	Remove(namespace, name string) error
+}
 
 // ListOptions are the selectors of a list of a computed resource.
 type ListOptions struct {
@@ -78,6 +98,9 @@ func (r Resource) computedVerbs() []string {
 	}
 	if r.Lister != nil {
 		v = append(v, "list")
+	}
+	if r.WatchStorage != nil {
+		v = append(v, "watch")
 	}
 	return v
 }
@@ -118,6 +141,8 @@ func (rh *resourceHandler) serveComputed(w http.ResponseWriter, r *http.Request,
 			return
 		}
 		rh.writeComputedList(w, o, rh.selectComputed(items, info.Namespace, p))
+	case info.Verb == "watch" && rh.WatchStorage != nil:
+		rh.watch(w, r, o, info.Namespace, name)
 	case info.Verb == "watch":
 		// The list route exists, the storage is no watcher: k8s's ListResource
 		// answers MethodNotSupported.

@@ -51,6 +51,16 @@ type Resource struct {
 	// be nil (that verb is then 405 too). Set them with a nil Storage.
 	Getter Getter
 	Lister Lister
+	// Events, on a computed resource, makes it watchable: Run puts each
+	// object when it changes and removes those that go away, and watch is
+	// served from a watch cache over those changes, with bookmarks and
+	// WatchList, as for a stored resource (get and list stay the Getter's
+	// and Lister's). The Builder runs it and fills WatchStorage.
+	Events EventSource
+	// WatchStorage serves the watch of a computed resource: a watch cache
+	// over a feed of its changes (watch.New(watch.NewFeed(...)); the
+	// Builder makes it from Events). Nil means watch answers 405.
+	WatchStorage storage.Interface
 	// Schema is the structural schema of the object (apiVersion, kind and
 	// metadata may be left out). It is published in OpenAPI, and writes are
 	// pruned and defaulted with it; unknown fields are then handled as the
@@ -339,6 +349,8 @@ func validateResources(rs []Resource) error {
 			bad(r, ErrInvalidResource, "a resource has Storage or Getter/Lister (computed), not both")
 		case computed && r.StatusSubresource:
 			bad(r, ErrInvalidResource, "a computed resource has no status subresource")
+		case !computed && (r.Events != nil || r.WatchStorage != nil):
+			bad(r, ErrInvalidResource, "Events and WatchStorage are for a computed resource (Getter/Lister); a stored one is watched through its Storage")
 		}
 		k := gv{r.Group, r.Version}
 		if plurals[k] == nil {

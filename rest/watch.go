@@ -28,8 +28,17 @@ type InitialEventsSender interface {
 }
 
 func (rh *resourceHandler) sendsInitialEvents() bool {
-	s, ok := rh.Storage.(InitialEventsSender)
+	s, ok := rh.watchStorage().(InitialEventsSender)
 	return ok && s.SendsInitialEvents()
+}
+
+// watchStorage is what a watch reads: the Storage, or a computed
+// resource's WatchStorage.
+func (rh *resourceHandler) watchStorage() storage.Interface {
+	if rh.computed() {
+		return rh.WatchStorage
+	}
+	return rh.Storage
 }
 
 func (rh *resourceHandler) watch(w http.ResponseWriter, r *http.Request, o output, namespace, urlName string) {
@@ -62,7 +71,7 @@ func (rh *resourceHandler) watch(w http.ResponseWriter, r *http.Request, o outpu
 	ec := ErrorContext{Name: name, Verb: "watch", ResourceVersion: p.resourceVersion}
 	// A watch from the future would wait silently; k8s answers 504 so that
 	// reflectors relist. Backends that can tell their revision are asked.
-	if rr, ok := rh.Storage.(storage.RevisionReader); ok && p.resourceVersion != "" {
+	if rr, ok := rh.watchStorage().(storage.RevisionReader); ok && p.resourceVersion != "" {
 		want, _ := strconv.ParseUint(p.resourceVersion, 10, 64)
 		cur, err := rr.CurrentRevision(ctx)
 		if err == nil && want > cur {
@@ -73,7 +82,7 @@ func (rh *resourceHandler) watch(w http.ResponseWriter, r *http.Request, o outpu
 			return
 		}
 	}
-	watcher, err := rh.Storage.Watch(ctx, key, storage.WatchOptions{
+	watcher, err := rh.watchStorage().Watch(ctx, key, storage.WatchOptions{
 		ResourceVersion:   p.resourceVersion,
 		Recursive:         recursive,
 		Predicate:         rh.predicate(p),

@@ -36,7 +36,10 @@ type writeParams struct {
 	dryRunValues    []string
 	fieldManager    string
 	fieldValidation string // Strict, Warn or Ignore
-	force           *bool
+	// fieldValidationGiven is the parameter as given ("" when absent): the
+	// options admission sees carry it, as kube's do.
+	fieldValidationGiven string
+	force                *bool
 }
 
 // parseWriteParams validates dryRun, fieldManager and fieldValidation; kind
@@ -50,6 +53,7 @@ func parseWriteParams(q url.Values, kind string) (writeParams, *meta.Status) {
 	p.dryRun, p.dryRunValues = dryRun, q["dryRun"]
 	p.fieldManager = q.Get("fieldManager")
 	p.fieldValidation = q.Get("fieldValidation")
+	p.fieldValidationGiven = p.fieldValidation
 	var causes []meta.StatusCause
 	if len(p.fieldManager) > meta.FieldManagerMaxLength {
 		causes = append(causes, meta.StatusCause{Type: meta.CauseTypeFieldValueTooLong, Field: "fieldManager", Message: "Too long: may not be more than 128 bytes"})
@@ -85,16 +89,22 @@ const (
 
 // createOptions, updateOptions and patchOptions are the options admission
 // sees for each verb.
+// The options of a write, as admission sees them (AdmissionReview's
+// request.options): typed, with the parameters as given, as kube's.
 func (p writeParams) createOptions() meta.CreateOptions {
-	return meta.CreateOptions{DryRun: p.dryRunValues, FieldManager: p.fieldManager, FieldValidation: p.fieldValidation}
+	return meta.CreateOptions{TypeMeta: optionsType("CreateOptions"), DryRun: p.dryRunValues, FieldManager: p.fieldManager, FieldValidation: p.fieldValidationGiven}
 }
 
 func (p writeParams) updateOptions() meta.UpdateOptions {
-	return meta.UpdateOptions{DryRun: p.dryRunValues, FieldManager: p.fieldManager, FieldValidation: p.fieldValidation}
+	return meta.UpdateOptions{TypeMeta: optionsType("UpdateOptions"), DryRun: p.dryRunValues, FieldManager: p.fieldManager, FieldValidation: p.fieldValidationGiven}
 }
 
 func (p writeParams) patchOptions() meta.PatchOptions {
-	return meta.PatchOptions{DryRun: p.dryRunValues, FieldManager: p.fieldManager, FieldValidation: p.fieldValidation}
+	return meta.PatchOptions{TypeMeta: optionsType("PatchOptions"), DryRun: p.dryRunValues, FieldManager: p.fieldManager, FieldValidation: p.fieldValidationGiven, Force: p.force}
+}
+
+func optionsType(kind string) meta.TypeMeta {
+	return meta.TypeMeta{APIVersion: "meta.k8s.io/v1", Kind: kind}
 }
 
 // The write path is a sequence of named steps, in the order

@@ -166,6 +166,10 @@ type Computed[T any] struct {
 
 	Get  func(ctx context.Context, namespace, name string) (*T, error)
 	List func(ctx context.Context, namespace string, opts rest.ListOptions) ([]T, error)
+	// Changes, when set, makes the resource watchable (rest.Resource's
+	// Events): until ctx ends it calls put with each object when it appears
+	// or changes, and remove when one goes away.
+	Changes func(ctx context.Context, put func(*T) error, remove func(namespace, name string) error) error
 }
 
 // Resource is the rest.Resource of c, its schema derived from T.
@@ -216,5 +220,16 @@ func (c Computed[T]) Resource() (rest.Resource, error) {
 		}
 		return out, nil
 	})
+	if c.Changes != nil {
+		r.Events = rest.EventSourceFunc(func(ctx context.Context, sink rest.EventSink) error {
+			return c.Changes(ctx, func(v *T) error {
+				b, err := envelope(v)
+				if err != nil {
+					return err
+				}
+				return sink.Put(b)
+			}, sink.Remove)
+		})
+	}
 	return r, nil
 }

@@ -113,7 +113,7 @@ type Watch struct {
 // Fault is a fault the harness injected, for reports and for the checker's
 // window rules.
 type Fault struct {
-	Kind   string // "kill", "pause", "kill-replica", "restart-etcd", "compact"
+	Kind   string // "kill", "pause", "kill-replica", "restart-etcd", "restart-postgres", "compact"
 	Target string
 	At     int64 // when it was injected
 	Done   int64 // when the target served again

@@ -20,6 +20,7 @@ func backends() []*backend {
 	return []*backend{
 		{name: "bbolt", faults: []string{"kill", "pause", "kill"}, bin: bin},
 		{name: "etcd", faults: []string{"kill-replica", "restart-etcd", "pause"}, bin: bin},
+		{name: "postgres", faults: []string{"kill-replica", "restart-postgres", "pause"}, bin: bin},
 	}
 }
 

@@ -16,6 +16,9 @@ import (
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/annexapi/annex/e2e/internal/binaries"
+	"github.com/annexapi/annex/storage/postgres"
 )
 
 // ringSize is the example's watch-cache window: watch.Config.RingSize's
@@ -42,14 +45,16 @@ type backend struct {
 	name   string
 	faults []string
 	bin    *exampleBinary
-	etcd   *etcdProc // etcd backend only; started by the first run
-	runs   int       // runs so far (names the etcd prefix)
+	etcd   *etcdProc                // etcd backend only; started by the first run
+	pg     *binaries.PostgresServer // postgres backend only; started by the first run
+	runs   int                      // runs so far (names the etcd prefix, the database)
 }
 
 // cluster is one run's servers.
 type cluster struct {
 	b       *backend
 	servers []*server
+	dsn     string // the postgres backend's database
 }
 
 func (b *backend) newCluster(t testing.TB) *cluster {
@@ -57,9 +62,24 @@ func (b *backend) newCluster(t testing.TB) *cluster {
 	bin := b.bin.get(t)
 	b.runs++
 	c := &cluster{b: b}
-	if b.name == "bbolt" {
+	switch b.name {
+	case "bbolt":
 		c.servers = []*server{newServer(t, bin, "bbolt")}
-	} else {
+	case "postgres":
+		if b.pg == nil {
+			// fsync on: it is killed with -9 and must keep what it
+			// acknowledged.
+			b.pg = binaries.StartPostgresWith(t, binaries.PostgresOptions{Fsync: true})
+		}
+		dsn, err := b.pg.CreateDatabase(fmt.Sprintf("rb%d", b.runs))
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.dsn = dsn
+		for _, n := range []string{"a", "b"} {
+			c.servers = append(c.servers, newServer(t, bin, n, "--storage-backend", "postgres", "--postgres-dsn", dsn))
+		}
+	default:
 		if b.etcd == nil {
 			b.etcd = newEtcd(t)
 		}
@@ -88,12 +108,32 @@ func (c *cluster) stop() {
 	}
 }
 
+// compact compacts the store under the servers at rev (annex's meaning:
+// rev and before expire), through the store's own client.
+func (c *cluster) compact(ctx context.Context, rev uint64) error {
+	if c.b.name == "postgres" {
+		s, err := postgres.Config{DSN: c.dsn}.Open(ctx, postgres.Options{CompactionInterval: -1})
+		if err != nil {
+			return err
+		}
+		defer s.Close()
+		return s.Compact(ctx, rev)
+	}
+	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{c.b.etcd.url}, DialTimeout: 5 * time.Second})
+	if err != nil {
+		return err
+	}
+	defer cli.Close()
+	_, err = cli.Compact(ctx, int64(rev)+1, clientv3.WithCompactPhysical())
+	return err
+}
+
 // runConfig is one run's parameters.
 type runConfig struct {
 	seed    uint64
 	clients int
 	load    time.Duration
-	fault   string // "" none, "kill", "pause", "kill-replica", "restart-etcd"
+	fault   string // "" none, "kill", "pause", "kill-replica", "restart-etcd", "restart-postgres"
 	// wrap, when set, puts something (a broken proxy, in self-tests) in
 	// front of each server.
 	wrap func(t testing.TB, ep *Endpoint) *Endpoint
@@ -410,6 +450,21 @@ func (r *run) inject(ctx context.Context) {
 		time.Sleep(1500 * time.Millisecond) // the fault's length, not a wait for something
 		s.signal(syscall.SIGCONT)
 		f.Done = r.h.Now()
+	case "restart-postgres":
+		p := r.c.b.pg
+		f.Target = "postgres"
+		r.h.EtcdRestartAt = f.At // the same rule: caches may re-list
+		_ = p.Kill()
+		if err := p.Restart(); err != nil {
+			r.t.Errorf("restart postgres: %v", err)
+			return
+		}
+		for _, s := range r.c.servers {
+			if err := s.waitReady(bg); err != nil {
+				r.t.Errorf("after the postgres restart: %v", err)
+			}
+		}
+		f.Done = r.h.Now()
 	case "restart-etcd":
 		e := r.c.b.etcd
 		f.Target = "etcd"
@@ -450,7 +505,7 @@ func (r *run) windowPhase(ctx context.Context) {
 		r.expectExpired(ctx, i)
 	}
 	old := strconv.FormatUint(r.h.BaseRV+1, 10)
-	if r.c.b.etcd == nil {
+	if r.c.b.name == "bbolt" {
 		// bbolt keeps its history for 5 minutes: an exact list before the
 		// cache's window is served by the store.
 		if op := r.harness.List(ctx, r.eps[0], ListOptions{RV: old, Match: "Exact"}); op.Outcome != OK {
@@ -463,17 +518,11 @@ func (r *run) windowPhase(ctx context.Context) {
 		r.t.Errorf("list before compaction: %s", l.Err)
 		return
 	}
-	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{r.c.b.etcd.url}, DialTimeout: 5 * time.Second})
-	if err != nil {
-		r.t.Errorf("etcd client: %v", err)
-		return
-	}
-	defer cli.Close()
-	if _, err := cli.Compact(ctx, int64(l.ListRV), clientv3.WithCompactPhysical()); err != nil {
+	if err := r.c.compact(ctx, l.ListRV-1); err != nil {
 		r.t.Errorf("compact: %v", err)
 		return
 	}
-	r.h.AddFault(Fault{Kind: "compact", Target: "etcd", At: r.h.Now(), Done: r.h.Now(), Revision: l.ListRV - 1})
+	r.h.AddFault(Fault{Kind: "compact", Target: r.c.b.name, At: r.h.Now(), Done: r.h.Now(), Revision: l.ListRV - 1})
 	for i := range r.eps {
 		if op := r.harness.List(ctx, r.eps[i], ListOptions{RV: old, Match: "Exact"}); op.Outcome != Expired {
 			r.t.Errorf("exact list at compacted revision %s on %s: %s %s, want 410", old, op.Server, op.Outcome, op.Err)

@@ -252,6 +252,15 @@ func TestKubectlAsOrdinaryUser(t *testing.T) {
 	if out := k.MustRun("--as=bob", "auth", "can-i", "get", "/version"); strings.TrimSpace(out) != "yes" {
 		t.Errorf("bob can-i get /version: %q, want yes", out)
 	}
+	// can-i --list (SelfSubjectRulesReview) from the in-process RBAC: bob
+	// has the bootstrap policy's rules alone; the admin, system:masters, all.
+	bobRules := k.MustRun("--as=bob", "auth", "can-i", "--list")
+	t.Logf("kubectl auth can-i --list as bob:\n%s", bobRules)
+	kubectltest.WantContains(t, "can-i --list as bob", bobRules, "selfsubjectaccessreviews.authorization.k8s.io", "[/version]", "[get]")
+	if strings.Contains(bobRules, "environments") || strings.Contains(bobRules, "*.*") {
+		t.Errorf("can-i --list as bob lists more than the bootstrap policy:\n%s", bobRules)
+	}
+	kubectltest.WantContains(t, "can-i --list as admin", k.MustRun("auth", "can-i", "--list", "-n", "default"), "*.*", "[*]")
 	kubectltest.WantContains(t, "whoami as bob", k.MustRun("--as=bob", "--as-group=dev", "auth", "whoami"),
 		"Username", "bob", "Groups", "[dev system:authenticated]")
 	kubectltest.WantContains(t, "whoami as admin", k.MustRun("auth", "whoami", "-o", "jsonpath={.status.userInfo.username} {.status.userInfo.groups}"),

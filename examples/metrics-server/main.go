@@ -26,8 +26,9 @@
 // cluster's ConfigMap or unreadable (delegated-authentication), TokenReview,
 // SubjectAccessReview or ConfigMap permissions missing
 // (delegation-permissions), a serving certificate without the
-// <service>.<namespace>.svc name (serving-certificate-name). Each failure is
-// also logged at start-up, and /readyz/<check> answers with the reason. As
+// <service>.<namespace>.svc name (serving-certificate-name, the Builder's
+// check for --service). The first two are also logged at start-up, and
+// /readyz/<check> answers with the reason. As
 // metrics-server's, /readyz also fails ("no metrics to serve",
 // metric-storage-ready) until the store can compute at least one node's or
 // pod's metrics, so the APIService is not marked available while kubectl
@@ -43,7 +44,6 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
@@ -55,7 +55,6 @@ import (
 
 	"github.com/annexapi/annex"
 	"github.com/annexapi/annex/authz"
-	"github.com/annexapi/annex/certs"
 	"github.com/annexapi/annex/filters"
 	"github.com/annexapi/annex/healthz"
 	"github.com/annexapi/annex/kubeclient"
@@ -76,14 +75,12 @@ func main() {
 type options struct {
 	builder annex.Builder
 
-	nodes, pods        string
-	simulationFile     string
-	variation          float64
-	resolution         time.Duration
-	service            string // name.namespace
-	register           bool
-	apiServicePort     int
-	registrationCAFile string
+	nodes, pods    string
+	simulationFile string
+	variation      float64
+	resolution     time.Duration
+	source         string // simulated or kubelet
+	kubelet        KubeletOptions
 }
 
 func parseFlags(args []string, stderr io.Writer) (*options, error) {
@@ -91,6 +88,9 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 		Name:    "metrics-server",
 		DataDir: ".annex/metrics-server",
 		Serving: annex.Serving{BindAddress: "127.0.0.1", SecurePort: 8443},
+		// metrics-server's manifest's priorities for v1beta1.metrics.k8s.io
+		// (--register-apiservice).
+		Registration: annex.Registration{GroupPriorityMinimum: 100, VersionPriority: 100},
 	}}
 	fs := pflag.NewFlagSet("metrics-server", pflag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -101,38 +101,50 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.StringVar(&o.simulationFile, "simulation-file", "", "YAML file declaring simulated nodes and pods with their mean usage (see testdata/cluster.yaml).")
 	fs.Float64Var(&o.variation, "variation", 0.2, "How far simulated usage swings around its mean (0.2 is ±20%; 0 is constant).")
 	fs.DurationVar(&o.resolution, "metric-resolution", 15*time.Second, "The resolution at which metrics are scraped.")
-	fs.StringVar(&o.service, "service", "", "The Service in front of this server as name.namespace (e.g. metrics-server.kube-system): its DNS names go into the generated serving certificate, /readyz checks the certificate carries <name>.<namespace>.svc, and --register-apiservice points the APIService at it.")
-	fs.BoolVar(&o.register, "register-apiservice", false, "Create or update the APIService v1beta1.metrics.k8s.io with the caBundle of the serving certificate (needs --service and delegated mode).")
-	fs.IntVar(&o.apiServicePort, "apiservice-port", 443, "The Service port the APIService names.")
-	fs.StringVar(&o.registrationCAFile, "apiservice-ca-file", "", "The CA bundle to put in the APIService's caBundle. Empty means the generated serving CA, or the last certificate of --tls-cert-file.")
+	fs.StringVar(&o.source, "source", "simulated", "Where samples come from: simulated (no cluster needed), or kubelet (the cluster's nodes' /metrics/resource, as metrics-server; needs --delegated-auth).")
+	fs.IntVar(&o.kubelet.Port, "kubelet-port", 10250, "The port to use to connect to Kubelets.")
+	fs.BoolVar(&o.kubelet.UseNodeStatusPort, "kubelet-use-node-status-port", false, "Use the port in the node status. Takes precedence over --kubelet-port flag.")
+	fs.StringSliceVar(&o.kubelet.PreferredAddressTypes, "kubelet-preferred-address-types", defaultAddressTypes, "The priority of node address types to use when determining which address to use to connect to a particular node")
+	fs.BoolVar(&o.kubelet.InsecureTLS, "kubelet-insecure-tls", false, "Do not verify CA of serving certificates presented by Kubelets.  For testing purposes only.")
+	fs.StringVar(&o.kubelet.CAFile, "kubelet-certificate-authority", "", "Path to the CA to use to validate the Kubelet's serving certificates.")
+	fs.StringVar(&o.kubelet.ClientCertFile, "kubelet-client-certificate", "", "Path to a client cert file for TLS.")
+	fs.StringVar(&o.kubelet.ClientKeyFile, "kubelet-client-key", "", "Path to a client key file for TLS.")
+	fs.DurationVar(&o.kubelet.RequestTimeout, "kubelet-request-timeout", 10*time.Second, "The length of time to wait before giving up on a single request to Kubelet. Non-zero values should contain a corresponding time unit (e.g. 1s, 2m, 3h).")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
 	if err := flags.Apply(&o.builder); err != nil {
 		return nil, err
 	}
-	if o.register && o.service == "" {
-		return nil, errors.New("--register-apiservice needs --service name.namespace")
-	}
-	if o.service != "" {
-		name, ns, ok := strings.Cut(o.service, ".")
-		if !ok || name == "" || ns == "" || strings.Contains(ns, ".") {
-			return nil, fmt.Errorf("--service %q: want name.namespace", o.service)
+	switch o.source {
+	case "simulated":
+		for _, f := range []string{"kubelet-port", "kubelet-use-node-status-port", "kubelet-preferred-address-types", "kubelet-insecure-tls",
+			"kubelet-certificate-authority", "kubelet-client-certificate", "kubelet-client-key", "kubelet-request-timeout"} {
+			if fs.Changed(f) {
+				return nil, fmt.Errorf("--%s has no effect without --source kubelet", f)
+			}
 		}
-		o.builder.Serving.Hosts = append(o.builder.Serving.Hosts, name, name+"."+ns, serviceHost(o.service), serviceHost(o.service)+".cluster.local")
+	case "kubelet":
+		if !o.delegated() {
+			return nil, errors.New("--source kubelet needs --delegated-auth: the nodes and pods come from the cluster")
+		}
+		for _, f := range []string{"nodes", "pods", "simulation-file", "variation"} {
+			if fs.Changed(f) {
+				return nil, fmt.Errorf("--%s has no effect with --source kubelet", f)
+			}
+		}
+	default:
+		return nil, fmt.Errorf("--source %q: want simulated or kubelet", o.source)
 	}
 	return o, nil
 }
-
-// serviceHost is <name>.<namespace>.svc for "name.namespace".
-func serviceHost(service string) string { return service + ".svc" }
 
 // delegated reports whether the server is delegated (--delegated-auth).
 func (o *options) delegated() bool { return o.builder.Authentication.Delegation != nil }
 
 // clusterClient is a client with this server's own credentials
 // (--authentication-kubeconfig, or in-cluster).
-func (o *options) clusterClient() (*kubeclient.Client, error) {
+func (o *options) clusterClient() (*kubeclient.Client, *kubeclient.Config, error) {
 	var cfg *kubeclient.Config
 	var err error
 	if kc := o.builder.Authentication.Delegation.AuthenticationKubeconfig; kc != "" {
@@ -141,9 +153,10 @@ func (o *options) clusterClient() (*kubeclient.Client, error) {
 		cfg, err = kubeclient.InClusterConfig()
 	}
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return kubeclient.New(*cfg)
+	c, err := kubeclient.New(*cfg)
+	return c, cfg, err
 }
 
 // newLogger is the server's logger from the logging flags (--logging-format,
@@ -161,6 +174,8 @@ type app struct {
 	srv    *annex.Server
 	checks []namedCheck
 	client *kubeclient.Client // delegated mode only
+	// kubelets is the kubelet source (--source kubelet), nil otherwise.
+	kubelets *Kubelets
 }
 
 // namedCheck is a self-diagnosis check, also served on /readyz/<name>.
@@ -187,6 +202,18 @@ func setupSource(args []string, stderr io.Writer, ln net.Listener, src Source) (
 		return nil, err
 	}
 	a := &app{opts: o, log: log}
+	var creds *kubeclient.Config
+	if o.delegated() {
+		if a.client, creds, err = o.clusterClient(); err != nil {
+			return nil, fmt.Errorf("cluster client: %w", err)
+		}
+	}
+	if src == nil && o.source == "kubelet" {
+		if a.kubelets, err = NewKubelets(o.kubelet, a.client, creds, a.log.Named("kubelets")); err != nil {
+			return nil, err
+		}
+		src = a.kubelets
+	}
 	if src == nil {
 		var spec Spec
 		if o.simulationFile != "" {
@@ -211,13 +238,7 @@ func setupSource(args []string, stderr io.Writer, ln net.Listener, src Source) (
 	b.Serving.Listener = ln
 	b.Stages = append(b.Stages, annex.InsertedStage{After: annex.StageAuthorization, Stage: identityStage(a.log.Named("identity"))})
 	a.checks = append(a.checks, namedCheck{storeCheckName, a.store})
-	if o.service != "" {
-		a.checks = append(a.checks, namedCheck{"serving-certificate-name", certs.HostCheck{CertFile: a.servingCertFile(), Host: serviceHost(o.service)}})
-	}
 	if o.delegated() {
-		if a.client, err = o.clusterClient(); err != nil {
-			return nil, fmt.Errorf("cluster client: %w", err)
-		}
 		pc, err := authz.NewPermissionCheck(authz.PermissionCheckConfig{Client: a.client, Interval: 30 * time.Second})
 		if err != nil {
 			return nil, err
@@ -231,14 +252,6 @@ func setupSource(args []string, stderr io.Writer, ln net.Listener, src Source) (
 		return nil, err
 	}
 	return a, nil
-}
-
-// servingCertFile is --tls-cert-file, or the certificate Build generates.
-func (a *app) servingCertFile() string {
-	if a.opts.builder.Serving.CertFile != "" {
-		return a.opts.builder.Serving.CertFile
-	}
-	return filepath.Join(a.opts.builder.DataDir, "certs", "serving.crt")
 }
 
 // identityStage logs who each request comes from (user, uid, groups, extra),
@@ -294,8 +307,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	return a.run(ctx, stdout)
 }
 
-// run serves until ctx ends, with the store scraping and, when asked, the
-// APIService registered.
+// run serves until ctx ends, with the store scraping (and, with
+// --register-apiservice, the Builder keeping the APIService registered).
 func (a *app) run(ctx context.Context, stdout io.Writer) error {
 	if kc := a.srv.KubeconfigPath(); kc != "" {
 		fmt.Fprintf(stdout, "Serving metrics.k8s.io on %s\n\n  kubectl --kubeconfig %s get nodemetrics\n  kubectl --kubeconfig %s get --raw /apis/metrics.k8s.io/v1beta1/nodes\n\n", a.srv.URL(), kc, kc)
@@ -307,41 +320,9 @@ func (a *app) run(ctx context.Context, stdout io.Writer) error {
 	wg.Add(2)
 	go func() { defer wg.Done(); _ = a.store.Start(ctx) }()
 	go func() { defer wg.Done(); a.diagnose(ctx) }()
-	if a.opts.register {
-		ca, err := a.registrationCA()
-		if err != nil {
-			return err
-		}
-		if a.client == nil {
-			return errors.New("--register-apiservice needs delegated mode (--delegated-auth)")
-		}
+	if a.kubelets != nil {
 		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			name, ns, _ := strings.Cut(a.opts.service, ".")
-			keepRegistered(ctx, a.client, a.log.Named("apiservice"), apiService(ns, name, int32(a.opts.apiServicePort), ca))
-		}()
+		go func() { defer wg.Done(); _ = a.kubelets.Run(ctx) }()
 	}
 	return a.srv.Run(ctx)
-}
-
-// registrationCA is the caBundle of the APIService: --apiservice-ca-file,
-// the generated serving CA, or the last certificate of --tls-cert-file.
-func (a *app) registrationCA() ([]byte, error) {
-	o := a.opts
-	switch {
-	case o.registrationCAFile != "":
-		return os.ReadFile(o.registrationCAFile)
-	case o.builder.Serving.CertFile == "":
-		return os.ReadFile(filepath.Join(o.builder.DataDir, "certs", o.builder.Name+"-serving-ca.crt"))
-	}
-	b, err := os.ReadFile(o.builder.Serving.CertFile)
-	if err != nil {
-		return nil, err
-	}
-	cs, err := certs.ParseCerts(b)
-	if err != nil {
-		return nil, err
-	}
-	return certs.EncodeCert(cs[len(cs)-1]), nil
 }

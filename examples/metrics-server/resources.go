@@ -1,6 +1,7 @@
 // This file declares the two served resources of metrics.k8s.io/v1beta1,
 // NodeMetrics (cluster-scoped, "nodes") and PodMetrics (namespaced, "pods"),
-// computed on read from the Store, with metrics-server's Table columns.
+// computed on read from the Store, with metrics-server's Table columns, and
+// watchable: each scrape is an event for every object it changed.
 
 package main
 
@@ -15,7 +16,7 @@ import (
 func Resources(st *Store) ([]rest.Resource, error) {
 	nodes, err := typed.Computed[NodeMetrics]{
 		Group: "metrics.k8s.io", Version: "v1beta1", Plural: "nodes", Kind: "NodeMetrics",
-		Get: st.Node, List: st.NodeList,
+		Get: st.Node, List: st.NodeList, Changes: st.NodeChanges,
 		PrinterColumns: []rest.PrinterColumn{
 			{Name: "CPU", Type: meta.ColumnTypeString, Format: "quantity", JSONPath: ".usage.cpu", Description: "CPU usage in cores"},
 			{Name: "Memory", Type: meta.ColumnTypeString, Format: "quantity", JSONPath: ".usage.memory", Description: "Working-set memory in bytes"},
@@ -27,7 +28,7 @@ func Resources(st *Store) ([]rest.Resource, error) {
 	}
 	pods, err := typed.Computed[PodMetrics]{
 		Group: "metrics.k8s.io", Version: "v1beta1", Plural: "pods", Kind: "PodMetrics", Namespaced: true,
-		Get: st.Pod, List: st.PodList,
+		Get: st.Pod, List: st.PodList, Changes: st.PodChanges,
 		// One value per container, comma-separated (JSONPath cannot sum;
 		// metrics-server's own convertor prints the pod's total).
 		PrinterColumns: []rest.PrinterColumn{

@@ -33,10 +33,12 @@ type Store struct {
 	log        *zap.Logger
 	now        func() time.Time
 
-	// mu guards ring and next.
+	// mu guards ring, next and added.
 	mu   sync.RWMutex
 	ring [ringSize]*indexedBatch
 	next int
+	// added is closed when the next batch is added (watchers wait on it).
+	added chan struct{}
 }
 
 type indexedBatch struct {
@@ -53,7 +55,7 @@ func NewStore(src Source, resolution time.Duration, log *zap.Logger) *Store {
 	if log == nil {
 		log = zap.NewNop()
 	}
-	return &Store{src: src, resolution: resolution, log: log, now: time.Now}
+	return &Store{src: src, resolution: resolution, log: log, now: time.Now, added: make(chan struct{})}
 }
 
 // Start scrapes now, again after a second (so metrics exist soon after start
@@ -102,7 +104,68 @@ func (s *Store) Add(b *Batch) {
 	s.mu.Lock()
 	s.ring[s.next] = ib
 	s.next = (s.next + 1) % ringSize
+	close(s.added)
+	s.added = make(chan struct{})
 	s.mu.Unlock()
+}
+
+// nextBatch is closed when the next batch is added.
+func (s *Store) nextBatch() <-chan struct{} {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.added
+}
+
+// follow calls emit after every batch added, until ctx ends, for a watch of
+// the metrics computed from it.
+func follow(ctx context.Context, s *Store, emit func() error) error {
+	for {
+		next := s.nextBatch()
+		if err := emit(); err != nil {
+			s.log.Warn("emitting metrics events failed", zap.Error(err))
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-next:
+		}
+	}
+}
+
+// NodeChanges puts every node's metrics after each scrape (a new sample is
+// a change) and removes the nodes that have none any more.
+func (s *Store) NodeChanges(ctx context.Context, put func(*NodeMetrics) error, remove func(namespace, name string) error) error {
+	return changes(ctx, s, func() []NodeMetrics { l, _ := s.NodeList(ctx, "", rest.ListOptions{}); return l },
+		func(m *NodeMetrics) [2]string { return [2]string{"", m.Name} }, put, remove)
+}
+
+// PodChanges puts every pod's metrics after each scrape and removes the
+// pods that have none any more.
+func (s *Store) PodChanges(ctx context.Context, put func(*PodMetrics) error, remove func(namespace, name string) error) error {
+	return changes(ctx, s, func() []PodMetrics { l, _ := s.PodList(ctx, "", rest.ListOptions{}); return l },
+		func(m *PodMetrics) [2]string { return [2]string{m.Namespace, m.Name} }, put, remove)
+}
+
+// changes puts every object of list after each batch and removes those
+// (namespace, name) it no longer holds.
+func changes[T any](ctx context.Context, s *Store, list func() []T, id func(*T) [2]string, put func(*T) error, remove func(namespace, name string) error) error {
+	had := map[[2]string]bool{}
+	return follow(ctx, s, func() error {
+		items := list()
+		have := make(map[[2]string]bool, len(items))
+		var errs []error
+		for i := range items {
+			have[id(&items[i])] = true
+			errs = append(errs, put(&items[i]))
+		}
+		for k := range had {
+			if !have[k] {
+				errs = append(errs, remove(k[0], k[1]))
+			}
+		}
+		had = have
+		return errors.Join(errs...)
+	})
 }
 
 // storeCheckName is the Store's readiness check, named as metrics-server's.

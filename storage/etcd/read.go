@@ -40,9 +40,8 @@ func (s *Store) compactedRevision(ctx context.Context) uint64 {
 	return 0
 }
 
-// Get implements storage.Interface. "" reads linearizably, "0" serializably
-// (any state the member has), "N" linearizably and fails when the store has
-// not reached N.
+// Get implements storage.Interface. Every read is linearizable ("0" allows
+// any state; the latest is one); "N" fails when the store has not reached N.
 func (s *Store) Get(ctx context.Context, key string, opts storage.GetOptions) (storage.Object, error) {
 	defer s.observe(ctx, "get", key, time.Now())
 	rv, err := backend.ParseGetOptions(key, opts)
@@ -52,11 +51,10 @@ func (s *Store) Get(ctx context.Context, key string, opts storage.GetOptions) (s
 	if s.closed.Load() {
 		return storage.Object{}, errClosed()
 	}
-	var ops []clientv3.OpOption
-	if !rv.Unset && rv.Revision == 0 {
-		ops = append(ops, clientv3.WithSerializable())
-	}
-	resp, err := s.client.Get(ctx, s.etcdKey(key), ops...)
+	// "0" reads linearizably too: a serializable read is only faster on a
+	// multi-member etcd, and kine refuses it; the latest state is one that
+	// "any state" allows.
+	resp, err := s.client.Get(ctx, s.etcdKey(key))
 	if err != nil {
 		return storage.Object{}, s.mapError(ctx, err, key)
 	}
@@ -104,8 +102,6 @@ func (s *Store) list(ctx context.Context, req backend.ListRequest) (storage.List
 		ops := []clientv3.OpOption{clientv3.WithRange(end)}
 		if read > 0 {
 			ops = append(ops, clientv3.WithRev(read))
-		} else if req.AnyState {
-			ops = append(ops, clientv3.WithSerializable())
 		}
 		if batch > 0 {
 			ops = append(ops, clientv3.WithLimit(batch))

@@ -202,8 +202,10 @@ func (s *Store) Create(ctx context.Context, key string, data []byte) (storage.Ob
 		return storage.Object{}, err
 	}
 	k := s.etcdKey(key)
+	// mod_revision = 0 (not create_revision = 0, the same test on etcd):
+	// the shape k8s.io/apiserver sends, the only create kine accepts.
 	resp, err := s.client.Txn(ctx).
-		If(clientv3.Compare(clientv3.CreateRevision(k), "=", 0)).
+		If(clientv3.Compare(clientv3.ModRevision(k), "=", 0)).
 		Then(clientv3.OpPut(k, string(stored))).
 		Commit()
 	if err != nil {
@@ -340,6 +342,12 @@ func (s *Store) commitIf(ctx context.Context, key string, expect uint64, op clie
 			return backend.Commit{}, err
 		}
 		return backend.Commit{Conflict: true, Current: st}, nil
+	}
+	if d := resp.Responses[0].GetResponseDeleteRange(); d != nil && d.Deleted == 0 {
+		// kine answers a delete of a key that is gone by then with success
+		// and nothing deleted, where etcd fails the comparison: the same
+		// conflict with a missing key.
+		return backend.Commit{Conflict: true}, nil
 	}
 	o, err := result(uint64(resp.Header.Revision))
 	return backend.Commit{Object: o}, err

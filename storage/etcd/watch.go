@@ -35,7 +35,11 @@ type watcher struct {
 	// skipTo drops the events at and before it: a watch from N asks etcd
 	// for the events from N (see the package doc on compaction).
 	skipTo int64
-	wch    clientv3.WatchChan
+	// from is the revision the etcd watch was asked from, retried once
+	// from from+1 when kine refuses it (see run).
+	from    int64
+	retried bool
+	wch     clientv3.WatchChan
 }
 
 func (w *watcher) ResultChan() <-chan storage.Event { return w.out }
@@ -64,6 +68,15 @@ func (s *Store) Watch(ctx context.Context, key string, opts storage.WatchOptions
 		from, w.skipTo = int64(req.After), int64(req.After)
 	}
 	w.ctx, w.cancel = context.WithCancel(ctx)
+	w.from = from
+	w.wch = w.etcdWatch(from)
+	w.out = make(chan storage.Event, watchBuffer)
+	go w.run()
+	return w, nil
+}
+
+// etcdWatch starts the etcd watch of w from revision from.
+func (w *watcher) etcdWatch(from int64) clientv3.WatchChan {
 	ops := []clientv3.OpOption{clientv3.WithRev(from), clientv3.WithPrevKV()}
 	if w.recursive {
 		ops = append(ops, clientv3.WithPrefix())
@@ -73,10 +86,7 @@ func (s *Store) Watch(ctx context.Context, key string, opts storage.WatchOptions
 	}
 	// All watches share the client's default stream (no per-watch
 	// metadata): RequestProgress reaches every one of them.
-	w.wch = s.client.Watch(w.ctx, s.etcdKey(w.key), ops...)
-	w.out = make(chan storage.Event, watchBuffer)
-	go w.run()
-	return w, nil
+	return w.s.client.Watch(w.ctx, w.s.etcdKey(w.key), ops...)
 }
 
 // readState returns the objects the watch selects and the revision they
@@ -145,6 +155,18 @@ func (w *watcher) run() {
 				w.fail(errClosed())
 			}
 			return
+		}
+		if resp.CompactRevision != 0 && resp.CompactRevision == w.from && w.from == w.skipTo && !w.retried {
+			// A watch from N asks for the events from N and drops N's (see
+			// the package doc). etcd keeps its compact revision's events
+			// (a watch from it works); kine's compaction drops their
+			// previous values and refuses a watch from it. N's events are
+			// dropped anyway: ask again from N+1, which loses nothing.
+			// Only kine gets here: etcd never refuses a watch from its
+			// compact revision.
+			w.retried = true
+			w.wch = w.etcdWatch(w.from + 1)
+			continue
 		}
 		if resp.CompactRevision != 0 {
 			c := uint64(resp.CompactRevision - 1)

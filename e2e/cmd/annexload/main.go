@@ -8,6 +8,7 @@
 //	go run ./cmd/annexload compare       # annex beside k8s.io/sample-apiserver
 //	go run ./cmd/annexload scale         # annex filled to 10k then 100k objects, bbolt and etcd
 //	go run ./cmd/annexload audit         # create and GET throughput with and without an audit log
+//	go run ./cmd/annexload postgres      # annex on PostgreSQL beside annex on kine on the same PostgreSQL
 //
 // compare builds k8s.io/sample-apiserver, etcd and kube-apiserver from the
 // Go module proxy (cached), and runs the suite on fresh servers of each in
@@ -41,7 +42,7 @@ func main() {
 
 func run(args []string) error {
 	if len(args) == 0 {
-		return errors.New("usage: annexload run [--short] [--watchers N] | compare [--short] [--passes N] | scale [--objects N,M] | audit [--short] [--passes N]")
+		return errors.New("usage: annexload run [--short] [--watchers N] | compare [--short] [--passes N] | scale [--objects N,M] | audit [--short] [--passes N] | postgres [--short] [--passes N] [--objects N] [--watchers N]")
 	}
 	switch args[0] {
 	case "run":
@@ -124,6 +125,8 @@ func run(args []string) error {
 		}
 		load.AuditTable(os.Stdout, configs, runs)
 		return nil
+	case "postgres":
+		return postgresCmd(args[1:])
 	case "scale":
 		fs := flag.NewFlagSet("scale", flag.ContinueOnError)
 		objects := fs.String("objects", "10000,100000", "the sizes to fill to, in order")

@@ -7,7 +7,9 @@ import (
 	"encoding/json"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 )
@@ -107,5 +109,15 @@ func TestEtcd(t *testing.T) {
 	}
 	if _, err := http.Get(s.ClientURL + "/health"); err == nil {
 		t.Errorf("etcd still answers after Stop")
+	}
+}
+
+// TestHelm: the helm command built from the module proxy runs and is the
+// pinned release (built without helm's ldflags, it knows its major and
+// minor version only).
+func TestHelm(t *testing.T) {
+	out, err := exec.Command(Helm(t), "version", "--short").CombinedOutput()
+	if v := strings.TrimSpace(string(out)); err != nil || len(v) < len("v3.1") || !strings.HasPrefix(HelmVersion+".", v+".") {
+		t.Fatalf("helm version: %q, %v", out, err)
 	}
 }

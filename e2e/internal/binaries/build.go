@@ -39,6 +39,13 @@ type Module struct {
 	Main string
 	// Tags are build tags passed to go build.
 	Tags []string
+	// Package, when set, is the package built instead of main.go's (a
+	// command of a required module, which main.go cannot import: main.go
+	// then only names it for go mod tidy, behind a build tag).
+	Package string
+	// CGO builds with CGO_ENABLED=1 (kine's SQLite driver); false builds
+	// with CGO_ENABLED=0.
+	CGO bool
 }
 
 // GoMod is the text of the wrapper's go.mod.
@@ -71,6 +78,13 @@ func (m Module) Key() string {
 	h.Write([]byte(m.Main))
 	h.Write([]byte{0})
 	h.Write([]byte(strings.Join(m.Tags, ",")))
+	if m.Package != "" {
+		h.Write([]byte{0, 'p'})
+		h.Write([]byte(m.Package))
+	}
+	if m.CGO {
+		h.Write([]byte{0, 'c'})
+	}
 	return hex.EncodeToString(h.Sum(nil))[:16]
 }
 
@@ -122,7 +136,7 @@ func Build(ctx context.Context, m Module) (string, error) {
 	if err := os.WriteFile(filepath.Join(src, "main.go"), []byte(m.Main), 0o644); err != nil {
 		return "", err
 	}
-	if err := goCmd(ctx, src, "mod", "tidy"); err != nil {
+	if err := goCmd(ctx, src, false, "mod", "tidy"); err != nil {
 		return "", err
 	}
 	if err := os.MkdirAll(entry, 0o755); err != nil {
@@ -135,7 +149,11 @@ func Build(ctx context.Context, m Module) (string, error) {
 	if len(m.Tags) > 0 {
 		args = append(args, "-tags", strings.Join(m.Tags, ","))
 	}
-	if err := goCmd(ctx, src, append(args, ".")...); err != nil {
+	pkg := "."
+	if m.Package != "" {
+		pkg = m.Package
+	}
+	if err := goCmd(ctx, src, m.CGO, append(args, pkg)...); err != nil {
 		return "", err
 	}
 	// Keep the wrapper next to the binary for whoever wants to know what it is.
@@ -164,11 +182,15 @@ func BuildT(t testing.TB, m Module) string {
 }
 
 // goCmd runs the go command in dir with the wrapper isolated from any
-// enclosing workspace or module flags.
-func goCmd(ctx context.Context, dir string, args ...string) error {
+// enclosing workspace or module flags, with cgo on or off.
+func goCmd(ctx context.Context, dir string, cgo bool, args ...string) error {
 	cmd := exec.CommandContext(ctx, "go", args...)
 	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "GOWORK=off", "GOFLAGS=-mod=mod", "CGO_ENABLED=0")
+	cgoEnv := "CGO_ENABLED=0"
+	if cgo {
+		cgoEnv = "CGO_ENABLED=1"
+	}
+	cmd.Env = append(os.Environ(), "GOWORK=off", "GOFLAGS=-mod=mod", cgoEnv)
 	var out bytes.Buffer
 	cmd.Stdout = &out
 	cmd.Stderr = &out

@@ -54,6 +54,8 @@ type Result struct {
 	Latencies []time.Duration
 	// Lost are watch events never delivered.
 	Lost int
+	// OpLatencies are the durations of the operations, sorted.
+	OpLatencies []time.Duration
 }
 
 // PerSecond is the throughput.
@@ -102,10 +104,11 @@ func (t Target) run(name string, n, clients int, op func(c *http.Client, i int) 
 		cs[i] = t.client()
 	}
 	var next, errs atomic.Int64
+	lats := make([][]time.Duration, len(cs)) // each operation's duration, per client
 	cpu0 := t.cpu()
 	start := time.Now()
 	var wg sync.WaitGroup
-	for _, c := range cs {
+	for k, c := range cs {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -114,14 +117,17 @@ func (t Target) run(name string, n, clients int, op func(c *http.Client, i int) 
 				if i >= n {
 					return
 				}
+				t0 := time.Now()
 				if op(c, i) != nil {
 					errs.Add(1)
 				}
+				lats[k] = append(lats[k], time.Since(t0))
 			}
 		}()
 	}
 	wg.Wait()
-	r := Result{Scenario: name, Ops: n, Errors: int(errs.Load()), Elapsed: time.Since(start), CPU: t.cpu() - cpu0}
+	r := Result{Scenario: name, Ops: n, Errors: int(errs.Load()), Elapsed: time.Since(start), CPU: t.cpu() - cpu0, OpLatencies: slices.Concat(lats...)}
+	slices.Sort(r.OpLatencies)
 	for _, c := range cs {
 		c.CloseIdleConnections()
 	}

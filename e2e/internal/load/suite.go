@@ -103,6 +103,8 @@ func figure(r Result) (float64, string) {
 	switch {
 	case strings.HasPrefix(r.Scenario, "RSS"), strings.HasPrefix(r.Scenario, "start"):
 		return float64(r.Ops), fmt.Sprintf("%d", r.Ops)
+	case strings.HasPrefix(r.Scenario, "lost events"):
+		return float64(r.Lost), fmt.Sprintf("%d creates at %.0f/s: lost %d, out of order or repeated %d", r.Ops, r.PerSecond(), r.Lost, r.Errors)
 	case strings.HasPrefix(r.Scenario, "watch"):
 		p99 := r.Quantile(0.99)
 		return float64(p99), fmt.Sprintf("p50 %v, p99 %v, lost %d, errors %d", r.Quantile(0.5).Round(time.Microsecond*10), p99.Round(time.Microsecond*10), r.Lost, r.Errors)
@@ -110,6 +112,10 @@ func figure(r Result) (float64, string) {
 	cpu := ""
 	if r.CPU > 0 && r.Ops > 0 {
 		cpu = fmt.Sprintf(" (%.3f ms CPU each)", float64(r.CPU.Microseconds())/1000/float64(r.Ops))
+	}
+	if len(r.OpLatencies) > 0 {
+		p99 := r.OpLatencies[min(len(r.OpLatencies)-1, len(r.OpLatencies)*99/100)]
+		cpu += fmt.Sprintf(", p99 %v", p99.Round(10*time.Microsecond))
 	}
 	errs := ""
 	if r.Errors > 0 {

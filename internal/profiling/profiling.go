@@ -1,10 +1,4 @@
-// This file serves Go's profiles under /debug/pprof/, as kube-apiserver
-// does with --profiling (on by default): behind authentication and
-// authorization like any other path, and long-running (no request timeout),
-// so that a 30 s CPU profile completes; and on the unauthenticated debug
-// socket (--debug-socket-path).
-
-package annex
+package profiling
 
 import (
 	"net"
@@ -12,13 +6,16 @@ import (
 	"net/http/pprof"
 	"os"
 	"runtime"
-
-	"github.com/go-chi/chi/v5"
 )
 
-// routeProfiling adds /debug/pprof/ and its profiles to r; contention turns
-// on the block and mutex profiles.
-func routeProfiling(r chi.Router, contention bool) {
+// Router is the part of a router Route needs (chi.Router has it).
+type Router interface {
+	HandleFunc(pattern string, h http.HandlerFunc)
+}
+
+// Route adds /debug/pprof/ and its profiles to r; contention turns on the
+// block and mutex profiles.
+func Route(r Router, contention bool) {
 	if contention {
 		runtime.SetBlockProfileRate(1)
 		runtime.SetMutexProfileFraction(1)
@@ -32,9 +29,10 @@ func routeProfiling(r chi.Router, contention bool) {
 	r.HandleFunc("/debug/pprof/{profile}", pprof.Index) // goroutine, heap, allocs, block, mutex, threadcreate
 }
 
-// debugSocket serves Go's profiles on a unix socket, without
-// authentication or authorization, as kube's --debug-socket-path.
-func debugSocket(path string) (net.Listener, *http.Server, error) {
+// Socket serves Go's profiles on a unix socket at path, without
+// authentication or authorization, as kube's --debug-socket-path. The
+// caller serves the returned server on the returned listener.
+func Socket(path string) (net.Listener, *http.Server, error) {
 	_ = os.Remove(path) // a socket left by an earlier run
 	ln, err := net.Listen("unix", path)
 	if err != nil {

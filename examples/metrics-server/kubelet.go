@@ -1,0 +1,488 @@
+// This file holds the kubelet source (--source kubelet): the cluster's nodes
+// and pods followed through kubeclient (list + watch), and every resolution
+// each node's /metrics/resource scraped over HTTPS at the kubelet's port, its
+// Prometheus text parsed with expfmt, as metrics-server does: the same flags
+// (--kubelet-port, --kubelet-use-node-status-port,
+// --kubelet-preferred-address-types, --kubelet-insecure-tls,
+// --kubelet-certificate-authority, --kubelet-client-certificate,
+// --kubelet-client-key, --kubelet-request-timeout), the same metrics
+// (node_cpu_usage_seconds_total, node_memory_working_set_bytes,
+// container_cpu_usage_seconds_total, container_memory_working_set_bytes,
+// each at its own timestamp) and the same rules: a node without both
+// counters, or a pod with an incomplete container, is left out of the batch.
+
+package main
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"net"
+	"net/http"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+	"go.uber.org/zap"
+
+	"github.com/annexapi/annex/kubeclient"
+)
+
+// defaultAddressTypes is metrics-server's --kubelet-preferred-address-types.
+var defaultAddressTypes = []string{"Hostname", "InternalDNS", "InternalIP", "ExternalDNS", "ExternalIP"}
+
+// KubeletOptions are metrics-server's kubelet flags.
+type KubeletOptions struct {
+	Port                  int
+	UseNodeStatusPort     bool
+	PreferredAddressTypes []string
+	InsecureTLS           bool
+	CAFile                string
+	ClientCertFile        string
+	ClientKeyFile         string
+	RequestTimeout        time.Duration
+}
+
+// validate says what is wrong with o, in metrics-server's words.
+func (o KubeletOptions) validate() error {
+	var errs []error
+	if o.CAFile != "" && o.InsecureTLS {
+		errs = append(errs, errors.New("cannot use both --kubelet-certificate-authority and --kubelet-insecure-tls"))
+	}
+	if (o.ClientKeyFile != "") != (o.ClientCertFile != "") {
+		errs = append(errs, errors.New("need both --kubelet-client-key and --kubelet-client-certificate"))
+	}
+	if o.RequestTimeout <= 0 {
+		errs = append(errs, errors.New("kubelet-request-timeout should be positive"))
+	}
+	for _, t := range o.PreferredAddressTypes {
+		if !slices.Contains(defaultAddressTypes, t) {
+			errs = append(errs, fmt.Errorf("--kubelet-preferred-address-types: unknown address type %q (want %s)", t, strings.Join(defaultAddressTypes, ", ")))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Kubelets is the kubelet source. Run follows the cluster's nodes and pods;
+// Scrape reads every known node's kubelet.
+type Kubelets struct {
+	opts    KubeletOptions
+	cluster *kubeclient.Client
+	http    *http.Client
+	// token is the server's own bearer token for the kubelets (as
+	// metrics-server uses its in-cluster credentials), "" for none.
+	token func() (string, error)
+	log   *zap.Logger
+	now   func() time.Time
+
+	mu     sync.RWMutex
+	nodes  map[string]kubeletNode
+	labels map[string]map[string]string // namespace/name of a pod -> its labels
+}
+
+// kubeletNode is what a scrape needs of a node.
+type kubeletNode struct {
+	labels     map[string]string
+	addresses  map[string]string // type -> first address of that type
+	statusPort int
+}
+
+// NewKubelets makes the kubelet source. cluster lists nodes and pods; creds
+// are the server's own credentials, presented to the kubelets unless a
+// client certificate is given.
+func NewKubelets(opts KubeletOptions, cluster *kubeclient.Client, creds *kubeclient.Config, log *zap.Logger) (*Kubelets, error) {
+	if opts.Port == 0 {
+		opts.Port = 10250
+	}
+	if len(opts.PreferredAddressTypes) == 0 {
+		opts.PreferredAddressTypes = defaultAddressTypes
+	}
+	if opts.RequestTimeout == 0 {
+		opts.RequestTimeout = 10 * time.Second
+	}
+	if err := opts.validate(); err != nil {
+		return nil, err
+	}
+	tc := &tls.Config{MinVersion: tls.VersionTLS12, InsecureSkipVerify: opts.InsecureTLS} //nolint:gosec // --kubelet-insecure-tls, as metrics-server's
+	if opts.CAFile != "" {
+		pem, err := os.ReadFile(opts.CAFile)
+		if err != nil {
+			return nil, fmt.Errorf("--kubelet-certificate-authority: %w", err)
+		}
+		tc.RootCAs = x509.NewCertPool()
+		if !tc.RootCAs.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("--kubelet-certificate-authority %s: no certificate", opts.CAFile)
+		}
+	}
+	k := &Kubelets{opts: opts, cluster: cluster, log: log, now: time.Now,
+		nodes: map[string]kubeletNode{}, labels: map[string]map[string]string{}}
+	switch {
+	case opts.ClientCertFile != "":
+		cert, err := tls.LoadX509KeyPair(opts.ClientCertFile, opts.ClientKeyFile)
+		if err != nil {
+			return nil, fmt.Errorf("--kubelet-client-certificate: %w", err)
+		}
+		tc.Certificates = []tls.Certificate{cert}
+	case creds != nil && len(creds.CertData) > 0:
+		cert, err := tls.X509KeyPair(creds.CertData, creds.KeyData)
+		if err != nil {
+			return nil, fmt.Errorf("kubelet client certificate: %w", err)
+		}
+		tc.Certificates = []tls.Certificate{cert}
+	case creds != nil && creds.BearerToken != "":
+		tok := creds.BearerToken
+		k.token = func() (string, error) { return tok, nil }
+	case creds != nil && creds.BearerTokenFile != "":
+		file := creds.BearerTokenFile
+		k.token = func() (string, error) { // re-read: a projected token rotates
+			b, err := os.ReadFile(file)
+			return strings.TrimSpace(string(b)), err
+		}
+	}
+	k.http = &http.Client{Timeout: opts.RequestTimeout, Transport: &http.Transport{
+		TLSClientConfig: tc, ForceAttemptHTTP2: true, MaxIdleConnsPerHost: 1, IdleConnTimeout: 5 * time.Minute,
+		DialContext: (&net.Dialer{Timeout: opts.RequestTimeout}).DialContext,
+	}}
+	return k, nil
+}
+
+// Run follows the cluster's nodes and pods until ctx ends.
+func (k *Kubelets) Run(ctx context.Context) error {
+	onErr := func(what string) func(error) {
+		return func(err error) { k.log.Warn("following the cluster's "+what+" failed", zap.Error(err)) }
+	}
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() {
+		defer wg.Done()
+		kubeclient.Inform(ctx, k.cluster, "/api/v1/nodes", 0, kubeclient.InformHandler{
+			Replace: func(items []json.RawMessage) error {
+				nodes := map[string]kubeletNode{}
+				for _, raw := range items {
+					name, n, err := decodeNode(raw)
+					if err != nil {
+						return err
+					}
+					nodes[name] = n
+				}
+				k.mu.Lock()
+				k.nodes = nodes
+				k.mu.Unlock()
+				return nil
+			},
+			Event: func(typ string, raw json.RawMessage) error {
+				name, n, err := decodeNode(raw)
+				if err != nil {
+					return err
+				}
+				k.mu.Lock()
+				defer k.mu.Unlock()
+				if typ == "DELETED" {
+					delete(k.nodes, name)
+				} else {
+					k.nodes[name] = n
+				}
+				return nil
+			},
+			OnError: onErr("nodes"),
+		})
+	}()
+	go func() {
+		defer wg.Done()
+		kubeclient.Inform(ctx, k.cluster, "/api/v1/pods", 0, kubeclient.InformHandler{
+			Replace: func(items []json.RawMessage) error {
+				labels := make(map[string]map[string]string, len(items))
+				for _, raw := range items {
+					key, l, err := decodePodLabels(raw)
+					if err != nil {
+						return err
+					}
+					labels[key] = l
+				}
+				k.mu.Lock()
+				k.labels = labels
+				k.mu.Unlock()
+				return nil
+			},
+			Event: func(typ string, raw json.RawMessage) error {
+				key, l, err := decodePodLabels(raw)
+				if err != nil {
+					return err
+				}
+				k.mu.Lock()
+				defer k.mu.Unlock()
+				if typ == "DELETED" {
+					delete(k.labels, key)
+				} else {
+					k.labels[key] = l
+				}
+				return nil
+			},
+			OnError: onErr("pods"),
+		})
+	}()
+	wg.Wait()
+	return nil
+}
+
+// decodeNode reads what a scrape needs of a Node.
+func decodeNode(raw json.RawMessage) (string, kubeletNode, error) {
+	var n struct {
+		Metadata struct {
+			Name   string            `json:"name"`
+			Labels map[string]string `json:"labels"`
+		} `json:"metadata"`
+		Status struct {
+			Addresses []struct {
+				Type    string `json:"type"`
+				Address string `json:"address"`
+			} `json:"addresses"`
+			DaemonEndpoints struct {
+				KubeletEndpoint struct {
+					Port int `json:"Port"`
+				} `json:"kubeletEndpoint"`
+			} `json:"daemonEndpoints"`
+		} `json:"status"`
+	}
+	if err := json.Unmarshal(raw, &n); err != nil {
+		return "", kubeletNode{}, fmt.Errorf("decode node: %w", err)
+	}
+	kn := kubeletNode{labels: n.Metadata.Labels, addresses: map[string]string{}, statusPort: n.Status.DaemonEndpoints.KubeletEndpoint.Port}
+	for _, a := range n.Status.Addresses {
+		if _, ok := kn.addresses[a.Type]; !ok {
+			kn.addresses[a.Type] = a.Address
+		}
+	}
+	return n.Metadata.Name, kn, nil
+}
+
+// decodePodLabels reads a Pod's namespace/name and labels.
+func decodePodLabels(raw json.RawMessage) (string, map[string]string, error) {
+	var p struct {
+		Metadata struct {
+			Name      string            `json:"name"`
+			Namespace string            `json:"namespace"`
+			Labels    map[string]string `json:"labels"`
+		} `json:"metadata"`
+	}
+	if err := json.Unmarshal(raw, &p); err != nil {
+		return "", nil, fmt.Errorf("decode pod: %w", err)
+	}
+	return p.Metadata.Namespace + "/" + p.Metadata.Name, p.Metadata.Labels, nil
+}
+
+// address is the node's address of the first preferred type it has, and
+// the kubelet's port.
+func (k *Kubelets) address(n kubeletNode) (string, error) {
+	port := k.opts.Port
+	if k.opts.UseNodeStatusPort && n.statusPort != 0 {
+		port = n.statusPort
+	}
+	for _, t := range k.opts.PreferredAddressTypes {
+		if a := n.addresses[t]; a != "" {
+			return net.JoinHostPort(a, strconv.Itoa(port)), nil
+		}
+	}
+	return "", fmt.Errorf("no address of the types %s", strings.Join(k.opts.PreferredAddressTypes, ", "))
+}
+
+// Scrape reads /metrics/resource of every known node at once. A node that
+// fails is logged and left out; the batch is an error only when every node
+// failed.
+func (k *Kubelets) Scrape(ctx context.Context) (*Batch, error) {
+	k.mu.RLock()
+	nodes := make(map[string]kubeletNode, len(k.nodes))
+	for name, n := range k.nodes {
+		nodes[name] = n
+	}
+	k.mu.RUnlock()
+	type result struct {
+		node *NodeSample
+		pods []PodSample
+		err  error
+	}
+	results := make(chan result, len(nodes))
+	for name, n := range nodes {
+		go func() {
+			node, pods, err := k.scrapeNode(ctx, name, n)
+			if err != nil {
+				err = fmt.Errorf("node %s: %w", name, err)
+			}
+			results <- result{node, pods, err}
+		}()
+	}
+	b := &Batch{}
+	var failed []error
+	for range nodes {
+		r := <-results
+		if r.err != nil {
+			failed = append(failed, r.err)
+			continue
+		}
+		if r.node != nil {
+			b.Nodes = append(b.Nodes, *r.node)
+		}
+		b.Pods = append(b.Pods, r.pods...)
+	}
+	for _, err := range failed {
+		k.log.Warn("scraping a kubelet failed", zap.Error(err))
+	}
+	if len(failed) > 0 && len(failed) == len(nodes) {
+		return nil, errors.Join(failed...)
+	}
+	k.mu.RLock()
+	for i := range b.Pods {
+		b.Pods[i].Labels = k.labels[b.Pods[i].Namespace+"/"+b.Pods[i].Name]
+	}
+	k.mu.RUnlock()
+	return b, nil
+}
+
+// scrapeNode reads one kubelet.
+func (k *Kubelets) scrapeNode(ctx context.Context, name string, n kubeletNode) (*NodeSample, []PodSample, error) {
+	addr, err := k.address(n)
+	if err != nil {
+		return nil, nil, err
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "https://"+addr+"/metrics/resource", nil)
+	if err != nil {
+		return nil, nil, err
+	}
+	if k.token != nil {
+		tok, err := k.token()
+		if err != nil {
+			return nil, nil, fmt.Errorf("bearer token: %w", err)
+		}
+		req.Header.Set("Authorization", "Bearer "+tok)
+	}
+	start := k.now()
+	resp, err := k.http.Do(req)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		body, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
+		return nil, nil, fmt.Errorf("GET /metrics/resource: %s: %s", resp.Status, strings.TrimSpace(string(body)))
+	}
+	node, pods, err := decodeResourceMetrics(resp.Body, start)
+	if err != nil {
+		return nil, nil, err
+	}
+	if node != nil {
+		node.Name, node.Labels = name, n.labels
+	}
+	return node, pods, nil
+}
+
+// decodeResourceMetrics parses a kubelet's /metrics/resource. A series
+// without a timestamp gets the time the scrape started. The node is nil
+// unless both its counters are there and non-zero; a pod is left out when
+// one of its containers lacks either counter, as metrics-server does.
+func decodeResourceMetrics(r io.Reader, start time.Time) (*NodeSample, []PodSample, error) {
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := parser.TextToMetricFamilies(r)
+	if err != nil {
+		return nil, nil, fmt.Errorf("parse /metrics/resource: %w", err)
+	}
+	at := func(m *dto.Metric) time.Time {
+		if m.TimestampMs != nil {
+			return time.UnixMilli(m.GetTimestampMs())
+		}
+		return start
+	}
+	value := func(m *dto.Metric) float64 {
+		switch {
+		case m.Counter != nil:
+			return m.Counter.GetValue()
+		case m.Gauge != nil:
+			return m.Gauge.GetValue()
+		case m.Untyped != nil:
+			return m.Untyped.GetValue()
+		}
+		return 0
+	}
+	var node *NodeSample
+	if cpu, mem := families["node_cpu_usage_seconds_total"], families["node_memory_working_set_bytes"]; cpu != nil && mem != nil && len(cpu.Metric) > 0 && len(mem.Metric) > 0 {
+		c, m := cpu.Metric[0], mem.Metric[0]
+		if v, w := value(c), value(m); v > 0 && w > 0 {
+			node = &NodeSample{Usage: Usage{Time: at(c), CPUNanoseconds: nanos(v), MemoryBytes: uint64(w)}}
+		}
+	}
+	type containerKey struct{ ns, pod, container string }
+	containers := map[containerKey]*ContainerSample{}
+	var order []containerKey
+	add := func(family string, set func(*ContainerSample, *dto.Metric)) {
+		f := families[family]
+		if f == nil {
+			return
+		}
+		for _, m := range f.Metric {
+			var key containerKey
+			for _, l := range m.Label {
+				switch l.GetName() {
+				case "namespace":
+					key.ns = l.GetValue()
+				case "pod":
+					key.pod = l.GetValue()
+				case "container":
+					key.container = l.GetValue()
+				}
+			}
+			c := containers[key]
+			if c == nil {
+				c = &ContainerSample{Name: key.container}
+				containers[key] = c
+				order = append(order, key)
+			}
+			set(c, m)
+		}
+	}
+	add("container_cpu_usage_seconds_total", func(c *ContainerSample, m *dto.Metric) {
+		c.Usage.CPUNanoseconds, c.Usage.Time = nanos(value(m)), at(m)
+	})
+	add("container_memory_working_set_bytes", func(c *ContainerSample, m *dto.Metric) {
+		c.Usage.MemoryBytes, c.Usage.Time = uint64(value(m)), at(m)
+	})
+	pods := map[string]*PodSample{}
+	incomplete := map[string]bool{}
+	var podOrder []string
+	for _, key := range order {
+		c := containers[key]
+		id := key.ns + "/" + key.pod
+		p := pods[id]
+		if p == nil {
+			p = &PodSample{Namespace: key.ns, Name: key.pod}
+			pods[id] = p
+			podOrder = append(podOrder, id)
+		}
+		if c.Usage.CPUNanoseconds == 0 || c.Usage.MemoryBytes == 0 {
+			incomplete[id] = true
+			continue
+		}
+		p.Containers = append(p.Containers, *c)
+	}
+	out := make([]PodSample, 0, len(podOrder))
+	for _, id := range podOrder {
+		if !incomplete[id] && len(pods[id].Containers) > 0 {
+			out = append(out, *pods[id])
+		}
+	}
+	return node, out, nil
+}
+
+// nanos converts a counter in seconds to whole nanoseconds, to the nearest
+// one: the text format's shortest decimal does not always multiply back to
+// an integer, and truncating would make a constant usage read 1n high or low.
+func nanos(seconds float64) uint64 { return uint64(math.Round(seconds * 1e9)) }

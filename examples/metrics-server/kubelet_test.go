@@ -1,0 +1,95 @@
+package main
+
+import (
+	"io"
+	"os"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestDecodeResourceMetrics reads a kubelet's /metrics/resource (the format
+// metrics-server's decoder tests use, with kubelet 1.33's [STABLE] help):
+// the node's counters at their own timestamp, each complete container, and
+// no pod with an incomplete container (web-0's sidecar has no memory), as
+// metrics-server decodes it.
+func TestDecodeResourceMetrics(t *testing.T) {
+	f, err := os.Open("testdata/metrics-resource.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	node, pods, err := decodeResourceMetrics(f, time.Unix(1, 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if node == nil || node.Usage.CPUNanoseconds != 357354910000 || node.Usage.MemoryBytes != 1616273408 || !node.Usage.Time.Equal(time.UnixMilli(1633253809720)) {
+		t.Errorf("node: %+v", node)
+	}
+	if len(pods) != 2 {
+		t.Fatalf("pods: %+v, want coredns and metrics-server (web-0 is incomplete)", pods)
+	}
+	c := pods[0].Containers[0]
+	if pods[0].Namespace != "kube-system" || pods[0].Name != "coredns-674b8bbfcf-6kq8x" || c.Name != "coredns" ||
+		c.Usage.CPUNanoseconds != 4710169000 || c.Usage.MemoryBytes != 12533760 || !c.Usage.Time.Equal(time.UnixMilli(1633253812125)) {
+		t.Errorf("coredns: %+v", pods[0])
+	}
+	if pods[1].Name != "metrics-server-7b4c4d4bfd-dxmlj" || pods[1].Containers[0].Usage.MemoryBytes != 21430272 {
+		t.Errorf("metrics-server: %+v", pods[1])
+	}
+}
+
+// TestDecodeResourceMetricsDefaults: a series without a timestamp is taken
+// at the scrape's start; a node without its memory is left out; text that
+// is not the exposition format is an error.
+func TestDecodeResourceMetricsDefaults(t *testing.T) {
+	start := time.Unix(1700000000, 0)
+	node, pods, err := decodeResourceMetrics(strings.NewReader(`node_cpu_usage_seconds_total 10
+container_cpu_usage_seconds_total{container="c",namespace="n",pod="p"} 2
+container_memory_working_set_bytes{container="c",namespace="n",pod="p"} 1024
+`), start)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if node != nil {
+		t.Errorf("a node without node_memory_working_set_bytes: %+v", node)
+	}
+	if len(pods) != 1 || !pods[0].Containers[0].Usage.Time.Equal(start) || pods[0].Containers[0].Usage.CPUNanoseconds != 2e9 {
+		t.Errorf("pods: %+v", pods)
+	}
+	if _, _, err := decodeResourceMetrics(strings.NewReader("not { prometheus\n"), start); err == nil {
+		t.Error("garbage parsed")
+	}
+}
+
+func TestKubeletOptionsRefused(t *testing.T) {
+	for _, tc := range []struct {
+		o    KubeletOptions
+		want string
+	}{
+		{KubeletOptions{CAFile: "ca.crt", InsecureTLS: true}, "cannot use both --kubelet-certificate-authority and --kubelet-insecure-tls"},
+		{KubeletOptions{ClientCertFile: "c.crt"}, "need both --kubelet-client-key and --kubelet-client-certificate"},
+		{KubeletOptions{RequestTimeout: -time.Second}, "kubelet-request-timeout should be positive"},
+		{KubeletOptions{PreferredAddressTypes: []string{"Hostname", "PodIP"}}, `unknown address type "PodIP"`},
+	} {
+		if _, err := NewKubelets(tc.o, nil, nil, nil); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%+v: %v, want %q", tc.o, err, tc.want)
+		}
+	}
+}
+
+func TestSourceFlags(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--kubelet-insecure-tls"}, "--kubelet-insecure-tls has no effect without --source kubelet"},
+		{[]string{"--source", "kubelet"}, "--source kubelet needs --delegated-auth"},
+		{[]string{"--source", "kubelet", "--delegated-auth", "--nodes", "a"}, "--nodes has no effect with --source kubelet"},
+		{[]string{"--source", "prometheus"}, `--source "prometheus": want simulated or kubelet`},
+	} {
+		if _, err := parseFlags(tc.args, io.Discard); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%q: %v, want %q", tc.args, err, tc.want)
+		}
+	}
+}

@@ -1,0 +1,63 @@
+// Package postgres is a [storage.Interface] kept in PostgreSQL
+// (github.com/jackc/pgx/v5): the database many teams already run, managed,
+// replicated and backed up. Several annex replicas on one database serve the
+// same objects, each with its watch cache fed from the database.
+//
+// # Usage
+//
+//	s, err := postgres.Config{DSN: "postgres://annex@db:5432/annex?sslmode=verify-full"}.Open(ctx, postgres.Options{})
+//	if err != nil { ... }
+//	defer s.Close()
+//	go s.Start(ctx) // periodic compaction
+//
+// [Config.AddFlags] binds --postgres-dsn; package kubeflags opens the store
+// for --storage-backend=postgres. [New] takes a pool the caller made. A
+// password in the DSN is never logged: errors and logs show
+// [Config.Redacted].
+//
+// # Revisions
+//
+// Every write is one transaction that first increments the one row of
+// <table>_revision and takes the result as its revision. The row lock
+// queues writers, so they commit one after the other: commit order is
+// revision order, a failed write (conflict, existing key) rolls back and
+// uses up no revision, and a reader never sees revision N+1 without N,
+// unlike a sequence, which hands out numbers that commit out of order. The
+// revision is spliced into the object's bytes before they are stored (and
+// encrypted, with a [value.Transformer]), as on bbolt: a read copies them.
+// Create inserts the key only when it is absent; Update and Delete commit
+// only when the key's revision is still the one read (optimistic
+// concurrency, retried by backend.GuaranteedUpdate), with the errors of the
+// other backends.
+//
+// Writers wait for each other's commit, fsync included: write throughput is
+// bounded by the database's commit latency, not by the number of writers.
+//
+// # Watch
+//
+// A write NOTIFYs the store's channel at commit. The notification is only a
+// wake-up: one goroutine per store reads the log table after the last
+// revision it has, in order, into a ring of recent events (decoded once);
+// every watcher reads the ring, or the table when it is further behind. A
+// dropped notification or connection delays events (the log is also read
+// every PollInterval, and after reconnecting) but never loses one, and a
+// watch from revision N resumes exactly after N. [Store.RequestProgress]
+// makes the reader catch up with everything committed, then sends a
+// bookmark to every watcher that asked for progress notifications: the
+// watch cache's consistent reads rely on it.
+//
+// # History and compaction
+//
+// The log keeps every write after the compacted revision and the latest
+// write of every key. [Store.Compact] at R records R (reads, continue tokens
+// and watches at or before R fail with ErrExpired from then on), then prunes
+// the rows replaced at or before R and the deletions, CompactionBatch
+// revisions per transaction; pruning never touches the revision row, so it
+// never blocks writers. [Store.Start] compacts every CompactionInterval at
+// the revision current one interval earlier.
+//
+// Reads of the latest state use <table>_kv (key → revision; gets, pages and
+// counts are index lookups and range scans of its primary key); a read at a
+// past revision (the pages after the first of a paged list) merges it with
+// the few keys written since, read from the log by revision.
+package postgres
