@@ -5,15 +5,21 @@
 //	go run ./cmd/annexload run --short   # annex alone, a few seconds per scenario (CI)
 //	go run ./cmd/annexload run           # annex alone, issue 18's sizes
 //	go run ./cmd/annexload run --watchers 10000   # the same with 10,000 watchers
-//	go run ./cmd/annexload compare       # annex beside k8s.io/sample-apiserver
+//	go run ./cmd/annexload compare       # annex beside the floor of its stack and k8s.io/sample-apiserver
 //	go run ./cmd/annexload scale         # annex filled to 10k then 100k objects, bbolt and etcd
 //	go run ./cmd/annexload audit         # create and GET throughput with and without an audit log
 //	go run ./cmd/annexload postgres      # annex on PostgreSQL beside annex on kine on the same PostgreSQL
+//	go run ./cmd/annexload flood         # priority and fairness under a flood that costs the server much
 //
 // compare builds k8s.io/sample-apiserver, etcd and kube-apiserver from the
-// Go module proxy (cached), and runs the suite on fresh servers of each in
-// alternating order, --passes times (3 by default); each cell is the median
-// pass, and the last column the ratio annex ÷ sample-apiserver.
+// Go module proxy (cached), and runs the suite on fresh servers of each and
+// on the floor (load.StartFloor: net/http serving the same bytes from a
+// map) in rotating order, --passes times (3 by default); each cell is the
+// median pass, CPU per operation first, and the last columns the ratios
+// annex ÷ floor and sample-apiserver ÷ annex.
+//
+// flood-a and floor-server are the processes flood and compare start (this
+// executable again).
 package main
 
 import (
@@ -29,7 +35,6 @@ import (
 	"time"
 
 	"github.com/annexapi/annex/e2e/internal/binaries"
-
 	"github.com/annexapi/annex/e2e/internal/load"
 )
 
@@ -42,7 +47,7 @@ func main() {
 
 func run(args []string) error {
 	if len(args) == 0 {
-		return errors.New("usage: annexload run [--short] [--watchers N] | compare [--short] [--passes N] | scale [--objects N,M] | audit [--short] [--passes N] | postgres [--short] [--passes N] [--objects N] [--watchers N]")
+		return errors.New("usage: annexload run [--short] [--watchers N] | compare [--short] [--passes N] | scale [--objects N,M] | audit [--short] [--passes N] | postgres [--short] [--passes N] [--objects N] [--watchers N] | flood [--short] [--objects N] [--seats N,M] [--in-flight N]")
 	}
 	switch args[0] {
 	case "run":
@@ -127,6 +132,25 @@ func run(args []string) error {
 		return nil
 	case "postgres":
 		return postgresCmd(args[1:])
+	case "flood":
+		return floodCmd(args[1:])
+	case "floor-server": // the floor process of the compare command
+		fs := flag.NewFlagSet("floor-server", flag.ContinueOnError)
+		dir := fs.String("dir", "", "the directory with ca.crt, serving.crt and serving.key")
+		port := fs.Int("port", 0, "the port to serve on 127.0.0.1")
+		if err := fs.Parse(args[1:]); err != nil {
+			return err
+		}
+		return load.RunFloor(*dir, *port)
+	case "flood-a": // the flooder process of the flood command
+		fs := flag.NewFlagSet("flood-a", flag.ContinueOnError)
+		kubeconfig := fs.String("kubeconfig", "", "the server's kubeconfig (its serving CA)")
+		url := fs.String("url", "", "the LIST to send")
+		inFlight := fs.Int("in-flight", 1, "requests in flight")
+		if err := fs.Parse(args[1:]); err != nil {
+			return err
+		}
+		return load.RunFlooder(*kubeconfig, *url, *inFlight, os.Stdin, os.Stdout)
 	case "scale":
 		fs := flag.NewFlagSet("scale", flag.ContinueOnError)
 		objects := fs.String("objects", "10000,100000", "the sizes to fill to, in order")
@@ -146,7 +170,7 @@ func run(args []string) error {
 	return fmt.Errorf("unknown command %q", args[0])
 }
 
-// compare runs the suite on fresh annex and sample-apiserver servers,
+// compare runs the suite on fresh annex, floor and sample-apiserver servers,
 // alternating which goes first, and prints the median pass of each.
 func compare(sizes load.Sizes, passes int) error {
 	dir, err := os.MkdirTemp("", "annexload-")
@@ -155,7 +179,7 @@ func compare(sizes load.Sizes, passes int) error {
 	}
 	defer os.RemoveAll(dir)
 	ctx := context.Background()
-	starts := []func(ctx context.Context, dir string) (load.Target, func(), error){load.StartAnnex, load.StartReference}
+	starts := []func(ctx context.Context, dir string) (load.Target, func(), error){load.StartAnnex, load.StartFloor, load.StartReference}
 	results := make([][][]load.Result, len(starts)) // target, pass, scenario
 	for pass := range passes {
 		for k := range starts {
@@ -173,8 +197,8 @@ func compare(sizes load.Sizes, passes int) error {
 			stop()
 		}
 	}
-	names := []string{"annex", "sample-apiserver"}
-	load.Table(os.Stdout, names, [][]load.Result{load.Median(results[0]), load.Median(results[1])})
+	names := []string{"annex", "floor", "sample-apiserver"}
+	load.CompareTable(os.Stdout, names, [][]load.Result{load.Median(results[0]), load.Median(results[1]), load.Median(results[2])})
 	return nil
 }
 

@@ -64,10 +64,7 @@ func StartAnnexWith(ctx context.Context, dir string, flags ...string) (t Target,
 	}
 	// v1beta1 is the storage version: no conversion on any path.
 	t = Target{Name: "annex", Collection: cfg.Host + "/apis/platform.example.com/v1beta1/namespaces/default/environments", TLS: tc,
-		PIDs: []int{pid}, Object: func(name string) []byte {
-			return []byte(`{"apiVersion":"platform.example.com/v1beta1","kind":"Environment","metadata":{"name":"` + name +
-				`","labels":{"app":"load","team":"payments"}},"spec":{"owners":["payments-team"],"tier":"dev","replicas":2}}`)
-		}}
+		PIDs: []int{pid}, Object: environment}
 	if err := waitReady(t); err != nil {
 		stop()
 		return t, nil, err

@@ -35,6 +35,9 @@ type Target struct {
 	// Ready is how long the server took from its process's start to
 	// answering the collection (fresh data directory).
 	Ready time.Duration
+	// Minimal marks a server that only creates, reads, lists and
+	// replaces (the floor): the suite skips the rest.
+	Minimal bool
 }
 
 // client is one connection: its own transport, so its own TLS connection.
@@ -56,6 +59,8 @@ type Result struct {
 	Lost int
 	// OpLatencies are the durations of the operations, sorted.
 	OpLatencies []time.Duration
+	// Skipped marks a scenario the target does not run.
+	Skipped bool
 }
 
 // PerSecond is the throughput.
@@ -358,6 +363,11 @@ func (t Target) cpu() time.Duration {
 
 // RSS is the resident memory of the target's processes (VmRSS).
 func (t Target) RSS() int64 { return t.status("VmRSS:") }
+
+// RssAnon is the anonymous resident memory of the target's processes: the
+// heap, stacks and other memory they own, not the pages of their binaries
+// and files.
+func (t Target) RssAnon() int64 { return t.status("RssAnon:") }
 
 // PeakRSS is the most resident memory the target's processes have had
 // (VmHWM).

@@ -1,0 +1,62 @@
+// This file holds the flood command: priority and fairness under a flood
+// that costs the server much and its sender little.
+
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+
+	"github.com/annexapi/annex/e2e/internal/load"
+)
+
+// floodCmd runs `annexload flood`: see load.Flood.
+func floodCmd(args []string) error {
+	fs := flag.NewFlagSet("flood", flag.ContinueOnError)
+	short := fs.Bool("short", false, "5,000 objects and 3 s rows")
+	objects := fs.Int("objects", 0, "objects the LISTs scan (0: 50,000, or 5,000 short)")
+	seats := fs.String("seats", "", "the server's --max-requests-inflight,--max-mutating-requests-inflight (empty: 8,4)")
+	inFlight := fs.Int("in-flight", 0, "A's LISTs in flight (0: 20 times the seats)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	c := load.FullFlood()
+	if *short {
+		c = load.ShortFlood()
+	}
+	if *objects > 0 {
+		c.Objects = *objects
+	}
+	if *seats != "" {
+		r, m, ok := strings.Cut(*seats, ",")
+		var err1, err2 error
+		c.Seats, err1 = strconv.Atoi(r)
+		c.MutatingSeats, err2 = strconv.Atoi(m)
+		if !ok || err1 != nil || err2 != nil || c.Seats < 1 || c.MutatingSeats < 1 {
+			return fmt.Errorf("--seats: want two positive numbers, as 8,4; got %q", *seats)
+		}
+	}
+	c.InFlight = 20 * (c.Seats + c.MutatingSeats)
+	if *inFlight > 0 {
+		c.InFlight = *inFlight
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	c.Self = self
+	dir, err := os.MkdirTemp("", "annexload-flood-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	rows, err := load.Flood(context.Background(), dir, c)
+	if err != nil {
+		return err
+	}
+	return load.FloodTable(os.Stdout, c, rows)
+}
