@@ -7,6 +7,7 @@ package watch
 import (
 	"context"
 	"fmt"
+	"runtime"
 	"strings"
 	"time"
 
@@ -243,9 +244,13 @@ func (c *Cacher) List(ctx context.Context, prefix string, opts storage.ListOptio
 // selects (all when nil): a whole list, never collected.
 func each(snap *tree, pr, start string, pred storage.Predicate) func(yield func(*storage.Object) bool) {
 	return func(yield func(*storage.Object) bool) {
+		visited := 0
 		snap.AscendGreaterOrEqual(&entry{obj: storage.Object{Key: start}}, func(en *entry) bool {
 			if !strings.HasPrefix(en.obj.Key, pr) {
 				return false
+			}
+			if visited++; visited%yieldEvery == 0 {
+				runtime.Gosched() // as page does
 			}
 			if pred != nil && !pred.Matches(&en.obj) {
 				return true
@@ -275,6 +280,10 @@ func (c *Cacher) countFrom(snap *tree, req backend.ListRequest) int64 {
 	return -1
 }
 
+// yieldEvery is how many objects a list walks between two yields of its
+// core (some tens of microseconds of work).
+const yieldEvery = 1024
+
 // page reads one page of snap under pr from start. from is the number of
 // objects from start to the end of pr when known (a list without a
 // predicate), or -1: then, without a predicate, the objects after the page
@@ -290,9 +299,17 @@ func page(snap *tree, rev uint64, pr, start string, limit int64, pred storage.Pr
 	}
 	more := false
 	var remaining int64
+	visited := 0
 	snap.AscendGreaterOrEqual(&entry{obj: storage.Object{Key: start}}, func(en *entry) bool {
 		if !strings.HasPrefix(en.obj.Key, pr) {
 			return false
+		}
+		if visited++; visited%yieldEvery == 0 {
+			// A long scan (a selector over a large cache) gives the
+			// cores to short requests now and then: Go's scheduler
+			// would otherwise let it run up to 10 ms before a GET
+			// that arrived meanwhile gets a turn.
+			runtime.Gosched()
 		}
 		full := limit > 0 && int64(len(res.Items)) == limit
 		switch {

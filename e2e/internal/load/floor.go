@@ -159,6 +159,11 @@ func (f *floor) put(w http.ResponseWriter, r *http.Request, name string, code in
 		http.Error(w, "conflict", http.StatusConflict)
 		return
 	}
+	if name == "" {
+		// A create stores the object as annex stores and serves it
+		// (metadata, managedFields, status): the same bytes to send.
+		b = storedEnvironment(obj.Metadata.Name, len(f.objects)+2)
+	}
 	f.objects[obj.Metadata.Name] = b
 	f.mu.Unlock()
 	w.WriteHeader(code)
@@ -184,6 +189,18 @@ func (f *floor) list(w http.ResponseWriter) {
 	f.mu.RUnlock()
 	buf.WriteString("]}")
 	_, _ = w.Write(buf.Bytes())
+}
+
+// storedEnvironment is environment(name) as the environments example
+// stores and serves it (693 bytes for obj-1, as a GET answers).
+func storedEnvironment(name string, rv int) []byte {
+	const ts = "2026-11-27T00:07:34Z"
+	return []byte(`{"apiVersion":"platform.example.com/v1beta1","kind":"Environment","metadata":{"creationTimestamp":"` + ts +
+		`","generation":1,"labels":{"app":"load","managed-by":"annex","team":"payments"},"managedFields":[{"apiVersion":"platform.example.com/v1beta1",` +
+		`"fieldsType":"FieldsV1","fieldsV1":{"f:metadata":{"f:labels":{".":{},"f:app":{},"f:team":{}}},"f:spec":{".":{},"f:owners":{},"f:replicas":{},"f:tier":{}}},` +
+		`"manager":"kubectl-create","operation":"Update","time":"` + ts + `"}],"name":"` + name + `","namespace":"default","uid":"` +
+		fmt.Sprintf("23afdea9-781b-490a-8c02-%012d", rv) + `","resourceVersion":"` + strconv.Itoa(rv) +
+		`"},"spec":{"owners":["payments-team"],"replicas":2,"tier":"dev"},"status":{"phase":"Pending"}}`)
 }
 
 // environment is the object the suite creates on annex and on the floor.
