@@ -73,6 +73,27 @@ type binding struct {
 	namespace string // "" for a ClusterRoleBinding
 	subjects  []Subject
 	ref       RoleRef
+	// reasons are the Allow reasons, one per subject, written when the
+	// binding is read rather than for each request it allows.
+	reasons []string
+}
+
+// withReasons returns b with its Allow reasons, in the words of
+// Kubernetes' RBAC authorizer.
+func (b binding) withReasons() binding {
+	b.reasons = make([]string, len(b.subjects))
+	bname, kind := b.name, "ClusterRoleBinding"
+	if b.namespace != "" {
+		bname, kind = b.name+"/"+b.namespace, "RoleBinding"
+	}
+	for i, s := range b.subjects {
+		sname := s.Name
+		if s.Namespace != "" {
+			sname += "/" + s.Namespace
+		}
+		b.reasons[i] = fmt.Sprintf("RBAC: allowed by %s %q of %s %q to %s %q", kind, bname, b.ref.Kind, b.ref.Name, s.Kind, sname)
+	}
+	return b
 }
 
 // RBAC is an allow-only authorizer over a fixed set of roles and bindings.
@@ -164,14 +185,14 @@ func (r *RBAC) addNode(node *yaml.Node) error {
 		}
 		b := binding{name: name, subjects: o.Subjects, ref: o.RoleRef}
 		if o.Kind == "ClusterRoleBinding" {
-			r.clusterBinds = append(r.clusterBinds, b)
+			r.clusterBinds = append(r.clusterBinds, b.withReasons())
 			break
 		}
 		if ns == "" {
 			return fmt.Errorf("%w: RoleBinding %q without metadata.namespace", ErrRBAC, name)
 		}
 		b.namespace = ns
-		r.nsBinds[ns] = append(r.nsBinds[ns], b)
+		r.nsBinds[ns] = append(r.nsBinds[ns], b.withReasons())
 	default:
 		return fmt.Errorf("%w: unsupported kind %q", ErrRBAC, o.Kind)
 	}
@@ -201,14 +222,14 @@ func (r *RBAC) Authorize(_ context.Context, a Attributes) (Decision, string, err
 }
 
 func (r *RBAC) bindingAllows(b binding, a Attributes) (string, bool) {
-	var subject *Subject
+	subject := -1
 	for i := range b.subjects {
 		if SubjectMatches(b.subjects[i], b.namespace, a.User.Name, a.User.Groups) {
-			subject = &b.subjects[i]
+			subject = i
 			break
 		}
 	}
-	if subject == nil {
+	if subject < 0 {
 		return "", false
 	}
 	ns := ""
@@ -217,15 +238,7 @@ func (r *RBAC) bindingAllows(b binding, a Attributes) (string, bool) {
 	}
 	for _, rule := range r.roles[roleKey{ns, b.ref.Name}] {
 		if RuleAllows(rule, a) {
-			bname, kind := b.name, "ClusterRoleBinding"
-			if b.namespace != "" {
-				bname, kind = b.name+"/"+b.namespace, "RoleBinding"
-			}
-			sname := subject.Name
-			if subject.Namespace != "" {
-				sname += "/" + subject.Namespace
-			}
-			return fmt.Sprintf("RBAC: allowed by %s %q of %s %q to %s %q", kind, bname, b.ref.Kind, b.ref.Name, subject.Kind, sname), true
+			return b.reasons[subject], true
 		}
 	}
 	return "", false

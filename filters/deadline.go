@@ -84,7 +84,7 @@ func WithRequestDeadline(cfg RequestDeadlineConfig) func(http.Handler) http.Hand
 				return
 			}
 			timeout := maxTimeout
-			if v := r.URL.Query().Get("timeout"); v != "" {
+			if v := queryGet(r, "timeout"); v != "" {
 				d, err := time.ParseDuration(v)
 				if err != nil {
 					WriteStatus(w, meta.NewBadRequest(fmt.Sprintf("%s - %s", invalidTimeoutInURL, err)))
@@ -103,4 +103,13 @@ func WithRequestDeadline(cfg RequestDeadlineConfig) func(http.Handler) http.Hand
 			next.ServeHTTP(w, r.WithContext(ctx))
 		})
 	}
+}
+
+// queryGet is r.URL.Query().Get(key) without parsing (and allocating) an
+// empty query, as most requests have.
+func queryGet(r *http.Request, key string) string {
+	if r.URL.RawQuery == "" {
+		return ""
+	}
+	return r.URL.Query().Get(key)
 }

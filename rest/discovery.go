@@ -140,10 +140,14 @@ func (d *discoveryDocs) serve(w http.ResponseWriter, r *http.Request) bool {
 	if p != "/apis" && !strings.HasPrefix(p, "/apis/") {
 		return false
 	}
-	parts := strings.Split(strings.TrimPrefix(p, "/apis"), "/")[1:]
-	if len(parts) > 2 {
+	// Discovery paths have at most two segments after /apis: count them
+	// before splitting, so that a resource path (every other request)
+	// costs no allocation here.
+	rest := strings.TrimPrefix(p, "/apis")
+	if strings.Count(rest, "/") > 2 {
 		return false
 	}
+	parts := strings.Split(rest, "/")[1:]
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
 		filters.WriteStatus(w, errNotFoundPath())
 		return true

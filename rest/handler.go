@@ -270,7 +270,7 @@ func (rh *resourceHandler) serve(w http.ResponseWriter, r *http.Request, info *f
 	case "watch":
 		sc = scopeWatch
 	}
-	out, st := negotiateOutput(r.Header.Get("Accept"), sc, r.URL.Query().Get("includeObject"))
+	out, st := negotiateOutput(r.Header.Get("Accept"), sc, queryGet(r, "includeObject"))
 	if st != nil {
 		filters.WriteStatus(w, st)
 		return

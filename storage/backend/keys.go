@@ -18,7 +18,7 @@ func ValidateKey(key string) error {
 	if len(key) < 2 || key[0] != '/' || key[len(key)-1] == '/' {
 		return &storage.Error{Err: storage.ErrInvalidKey, Key: key}
 	}
-	for _, seg := range strings.Split(key[1:], "/") {
+	for seg := range strings.SplitSeq(key[1:], "/") {
 		if seg == "" || seg == "." || seg == ".." {
 			return &storage.Error{Err: storage.ErrInvalidKey, Key: key}
 		}
