@@ -61,6 +61,9 @@ type Result struct {
 	OpLatencies []time.Duration
 	// Skipped marks a scenario the target does not run.
 	Skipped bool
+	// RssAnon is the target's anonymous resident memory at the end of a
+	// watch scenario, its watches still open.
+	RssAnon int64
 }
 
 // PerSecond is the throughput.
@@ -248,6 +251,13 @@ func (t Target) Conflicts(prefix string, n, clients int) Result {
 // objects at rate per second for d, and measures each event's delivery
 // to each watcher after the create was acknowledged.
 func (t Target) Watch(ctx context.Context, watchers int, rate float64, d time.Duration) Result {
+	return t.WatchShared(ctx, watchers, 1, rate, d)
+}
+
+// WatchShared is Watch with perConn watchers on each connection (HTTP/2
+// streams of one client), as kube-aggregator multiplexes the watches it
+// proxies. The result's RssAnon is the server's while every watch is open.
+func (t Target) WatchShared(ctx context.Context, watchers, perConn int, rate float64, d time.Duration) Result {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var acks sync.Map // name -> time.Time
@@ -268,12 +278,20 @@ func (t Target) Watch(ctx context.Context, watchers int, rate float64, d time.Du
 	}
 	ready := make(chan error, watchers)
 	var wg sync.WaitGroup
-	for range watchers {
+	perConn = max(perConn, 1)
+	clients := make([]*http.Client, (watchers+perConn-1)/perConn)
+	for i := range clients {
+		clients[i] = t.client()
+		// Go's HTTP/2 client opens another connection when one is at
+		// the server's stream limit; one connection per client here.
+		clients[i].Transport.(*http.Transport).MaxConnsPerHost = 1
+		defer clients[i].CloseIdleConnections()
+	}
+	for w := range watchers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			c := t.client()
-			defer c.CloseIdleConnections()
+			c := clients[w/perConn]
 			req, _ := http.NewRequestWithContext(ctx, "GET", t.Collection+"?watch=1&resourceVersion="+list.Metadata.ResourceVersion, nil)
 			resp, err := c.Do(req)
 			if err != nil {
@@ -331,13 +349,18 @@ func (t Target) Watch(ctx context.Context, watchers int, rate float64, d time.Du
 		time.Sleep(20 * time.Millisecond)
 	}
 	elapsed := time.Since(start)
+	rssAnon := t.RssAnon()
 	cancel()
 	wg.Wait()
 	mu.Lock()
 	defer mu.Unlock()
 	slices.Sort(lat)
-	return Result{Scenario: fmt.Sprintf("watch fan-out: %d watchers, %.0f writes/s", watchers, rate), Ops: int(delivered.Load()),
-		Errors: errs, Elapsed: elapsed, CPU: t.cpu() - cpu0, Latencies: lat, Lost: int(expected - delivered.Load())}
+	name := fmt.Sprintf("watch fan-out: %d watchers, %.0f writes/s", watchers, rate)
+	if perConn > 1 {
+		name = fmt.Sprintf("watch fan-out: %d watchers, %d per connection, %.0f writes/s", watchers, perConn, rate)
+	}
+	return Result{Scenario: name, Ops: int(delivered.Load()), Errors: errs, Elapsed: elapsed, CPU: t.cpu() - cpu0,
+		Latencies: lat, Lost: int(expected - delivered.Load()), RssAnon: rssAnon}
 }
 
 // cpu is the CPU time the target's processes have used (user + system,
