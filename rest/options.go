@@ -177,7 +177,9 @@ func (rh *resourceHandler) predicate(p listParams) storage.Predicate {
 	}
 	labels, fields, decode, extra := p.labels, p.fields, p.needsDecode, rh.Strategy.SelectableFields
 	return storage.PredicateFunc(func(o *storage.Object) bool {
-		if !labels.Empty() && !labels.MatchesSet(o.Meta.Labels) {
+		// A pointer in the interface: the labels are not copied to the
+		// heap for each object a list scans.
+		if !labels.Empty() && !labels.MatchesSet(&o.Meta.Labels) {
 			return false
 		}
 		if fields.Empty() {

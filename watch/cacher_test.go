@@ -578,3 +578,52 @@ func TestListStream(t *testing.T) {
 		t.Errorf("a page with Stream: Each set %v, %d items, continue %q, %v; want 5 items collected", page.Each != nil, len(page.Items), page.Continue, err)
 	}
 }
+
+// TestListSpanFromCounts: a first page of a namespace walks exactly the
+// namespace's objects by the cache's own count, without reading keys; the
+// namespaces around it (one whose name extends it) stay out, after creates
+// and deletes, with and without a predicate and a limit.
+func TestListSpanFromCounts(t *testing.T) {
+	t.Parallel()
+	c := startCacher(t, openBolt(t, true), Config{})
+	ctx := context.Background()
+	for _, ns := range []string{"a", "ns", "ns-2", "nt"} {
+		for i := range 12 {
+			mustCreate(t, c, key(ns, fmt.Sprintf("o%02d", i)), object(ns, fmt.Sprintf("o%02d", i), fmt.Sprint(i%3)))
+		}
+	}
+	for _, i := range []int{0, 5, 11} {
+		if _, err := c.Delete(ctx, key("ns", fmt.Sprintf("o%02d", i)), storage.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	all := storage.PredicateFunc(func(*storage.Object) bool { return true })
+	none := storage.PredicateFunc(func(*storage.Object) bool { return false })
+	for _, tc := range []struct {
+		name string
+		opts storage.ListOptions
+		want int
+	}{
+		{"everything", storage.ListOptions{}, 9},
+		{"predicate matching all", storage.ListOptions{Predicate: all}, 9},
+		{"predicate matching none", storage.ListOptions{Predicate: none}, 0},
+		{"predicate with a limit", storage.ListOptions{Predicate: all, Limit: 20}, 9},
+	} {
+		res, err := c.List(ctx, prefix("ns"), tc.opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(res.Items) != tc.want {
+			t.Errorf("%s: %d items, want %d", tc.name, len(res.Items), tc.want)
+		}
+		for _, o := range res.Items {
+			if !strings.HasPrefix(o.Key, prefix("ns")) {
+				t.Errorf("%s: %s is not under %s", tc.name, o.Key, prefix("ns"))
+			}
+		}
+	}
+	res, err := c.List(ctx, suitePrefix, storage.ListOptions{Predicate: all})
+	if err != nil || len(res.Items) != 45 {
+		t.Errorf("whole cache: %d items, %v; want 45", len(res.Items), err)
+	}
+}

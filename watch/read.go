@@ -220,6 +220,7 @@ func (c *Cacher) List(ctx context.Context, prefix string, opts storage.ListOptio
 	var snap *tree
 	var at uint64
 	from := int64(-1) // objects from req.Start to the end of the prefix, when known
+	span := int64(-1) // objects under the prefix, when the cache knows it for certain
 	c.mu.RLock()
 	if req.At != 0 {
 		snap, ok = c.snapshotAt(req.At)
@@ -230,6 +231,9 @@ func (c *Cacher) List(ctx context.Context, prefix string, opts storage.ListOptio
 	if ok && req.Predicate == nil {
 		from = c.countFrom(snap, req)
 	}
+	if ok && req.Start == req.Prefix {
+		span = c.spanOf(snap, req.Prefix)
+	}
 	c.mu.RUnlock()
 	if !ok {
 		return c.store.List(ctx, prefix, opts)
@@ -237,7 +241,7 @@ func (c *Cacher) List(ctx context.Context, prefix string, opts storage.ListOptio
 	if opts.Stream && req.Limit == 0 {
 		return storage.ListResult{ResourceVersion: at, Each: each(snap, req.Prefix, req.Start, req.Predicate)}, nil
 	}
-	return page(snap, at, req.Prefix, req.Start, req.Limit, req.Predicate, from)
+	return page(snap, at, req.Prefix, req.Start, req.Limit, req.Predicate, from, span)
 }
 
 // each yields the objects of snap under prefix pr from start on that pred
@@ -284,11 +288,27 @@ func (c *Cacher) countFrom(snap *tree, req backend.ListRequest) int64 {
 // core (some tens of microseconds of work).
 const yieldEvery = 1024
 
+// spanOf is how many objects of snap lie under prefix when the cache knows
+// it from its own counts (the whole cache, or a namespace of the current
+// snapshot), or -1. Called with mu held for reading.
+func (c *Cacher) spanOf(snap *tree, prefix string) int64 {
+	switch {
+	case prefix == c.prefix:
+		return int64(snap.Len())
+	case snap == c.snap && parentPrefix(prefix[:len(prefix)-1]) == c.prefix:
+		return c.parents[prefix]
+	}
+	return -1
+}
+
 // page reads one page of snap under pr from start. from is the number of
 // objects from start to the end of pr when known (a list without a
 // predicate), or -1: then, without a predicate, the objects after the page
-// are walked to count them (remainingItemCount).
-func page(snap *tree, rev uint64, pr, start string, limit int64, pred storage.Predicate, from int64) (storage.ListResult, error) {
+// are walked to count them (remainingItemCount). span, when not -1, is the
+// number of objects under pr, start being pr: the walk then stops after
+// them without reading their keys (a selector's scan touches each
+// object's labels only).
+func page(snap *tree, rev uint64, pr, start string, limit int64, pred storage.Predicate, from, span int64) (storage.ListResult, error) {
 	res := storage.ListResult{ResourceVersion: rev}
 	if from > 0 { // the page's size is known: no growing copies of it
 		n := from
@@ -299,12 +319,17 @@ func page(snap *tree, rev uint64, pr, start string, limit int64, pred storage.Pr
 	}
 	more := false
 	var remaining int64
-	visited := 0
+	visited := int64(0)
 	snap.AscendGreaterOrEqual(&entry{obj: storage.Object{Key: start}}, func(en *entry) bool {
-		if !strings.HasPrefix(en.obj.Key, pr) {
+		visited++
+		if span >= 0 {
+			if visited > span {
+				return false
+			}
+		} else if !strings.HasPrefix(en.obj.Key, pr) {
 			return false
 		}
-		if visited++; visited%yieldEvery == 0 {
+		if visited%yieldEvery == 0 {
 			// A long scan (a selector over a large cache) gives the
 			// cores to short requests now and then: Go's scheduler
 			// would otherwise let it run up to 10 ms before a GET
