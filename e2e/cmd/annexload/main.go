@@ -4,7 +4,7 @@
 //
 //	go run ./cmd/annexload run --short   # annex alone, a few seconds per scenario (CI)
 //	go run ./cmd/annexload run           # annex alone, issue 18's sizes
-//	go run ./cmd/annexload run --watchers 10000   # the same with 10,000 watchers
+//	go run ./cmd/annexload run --watchers 10000 --write-rate 20   # the same with 10,000 watchers at 20 creates/s
 //	go run ./cmd/annexload compare       # annex beside the floor of its stack and k8s.io/sample-apiserver
 //	go run ./cmd/annexload scale         # annex filled to 10k then 100k objects, bbolt and etcd
 //	go run ./cmd/annexload audit         # create and GET throughput with and without an audit log
@@ -47,13 +47,14 @@ func main() {
 
 func run(args []string) error {
 	if len(args) == 0 {
-		return errors.New("usage: annexload run [--short] [--watchers N] | compare [--short] [--passes N] | scale [--objects N,M] | audit [--short] [--passes N] | postgres [--short] [--passes N] [--objects N] [--watchers N] | flood [--short] [--objects N] [--seats N,M] [--in-flight N]")
+		return errors.New("usage: annexload run [--short] [--watchers N] [--write-rate R] | compare [--short] [--passes N] | scale [--objects N,M] | audit [--short] [--passes N] | postgres [--short] [--passes N] [--objects N] [--watchers N] | flood [--short] [--objects N] [--seats N,M] [--in-flight N]")
 	}
 	switch args[0] {
 	case "run":
 		fs := flag.NewFlagSet("run", flag.ContinueOnError)
 		short := fs.Bool("short", false, "a few seconds per scenario")
-		watchers := fs.Int("watchers", 0, "watchers of the fan-out scenario, each on its own connection (0: the size's, 1,000 or 50 short)")
+		watchers := fs.Int("watchers", 0, "watchers of the fan-out scenarios (0: the size's, 1,000 or 50 short)")
+		writeRate := fs.Float64("write-rate", 0, "creates per second while the watchers watch (0: the size's, 100 or 50 short)")
 		if err := fs.Parse(args[1:]); err != nil {
 			return err
 		}
@@ -63,6 +64,9 @@ func run(args []string) error {
 		}
 		if *watchers > 0 {
 			sizes.Watchers = *watchers
+		}
+		if *writeRate > 0 {
+			sizes.WriteRate = *writeRate
 		}
 		dir, err := os.MkdirTemp("", "annexload-")
 		if err != nil {
