@@ -19,8 +19,8 @@ func floodCmd(args []string) error {
 	fs := flag.NewFlagSet("flood", flag.ContinueOnError)
 	short := fs.Bool("short", false, "5,000 objects and 3 s rows")
 	objects := fs.Int("objects", 0, "objects the LISTs scan (0: 50,000, or 5,000 short)")
-	seats := fs.String("seats", "", "the server's --max-requests-inflight,--max-mutating-requests-inflight (empty: 8,4)")
-	inFlight := fs.Int("in-flight", 0, "A's LISTs in flight (0: 20 times the seats)")
+	seats := fs.String("seats", "", "the server's --max-requests-inflight,--max-mutating-requests-inflight (empty: 3,1)")
+	inFlight := fs.Int("in-flight", 0, "A's LISTs in flight (0: 25 times the seats)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -37,10 +37,10 @@ func floodCmd(args []string) error {
 		c.Seats, err1 = strconv.Atoi(r)
 		c.MutatingSeats, err2 = strconv.Atoi(m)
 		if !ok || err1 != nil || err2 != nil || c.Seats < 1 || c.MutatingSeats < 1 {
-			return fmt.Errorf("--seats: want two positive numbers, as 8,4; got %q", *seats)
+			return fmt.Errorf("--seats: want two positive numbers, as 3,1; got %q", *seats)
 		}
 	}
-	c.InFlight = 20 * (c.Seats + c.MutatingSeats)
+	c.InFlight = 25 * (c.Seats + c.MutatingSeats)
 	if *inFlight > 0 {
 		c.InFlight = *inFlight
 	}
