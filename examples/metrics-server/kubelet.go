@@ -89,6 +89,11 @@ type Kubelets struct {
 	mu     sync.RWMutex
 	nodes  map[string]kubeletNode
 	labels map[string]map[string]string // namespace/name of a pod -> its labels
+
+	// nodesListed and podsListed are closed once the cluster's nodes and
+	// pods have been listed.
+	nodesListed, podsListed         chan struct{}
+	nodesListedOnce, podsListedOnce sync.Once
 }
 
 // kubeletNode is what a scrape needs of a node.
@@ -126,7 +131,8 @@ func NewKubelets(opts KubeletOptions, cluster *kubeclient.Client, creds *kubecli
 		}
 	}
 	k := &Kubelets{opts: opts, cluster: cluster, log: log, now: time.Now,
-		nodes: map[string]kubeletNode{}, labels: map[string]map[string]string{}}
+		nodes: map[string]kubeletNode{}, labels: map[string]map[string]string{},
+		nodesListed: make(chan struct{}), podsListed: make(chan struct{})}
 	switch {
 	case opts.ClientCertFile != "":
 		cert, err := tls.LoadX509KeyPair(opts.ClientCertFile, opts.ClientKeyFile)
@@ -179,6 +185,7 @@ func (k *Kubelets) Run(ctx context.Context) error {
 				k.mu.Lock()
 				k.nodes = nodes
 				k.mu.Unlock()
+				k.nodesListedOnce.Do(func() { close(k.nodesListed) })
 				return nil
 			},
 			Event: func(typ string, raw json.RawMessage) error {
@@ -213,6 +220,7 @@ func (k *Kubelets) Run(ctx context.Context) error {
 				k.mu.Lock()
 				k.labels = labels
 				k.mu.Unlock()
+				k.podsListedOnce.Do(func() { close(k.podsListed) })
 				return nil
 			},
 			Event: func(typ string, raw json.RawMessage) error {
@@ -299,8 +307,17 @@ func (k *Kubelets) address(n kubeletNode) (string, error) {
 
 // Scrape reads /metrics/resource of every known node at once. A node that
 // fails is logged and left out; the batch is an error only when every node
-// failed.
+// failed. The first Scrape waits until Run has listed the cluster's nodes
+// and pods (as metrics-server waits for its informers), so that the first
+// batches hold every node and the pods' labels rather than nothing.
 func (k *Kubelets) Scrape(ctx context.Context) (*Batch, error) {
+	for _, listed := range []chan struct{}{k.nodesListed, k.podsListed} {
+		select {
+		case <-listed:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
 	k.mu.RLock()
 	nodes := make(map[string]kubeletNode, len(k.nodes))
 	for name, n := range k.nodes {
