@@ -26,6 +26,7 @@ package e2e
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -169,15 +170,29 @@ func TestMetricsServerSideBySide(t *testing.T) {
 			shapes = append(shapes, sbsShape{nodes: n, podsPerNode: 30, resolution: 15 * time.Second, settleCycles: 2, cpuCycles: 4, topRuns: 20, latencyNodes: 8, newValue: true})
 		}
 	}
+	// ANNEX_SIDE_BY_SIDE_SERVERS=annex (or metrics-server) runs one alone,
+	// for profiling one without waiting for the other.
+	servers := map[string]bool{"metrics-server": true, "annex": true}
+	if env := os.Getenv("ANNEX_SIDE_BY_SIDE_SERVERS"); env != "" {
+		servers = map[string]bool{}
+		for _, f := range strings.Split(env, ",") {
+			servers[strings.TrimSpace(f)] = true
+		}
+	}
 	kubectltest.Path(t)
-	msBin := binaries.MetricsServer(t)
-	exampleBin := buildExample(t)
+	var msBin, exampleBin string
+	if servers["metrics-server"] {
+		msBin = binaries.MetricsServer(t)
+	}
+	if servers["annex"] {
+		exampleBin = buildExample(t)
+	}
 	var table [][]sbsResult
 	for _, sh := range shapes {
 		t.Run(fmt.Sprintf("nodes_%d", sh.nodes), func(t *testing.T) {
-			ms, annex := sideBySide(t, sh, msBin, exampleBin)
-			table = append(table, []sbsResult{ms, annex})
-			t.Logf("\n%s", sbsTable([]sbsShape{sh}, [][]sbsResult{{ms, annex}}))
+			rows := sideBySide(t, sh, msBin, exampleBin)
+			table = append(table, rows)
+			t.Logf("\n%s", sbsTable([]sbsShape{sh}, [][]sbsResult{rows}))
 		})
 	}
 	if len(table) == len(shapes) && len(shapes) > 1 {
@@ -185,8 +200,9 @@ func TestMetricsServerSideBySide(t *testing.T) {
 	}
 }
 
-// sideBySide runs one shape: a cluster, its kubelets, then each server.
-func sideBySide(t *testing.T, sh sbsShape, msBin, exampleBin string) (ms, annex sbsResult) {
+// sideBySide runs one shape: a cluster, its kubelets, then each server
+// whose binary is given (metrics-server's, then annex's).
+func sideBySide(t *testing.T, sh sbsShape, msBin, exampleBin string) []sbsResult {
 	p := newPKI(t)
 	kasURL, kasLogs := startKubeAPIServer(t, p, binaries.Etcd(t))
 	k := kubectltest.New(t, p.kubeconfig(t, "admin", kasURL, p.admin))
@@ -249,7 +265,7 @@ func sideBySide(t *testing.T, sh sbsShape, msBin, exampleBin string) (ms, annex 
 	}
 	t.Logf("%s: kubelets, nodes and Running pods in %v", sh, time.Since(start).Round(time.Second))
 
-	env := &sbsEnv{t: t, sh: sh, k: k, kas: kas, states: states, kubelets: kubelets}
+	env := &sbsEnv{t: t, sh: sh, k: k, kas: kas, states: states, kubelets: kubelets, admin: p.admin}
 	// The kubelet request timeout: the default 10s, or less when
 	// metrics-server would refuse it (it wants it under 90% of the
 	// resolution).
@@ -258,7 +274,26 @@ func sideBySide(t *testing.T, sh sbsShape, msBin, exampleBin string) (ms, annex 
 		timeout = (sh.resolution / 2).String()
 	}
 
-	// metrics-server, registered by an APIService of ours.
+	var rows []sbsResult
+	if msBin != "" {
+		rows = append(rows, env.runMetricsServer(p, kasURL, msBin, caFile, timeout))
+	}
+	if exampleBin != "" {
+		rows = append(rows, env.runAnnex(p, kasURL, exampleBin, caFile, timeout))
+	}
+	if len(rows) == 2 {
+		compare(t, sh, rows[0], rows[1])
+	}
+	if t.Failed() {
+		t.Logf("kube-apiserver log tail:\n%s", tail(kasLogs.String(), 3000))
+	}
+	return rows
+}
+
+// runMetricsServer runs metrics-server, registered by an APIService of
+// ours, and measures it.
+func (e *sbsEnv) runMetricsServer(p *pki, kasURL, msBin, caFile, timeout string) sbsResult {
+	t, sh, k := e.t, e.sh, e.k
 	msUser, err := p.clusterCA.Issue(certs.Request{CommonName: "metrics-server"})
 	if err != nil {
 		t.Fatal(err)
@@ -272,23 +307,31 @@ func sideBySide(t *testing.T, sh sbsShape, msBin, exampleBin string) (ms, annex 
 		"--kubelet-certificate-authority="+caFile, "--kubelet-use-node-status-port", "--kubelet-preferred-address-types=InternalIP",
 		"--kubelet-request-timeout="+timeout, "--metric-resolution="+sh.resolution.String())
 	k.MustRun("apply", "-f", k.WriteFile("apiservice.yaml", fmt.Sprintf(sbsAPIService, msPort)))
-	ms = env.measure("metrics-server", cmd.Process.Pid, msLogs)
+	r := e.measure("metrics-server", cmd.Process.Pid, "https://127.0.0.1:"+strconv.Itoa(msPort), msLogs)
 	stop()
 	k.MustRun("delete", "apiservice", "v1beta1.metrics.k8s.io")
+	return r
+}
 
-	// annex's example, registering itself.
+// runAnnex runs annex's example, registering itself, and measures it.
+func (e *sbsEnv) runAnnex(p *pki, kasURL, exampleBin, caFile, timeout string) sbsResult {
+	t, sh := e.t, e.sh
 	port := freePort(t)
 	logs := &lockedBuffer{}
 	kubeconfig := p.kubeconfig(t, "example", kasURL, p.exampleUser)
-	cmd, stop = processCmd(t, "annex metrics-server", logs, exampleBin,
+	cmd, stop := processCmd(t, "annex metrics-server", logs, exampleBin,
 		"--delegated-auth", "--authentication-kubeconfig="+kubeconfig, "--authorization-kubeconfig="+kubeconfig,
 		"--bind-address=127.0.0.1", "--secure-port="+strconv.Itoa(port), "--data-dir="+filepath.Join(t.TempDir(), "data"),
 		"--service=metrics-server.kube-system", "--register-apiservice", "--apiservice-port="+strconv.Itoa(port),
 		"--source=kubelet", "--kubelet-use-node-status-port", "--kubelet-preferred-address-types=InternalIP",
 		"--kubelet-certificate-authority="+caFile, "--kubelet-request-timeout="+timeout, "--metric-resolution="+sh.resolution.String())
-	annex = env.measure("annex", cmd.Process.Pid, logs)
+	r := e.measure("annex", cmd.Process.Pid, "https://127.0.0.1:"+strconv.Itoa(port), logs)
 	stop()
+	return r
+}
 
+// compare checks that both servers served the same numbers.
+func compare(t *testing.T, sh sbsShape, ms, annex sbsResult) {
 	// The same numbers: kubectl top's lines (after each server's were
 	// checked against the configured usage), and the raw quantities.
 	if !slices.Equal(ms.topNode, annex.topNode) {
@@ -311,10 +354,6 @@ func sideBySide(t *testing.T, sh sbsShape, msBin, exampleBin string) (ms, annex 
 		t.Errorf("NodeMetrics cpu differs by up to %dn between the servers", maxCPU)
 	}
 	t.Logf("%s: kubectl top node and pod -A equal (%d and %d lines); raw node cpu differs by at most %dn", sh, len(ms.topNode), len(ms.topPod), maxCPU)
-	if t.Failed() {
-		t.Logf("kube-apiserver log tail:\n%s", tail(kasLogs.String(), 3000))
-	}
-	return ms, annex
 }
 
 // sbsEnv is one shape's cluster and kubelets.
@@ -325,11 +364,12 @@ type sbsEnv struct {
 	kas      *kasClient
 	states   []fakekubelet.State
 	kubelets []*fakekubelet.Kubelet
+	admin    *certs.KeyPair // for the servers' /debug/pprof
 }
 
 // measure waits for the server behind v1beta1.metrics.k8s.io to serve
 // every node and pod, then measures it.
-func (e *sbsEnv) measure(server string, pid int, logs *lockedBuffer) sbsResult {
+func (e *sbsEnv) measure(server string, pid int, url string, logs *lockedBuffer) sbsResult {
 	t, sh := e.t, e.sh
 	r := sbsResult{server: server}
 	started := time.Now()
@@ -355,6 +395,7 @@ func (e *sbsEnv) measure(server string, pid int, logs *lockedBuffer) sbsResult {
 	if sh.cpuCycles > 0 {
 		e.midCycle()
 		cpu0 := procCPU(t, pid)
+		profiled := e.profile(server, url, time.Duration(sh.cpuCycles)*sh.resolution)
 		end := time.Now().Add(time.Duration(sh.cpuCycles) * sh.resolution)
 		for time.Now().Before(end) {
 			st := procStatus(t, pid)
@@ -362,6 +403,7 @@ func (e *sbsEnv) measure(server string, pid int, logs *lockedBuffer) sbsResult {
 			window(time.Second)
 		}
 		r.cpuPerCycle = (procCPU(t, pid) - cpu0) / time.Duration(sh.cpuCycles)
+		profiled()
 	}
 	st := procStatus(t, pid)
 	rss, anon = append(rss, st["VmRSS"]), append(anon, st["RssAnon"])
@@ -388,6 +430,43 @@ func (e *sbsEnv) measure(server string, pid int, logs *lockedBuffer) sbsResult {
 
 	e.newSamples(server, &r)
 	return r
+}
+
+// profile, when ANNEX_SIDE_BY_SIDE_PROFILE names a directory, takes the
+// server's CPU profile over d (from its /debug/pprof, as the admin) and,
+// when the returned function is called, its heap profile, into
+// <dir>/<server>-<nodes>-{cpu,heap}.pprof.
+func (e *sbsEnv) profile(server, url string, d time.Duration) (heap func()) {
+	dir := os.Getenv("ANNEX_SIDE_BY_SIDE_PROFILE")
+	if dir == "" {
+		return func() {}
+	}
+	t := e.t
+	c := &http.Client{Timeout: d + time.Minute, Transport: &http.Transport{TLSClientConfig: &tls.Config{
+		InsecureSkipVerify: true, Certificates: []tls.Certificate{e.admin.TLSCertificate()}}}} //nolint:gosec // the servers' own self-signed CAs
+	get := func(path, file string) {
+		resp, err := c.Get(url + path)
+		if err != nil {
+			t.Errorf("%s %s: %v", server, path, err)
+			return
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		if resp.StatusCode != http.StatusOK {
+			t.Errorf("%s %s: %d %s", server, path, resp.StatusCode, tail(string(b), 300))
+			return
+		}
+		writeFile(t, filepath.Join(dir, fmt.Sprintf("%s-%d-%s.pprof", server, e.sh.nodes, file)), b)
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		get(fmt.Sprintf("/debug/pprof/profile?seconds=%d", int(d.Seconds())), "cpu")
+	}()
+	return func() {
+		<-done
+		get("/debug/pprof/heap", "heap")
+	}
 }
 
 // midCycle waits for node-1's kubelet to be scraped, then half a
@@ -877,6 +956,9 @@ func sbsTable(shapes []sbsShape, rows [][]sbsResult) string {
 				mib(r.rss), mib(r.rssAnon), mib(r.hwm), ms(r.cpuPerCycle),
 				ms(percentile(r.top, 50)), ms(percentile(r.top, 99)), ms(percentile(r.get, 50)), ms(percentile(r.get, 99)),
 				ms(percentile(r.sampleToAPI, 50)), ms(percentile(r.changeToValue, 50)), watch)
+		}
+		if len(rows[i]) != 2 {
+			continue
 		}
 		m, a := rows[i][0], rows[i][1]
 		if m.rss > 0 && m.cpuPerCycle > 0 {
