@@ -14,6 +14,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -403,13 +404,61 @@ func (k *Kubelets) scrapeNode(ctx context.Context, name string, n kubeletNode) (
 	return node, pods, nil
 }
 
+// resourceFamilies are the metric families of /metrics/resource the
+// scrape reads; the others (container_start_time_seconds, the pod_ totals,
+// resource_scrape_error: more than half the lines) are dropped before
+// parsing.
+var resourceFamilies = [][]byte{
+	[]byte("container_cpu_usage_seconds_total"), []byte("container_memory_working_set_bytes"),
+	[]byte("node_cpu_usage_seconds_total"), []byte("node_memory_working_set_bytes"),
+}
+
+// bodies recycles the buffers kubelets' answers are read into.
+var bodies = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+
+// keepFamilies keeps, in place, the lines of the exposition text data that
+// belong to resourceFamilies: their samples (the metric name, then "{" or
+// a space) and their "# HELP" and "# TYPE" lines. It only selects lines by
+// their first word; expfmt parses what is kept. The parser allocates for
+// every sample it reads, labels and all, and that was most of a scrape's
+// CPU.
+func keepFamilies(data []byte) []byte {
+	out := data[:0] // writes never pass reads
+	for len(data) > 0 {
+		line, rest, _ := bytes.Cut(data, []byte{'\n'})
+		data = rest
+		name := line
+		if bytes.HasPrefix(name, []byte("# HELP ")) || bytes.HasPrefix(name, []byte("# TYPE ")) {
+			name = name[len("# HELP "):]
+		}
+		for _, f := range resourceFamilies {
+			if len(name) > len(f) && bytes.HasPrefix(name, f) && (name[len(f)] == '{' || name[len(f)] == ' ') {
+				out = append(append(out, line...), '\n')
+				break
+			}
+		}
+	}
+	return out
+}
+
 // decodeResourceMetrics parses a kubelet's /metrics/resource. A series
 // without a timestamp gets the time the scrape started. The node is nil
 // unless both its counters are there and non-zero; a pod is left out when
 // one of its containers lacks either counter, as metrics-server does.
 func decodeResourceMetrics(r io.Reader, start time.Time) (*NodeSample, []PodSample, error) {
+	buf := bodies.Get().(*bytes.Buffer)
+	defer bodies.Put(buf)
+	buf.Reset()
+	if _, err := buf.ReadFrom(r); err != nil {
+		return nil, nil, fmt.Errorf("read /metrics/resource: %w", err)
+	}
+	blank := len(bytes.TrimSpace(buf.Bytes())) == 0
+	kept := keepFamilies(buf.Bytes())
+	if len(kept) == 0 && !blank {
+		return nil, nil, errors.New("parse /metrics/resource: none of the resource metrics in the answer")
+	}
 	parser := expfmt.NewTextParser(model.UTF8Validation)
-	families, err := parser.TextToMetricFamilies(r)
+	families, err := parser.TextToMetricFamilies(bytes.NewReader(kept))
 	if err != nil {
 		return nil, nil, fmt.Errorf("parse /metrics/resource: %w", err)
 	}
