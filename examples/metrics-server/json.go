@@ -10,7 +10,6 @@ package main
 
 import (
 	"encoding/json"
-	"sort"
 	"strconv"
 	"time"
 )
@@ -46,7 +45,7 @@ func appendPodJSON(b []byte, e *podEntry, now time.Time) []byte {
 
 // appendObjectMeta appends the metadata: name, namespace (when not ""),
 // creationTimestamp and labels (when any, by key).
-func appendObjectMeta(b []byte, namespace, name string, labels map[string]string, created time.Time) []byte {
+func appendObjectMeta(b []byte, namespace, name string, labels Labels, created time.Time) []byte {
 	b = append(b, `{"name":`...)
 	b = appendString(b, name)
 	if namespace != "" {
@@ -57,19 +56,14 @@ func appendObjectMeta(b []byte, namespace, name string, labels map[string]string
 	b = created.UTC().AppendFormat(b, time.RFC3339)
 	b = append(b, '"')
 	if len(labels) > 0 {
-		keys := make([]string, 0, len(labels))
-		for k := range labels {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
 		b = append(b, `,"labels":{`...)
-		for i, k := range keys {
+		for i := 0; i+1 < len(labels); i += 2 {
 			if i > 0 {
 				b = append(b, ',')
 			}
-			b = appendString(b, k)
+			b = appendString(b, labels[i])
 			b = append(b, ':')
-			b = appendString(b, labels[k])
+			b = appendString(b, labels[i+1])
 		}
 		b = append(b, '}')
 	}

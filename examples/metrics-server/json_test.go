@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"reflect"
 	"testing"
 	"time"
@@ -15,7 +16,8 @@ import (
 func TestObjectJSON(t *testing.T) {
 	now := time.Date(2026, 11, 26, 10, 0, 0, 0, time.UTC)
 	at := now.Add(-2 * time.Second)
-	node := &nodeEntry{name: "node-1", labels: map[string]string{"kubernetes.io/hostname": "node-1", "a": "b"},
+	nodeLabels := map[string]string{"kubernetes.io/hostname": "node-1", "a": "b"}
+	node := &nodeEntry{name: "node-1", labels: LabelsOf(nodeLabels),
 		cur: Usage{Time: at, MemoryBytes: 1536 << 20}, cpu: 250_000_000, window: 15*time.Second + 4*time.Millisecond, ok: true}
 	pod := &podEntry{namespace: "default", name: `we"ird<0>`, time: at, window: 15 * time.Second, ok: true,
 		containers: []containerEntry{{name: "web", cur: Usage{MemoryBytes: 12 << 20}, cpu: 2_000_001}, {name: "sidecar", cur: Usage{MemoryBytes: 1000}, cpu: 0}}}
@@ -27,7 +29,7 @@ func TestObjectJSON(t *testing.T) {
 		kind string
 	}{
 		{"node", appendNodeJSON(nil, node, now), &NodeMetrics{}, &NodeMetrics{
-			ObjectMeta: meta.ObjectMeta{Name: "node-1", CreationTimestamp: meta.Time{Time: now}, Labels: node.labels},
+			ObjectMeta: meta.ObjectMeta{Name: "node-1", CreationTimestamp: meta.Time{Time: now}, Labels: nodeLabels},
 			Timestamp:  "2026-11-26T09:59:58Z", Window: "15.004s", Usage: ResourceList{"cpu": "250m", "memory": "1536Mi"}}, "NodeMetrics"},
 		{"pod_without_labels", appendPodJSON(nil, pod, now), &PodMetrics{}, &PodMetrics{
 			ObjectMeta: meta.ObjectMeta{Name: `we"ird<0>`, Namespace: "default", CreationTimestamp: meta.Time{Time: now}},
@@ -77,11 +79,29 @@ func TestAppendString(t *testing.T) {
 // watch feed does for every pod.
 func BenchmarkPodJSON(b *testing.B) {
 	now := time.Now()
-	e := &podEntry{namespace: "team-1", name: "app-12-3", labels: map[string]string{"app": "app-3"}, time: now, window: 15 * time.Second, ok: true,
+	e := &podEntry{namespace: "team-1", name: "app-12-3", labels: Labels{"app", "app-3"}, time: now, window: 15 * time.Second, ok: true,
 		containers: []containerEntry{{name: "app", cur: Usage{MemoryBytes: 23 << 20}, cpu: 7_000_000}, {name: "sidecar", cur: Usage{MemoryBytes: 4 << 20}, cpu: 1_999_999}}}
 	b.ReportAllocs()
 	buf := make([]byte, 0, 512)
 	for b.Loop() {
 		buf = appendPodJSON(buf[:0], e, now)
+	}
+}
+
+func TestLabels(t *testing.T) {
+	l := LabelsOf(map[string]string{"b": "2", "a": "1", "c": ""})
+	if fmt.Sprint(l) != "[a 1 b 2 c ]" {
+		t.Errorf("LabelsOf: %q, want sorted pairs", l)
+	}
+	for _, tc := range []struct {
+		key, want string
+		ok        bool
+	}{{"a", "1", true}, {"c", "", true}, {"d", "", false}} {
+		if v, ok := l.Lookup(tc.key); v != tc.want || ok != tc.ok {
+			t.Errorf("Lookup(%q) = %q, %v", tc.key, v, ok)
+		}
+	}
+	if LabelsOf(nil) != nil {
+		t.Error("LabelsOf(nil) is not nil")
 	}
 }

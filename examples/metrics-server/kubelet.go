@@ -90,7 +90,7 @@ type Kubelets struct {
 
 	mu     sync.RWMutex
 	nodes  map[string]kubeletNode
-	labels map[string]map[string]string // namespace/name of a pod -> its labels
+	labels map[podKey]Labels // a pod's labels
 
 	// parsing holds a token for each answer being parsed: every kubelet
 	// is asked at once, but only as many answers are parsed at a time as
@@ -106,7 +106,7 @@ type Kubelets struct {
 
 // kubeletNode is what a scrape needs of a node.
 type kubeletNode struct {
-	labels     map[string]string
+	labels     Labels
 	addresses  map[string]string // type -> first address of that type
 	statusPort int
 }
@@ -139,7 +139,7 @@ func NewKubelets(opts KubeletOptions, cluster *kubeclient.Client, creds *kubecli
 		}
 	}
 	k := &Kubelets{opts: opts, cluster: cluster, log: log, now: time.Now,
-		nodes: map[string]kubeletNode{}, labels: map[string]map[string]string{},
+		nodes: map[string]kubeletNode{}, labels: map[podKey]Labels{},
 		nodesListed: make(chan struct{}), podsListed: make(chan struct{})}
 	switch {
 	case opts.ClientCertFile != "":
@@ -223,7 +223,7 @@ func (k *Kubelets) Run(ctx context.Context) error {
 		defer wg.Done()
 		kubeclient.Inform(ctx, k.cluster, "/api/v1/pods", 0, kubeclient.InformHandler{
 			Replace: func(items []json.RawMessage) error {
-				labels := make(map[string]map[string]string, len(items))
+				labels := make(map[podKey]Labels, len(items))
 				for _, raw := range items {
 					key, l, err := decodePodLabels(raw)
 					if err != nil {
@@ -280,7 +280,7 @@ func decodeNode(raw json.RawMessage) (string, kubeletNode, error) {
 	if err := json.Unmarshal(raw, &n); err != nil {
 		return "", kubeletNode{}, fmt.Errorf("decode node: %w", err)
 	}
-	kn := kubeletNode{labels: n.Metadata.Labels, addresses: map[string]string{}, statusPort: n.Status.DaemonEndpoints.KubeletEndpoint.Port}
+	kn := kubeletNode{labels: LabelsOf(n.Metadata.Labels), addresses: map[string]string{}, statusPort: n.Status.DaemonEndpoints.KubeletEndpoint.Port}
 	for _, a := range n.Status.Addresses {
 		if _, ok := kn.addresses[a.Type]; !ok {
 			kn.addresses[a.Type] = a.Address
@@ -289,8 +289,8 @@ func decodeNode(raw json.RawMessage) (string, kubeletNode, error) {
 	return n.Metadata.Name, kn, nil
 }
 
-// decodePodLabels reads a Pod's namespace/name and labels.
-func decodePodLabels(raw json.RawMessage) (string, map[string]string, error) {
+// decodePodLabels reads a Pod's namespace, name and labels.
+func decodePodLabels(raw json.RawMessage) (podKey, Labels, error) {
 	var p struct {
 		Metadata struct {
 			Name      string            `json:"name"`
@@ -299,9 +299,9 @@ func decodePodLabels(raw json.RawMessage) (string, map[string]string, error) {
 		} `json:"metadata"`
 	}
 	if err := json.Unmarshal(raw, &p); err != nil {
-		return "", nil, fmt.Errorf("decode pod: %w", err)
+		return podKey{}, nil, fmt.Errorf("decode pod: %w", err)
 	}
-	return p.Metadata.Namespace + "/" + p.Metadata.Name, p.Metadata.Labels, nil
+	return podKey{p.Metadata.Namespace, p.Metadata.Name}, LabelsOf(p.Metadata.Labels), nil
 }
 
 // address is the node's address of the first preferred type it has, and
@@ -374,7 +374,7 @@ func (k *Kubelets) Scrape(ctx context.Context) (*Batch, error) {
 	}
 	k.mu.RLock()
 	for i := range b.Pods {
-		b.Pods[i].Labels = k.labels[b.Pods[i].Namespace+"/"+b.Pods[i].Name]
+		b.Pods[i].Labels = k.labels[podKey{b.Pods[i].Namespace, b.Pods[i].Name}]
 	}
 	k.mu.RUnlock()
 	return b, nil

@@ -56,7 +56,7 @@ type podKey struct{ namespace, name string }
 // sample before and it.
 type nodeEntry struct {
 	name   string
-	labels map[string]string
+	labels Labels
 	cur    Usage
 	cpu    int64 // nanocores
 	window time.Duration
@@ -68,7 +68,7 @@ type nodeEntry struct {
 // usage; time and window are the newest container's.
 type podEntry struct {
 	namespace, name string
-	labels          map[string]string
+	labels          Labels
 	containers      []containerEntry
 	time            time.Time
 	window          time.Duration
@@ -284,7 +284,7 @@ func (s *Store) NodeList(_ context.Context, _ string, opts rest.ListOptions) ([]
 	snap, now := s.snapshot(), s.now()
 	names := make([]string, 0, len(snap.nodes))
 	for n, e := range snap.nodes {
-		if e.ok && opts.Labels.Matches(e.labels) {
+		if e.ok && opts.Labels.MatchesSet(e.labels) {
 			names = append(names, n)
 		}
 	}
@@ -312,7 +312,7 @@ func (s *Store) PodList(_ context.Context, namespace string, opts rest.ListOptio
 	snap, now := s.snapshot(), s.now()
 	keys := make([]podKey, 0, len(snap.pods))
 	for k, e := range snap.pods {
-		if e.ok && (namespace == "" || k.namespace == namespace) && opts.Labels.Matches(e.labels) {
+		if e.ok && (namespace == "" || k.namespace == namespace) && opts.Labels.MatchesSet(e.labels) {
 			keys = append(keys, k)
 		}
 	}
