@@ -263,8 +263,6 @@ type (
 	ResourceList map[string]string
 )
 
-func rfc3339(t time.Time) string { return t.UTC().Format(time.RFC3339) }
-
 // windowString is how a window is written: rounded to the millisecond.
 func windowString(d time.Duration) string { return d.Round(time.Millisecond).String() }
 
