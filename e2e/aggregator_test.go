@@ -63,7 +63,14 @@ func (l *lockedBuffer) String() string {
 // or until the returned stop is called (the same, once).
 func process(t *testing.T, name string, out io.Writer, bin string, args ...string) (stop func()) {
 	t.Helper()
-	cmd := exec.Command(bin, args...)
+	_, stop = processCmd(t, name, out, bin, args...)
+	return stop
+}
+
+// processCmd is process that also returns the started command (its pid).
+func processCmd(t *testing.T, name string, out io.Writer, bin string, args ...string) (cmd *exec.Cmd, stop func()) {
+	t.Helper()
+	cmd = exec.Command(bin, args...)
 	cmd.Stdout, cmd.Stderr = out, out
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("start %s: %v", name, err)
@@ -83,7 +90,7 @@ func process(t *testing.T, name string, out io.Writer, bin string, args ...strin
 		})
 	}
 	t.Cleanup(stop)
-	return stop
+	return cmd, stop
 }
 
 func freePort(t *testing.T) int {

@@ -393,3 +393,50 @@ func TestInform(t *testing.T) {
 		t.Errorf("handler saw %s", got)
 	}
 }
+
+// TestInform_pages: a large collection is listed in pages of 500 (a cluster's
+// pods would not fit in one answer), every page's items reach Replace, and
+// the watch starts from the list's resourceVersion.
+func TestInform_pages(t *testing.T) {
+	t.Parallel()
+	var limits, conts []string
+	watchFrom := make(chan string, 1)
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		q := r.URL.Query()
+		if q.Get("watch") == "true" {
+			watchFrom <- q.Get("resourceVersion")
+			<-r.Context().Done()
+			return
+		}
+		limits, conts = append(limits, q.Get("limit")), append(conts, q.Get("continue"))
+		next := map[string]string{"": "page 2", "page 2": "page 3", "page 3": ""}[q.Get("continue")]
+		fmt.Fprintf(w, `{"kind":"PodList","metadata":{"resourceVersion":"42","continue":%q},"items":[{"metadata":{"name":"a"}},{"metadata":{"name":"b"}}]}`, next)
+	}))
+	defer srv.Close()
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	replaced := make(chan int, 1)
+	go kubeclient.Inform(ctx, newClient(t, srv, nil), "/api/v1/pods?fieldSelector=spec.nodeName%3Dn", time.Millisecond, kubeclient.InformHandler{
+		Replace: func(items []json.RawMessage) error { replaced <- len(items); return nil },
+		Event:   func(string, json.RawMessage) error { return nil },
+	})
+	select {
+	case n := <-replaced:
+		if n != 6 {
+			t.Errorf("Replace got %d items, want the 6 of three pages", n)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("no Replace")
+	}
+	select {
+	case rv := <-watchFrom:
+		if rv != "42" {
+			t.Errorf("watch from %q, want the list's 42", rv)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("no watch")
+	}
+	if fmt.Sprint(limits) != "[500 500 500]" || fmt.Sprint(conts) != "[ page 2 page 3]" {
+		t.Errorf("pages asked with limit %q, continue %q", limits, conts)
+	}
+}

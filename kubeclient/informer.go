@@ -8,6 +8,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/url"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/annexapi/annex/meta"
@@ -28,9 +31,15 @@ type InformHandler struct {
 // errGone means the watch's resourceVersion is too old: re-list.
 var errGone = errors.New("resource version too old")
 
-// Inform lists path, then watches it from the list's resourceVersion, and
-// re-lists after 410 Gone or a failed watch, backing off from retry (zero:
-// one second) up to 30 s while the cluster fails, until ctx is done.
+// listPageSize is how many objects one page of Inform's list asks for, as
+// client-go's reflector: a large collection (a cluster's pods) comes in
+// pages, never as one answer larger than a Get reads.
+const listPageSize = 500
+
+// Inform lists path (in pages of 500, as client-go does), then watches it
+// from the list's resourceVersion, and re-lists after 410 Gone or a failed
+// watch, backing off from retry (zero: one second) up to 30 s while the
+// cluster fails, until ctx is done.
 func Inform(ctx context.Context, c *Client, path string, retry time.Duration, h InformHandler) {
 	if retry <= 0 {
 		retry = time.Second
@@ -43,18 +52,17 @@ func Inform(ctx context.Context, c *Client, path string, retry time.Duration, h 
 	}
 	for ctx.Err() == nil {
 		err := func() error {
-			var list meta.List
-			if err := c.Get(ctx, path, &list); err != nil {
+			items, rv, err := listPages(ctx, c, path)
+			if err != nil {
 				return err
 			}
-			if err := h.Replace(list.Items); err != nil {
+			if err := h.Replace(items); err != nil {
 				return err
 			}
 			changed()
 			wait = retry
-			rv := list.Metadata.ResourceVersion
 			for ctx.Err() == nil {
-				w, err := c.Watch(ctx, path+"?watch=true&allowWatchBookmarks=true&resourceVersion="+rv)
+				w, err := c.Watch(ctx, path+querySep(path)+"watch=true&allowWatchBookmarks=true&resourceVersion="+rv)
 				if err != nil {
 					return err
 				}
@@ -81,6 +89,42 @@ func Inform(ctx context.Context, c *Client, path string, retry time.Duration, h 
 		}
 		wait = min(2*wait, 30*time.Second)
 	}
+}
+
+// listPages lists path page by page and returns every item and the
+// resourceVersion of the list (the first page's: the snapshot every page
+// of a paged list is read from). An expired continue token is an error
+// like any other: Inform lists again.
+func listPages(ctx context.Context, c *Client, path string) ([]json.RawMessage, string, error) {
+	sep := querySep(path)
+	var items []json.RawMessage
+	var rv, cont string
+	for first := true; ; first = false {
+		page := path + sep + "limit=" + strconv.Itoa(listPageSize)
+		if cont != "" {
+			page += "&continue=" + url.QueryEscape(cont)
+		}
+		var list meta.List
+		if err := c.Get(ctx, page, &list); err != nil {
+			return nil, "", err
+		}
+		if first {
+			rv = list.Metadata.ResourceVersion
+		}
+		items = append(items, list.Items...)
+		if cont = list.Metadata.Continue; cont == "" {
+			return items, rv, nil
+		}
+	}
+}
+
+// querySep is what joins a query parameter to path: "&" when it has a
+// query already, "?" otherwise.
+func querySep(path string) string {
+	if strings.Contains(path, "?") {
+		return "&"
+	}
+	return "?"
 }
 
 // follow reads watch events until the stream ends (nil, to re-watch from

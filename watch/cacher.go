@@ -369,10 +369,13 @@ func (c *Cacher) applyLocked(ev storage.Event) {
 		return // already seen (cannot happen with a gap-free upstream)
 	}
 	probe := &entry{obj: storage.Object{Key: ev.Object.Key}}
-	old, had := c.tree.Get(probe)
 	prev := ev.Prev
-	if prev == nil && had && ev.Type != storage.EventAdded {
-		prev = &old.obj
+	if prev == nil && ev.Type != storage.EventAdded {
+		// Only an upstream that does not say what it replaced costs a
+		// second search of the tree (a feed says it for every change).
+		if old, had := c.tree.Get(probe); had {
+			prev = &old.obj
+		}
 	}
 	e := newEvent(ev.Type, ev.Object, prev)
 	if e.typ == storage.EventDeleted {

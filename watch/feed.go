@@ -11,6 +11,7 @@ package watch
 import (
 	"bytes"
 	"context"
+	"hash/maphash"
 	"strings"
 	"sync"
 
@@ -30,9 +31,17 @@ type Feed struct {
 
 	mu       sync.Mutex
 	rev      uint64
-	objects  map[string]storage.Object
+	objects  map[string]feedObject
 	history  []storage.Event // the last changes, oldest first
 	watchers map[*feedWatcher]struct{}
+	seed     maphash.Seed
+}
+
+// feedObject is an object the feed holds and the hash of the JSON it was
+// last put with (0: the JSON held a resourceVersion, see Put).
+type feedObject struct {
+	storage.Object
+	sum uint64
 }
 
 var (
@@ -43,7 +52,7 @@ var (
 // NewFeed returns an empty feed for the objects of group and resource
 // (their storage keys are storage.ObjectKey's).
 func NewFeed(group, resource string) *Feed {
-	return &Feed{group: group, resource: resource, objects: map[string]storage.Object{}, watchers: map[*feedWatcher]struct{}{}}
+	return &Feed{group: group, resource: resource, objects: map[string]feedObject{}, watchers: map[*feedWatcher]struct{}{}, seed: maphash.MakeSeed()}
 }
 
 // errReadOnly refuses writes through storage.Interface.
@@ -61,10 +70,20 @@ func (f *Feed) Put(data []byte) error {
 		return &storage.Error{Err: storage.ErrInvalidObject, Msg: "metadata.name is required"}
 	}
 	key := storage.ObjectKey(f.group, f.resource, m.Namespace, m.Name)
+	// A computed object is put again at every change of its source, most
+	// often changed (a new sample): comparing its JSON with the held one
+	// but for metadata.resourceVersion rewrites both. JSON with neither a
+	// resourceVersion nor any whitespace (json.Marshal's) is its own
+	// comparable form, so its hash tells a change at once; equal hashes,
+	// and any other JSON, take the full comparison.
+	var sum uint64
+	if !bytes.Contains(data, []byte(`"resourceVersion"`)) && bytes.IndexAny(data, " \t\r\n") < 0 {
+		sum = maphash.Bytes(f.seed, data) | 1 // never 0, which means "none"
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	prev, had := f.objects[key]
-	if had && sameState(prev.Data, data) {
+	if had && (sum == 0 || prev.sum == 0 || sum == prev.sum) && sameState(prev.Data, data) {
 		return nil
 	}
 	f.rev++
@@ -75,10 +94,10 @@ func (f *Feed) Put(data []byte) error {
 	}
 	m.ResourceVersion = storage.FormatResourceVersion(f.rev)
 	obj := storage.Object{Key: key, ResourceVersion: f.rev, Data: out, Meta: m}
-	f.objects[key] = obj
+	f.objects[key] = feedObject{obj, sum}
 	ev := storage.Event{Type: storage.EventAdded, Object: obj}
 	if had {
-		ev.Type, ev.Prev = storage.EventModified, &prev
+		ev.Type, ev.Prev = storage.EventModified, &prev.Object
 	}
 	f.emit(ev)
 	return nil
@@ -90,10 +109,11 @@ func (f *Feed) Remove(namespace, name string) error {
 	key := storage.ObjectKey(f.group, f.resource, namespace, name)
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	prev, had := f.objects[key]
+	held, had := f.objects[key]
 	if !had {
 		return nil
 	}
+	prev := held.Object
 	f.rev++
 	out, err := backend.SetResourceVersion(prev.Data, f.rev)
 	if err != nil {
@@ -142,7 +162,7 @@ func (f *Feed) Get(_ context.Context, key string, _ storage.GetOptions) (storage
 	if !ok {
 		return storage.Object{}, &storage.Error{Err: storage.ErrNotFound, Key: key}
 	}
-	return o, nil
+	return o.Object, nil
 }
 
 // List returns every object under prefix at the current revision; paging
@@ -151,8 +171,8 @@ func (f *Feed) List(_ context.Context, prefix string, opts storage.ListOptions) 
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	res := storage.ListResult{ResourceVersion: f.rev}
-	for k, o := range f.objects {
-		if strings.HasPrefix(k, prefix) && (opts.Predicate == nil || opts.Predicate.Matches(&o)) {
+	for k, fo := range f.objects {
+		if o := fo.Object; strings.HasPrefix(k, prefix) && (opts.Predicate == nil || opts.Predicate.Matches(&o)) {
 			res.Items = append(res.Items, o)
 		}
 	}

@@ -3,6 +3,7 @@ package watch
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -69,6 +70,39 @@ func TestFeed(t *testing.T) {
 	}
 }
 
+// TestFeedSameState: whether a Put is a change does not depend on how the
+// JSON is written (whitespace) nor on a resourceVersion in it, whichever way
+// the feed compares (the hash of compact JSON without a resourceVersion, or
+// the full comparison).
+func TestFeedSameState(t *testing.T) {
+	ctx := context.Background()
+	tests := []struct {
+		name     string
+		puts     []string
+		wantRevs uint64
+	}{
+		{"compact_unchanged", []string{`{"metadata":{"name":"a"},"v":1}`, `{"metadata":{"name":"a"},"v":1}`}, 1},
+		{"compact_changed", []string{`{"metadata":{"name":"a"},"v":1}`, `{"metadata":{"name":"a"},"v":2}`}, 2},
+		{"whitespace_only", []string{`{"metadata":{"name":"a"},"v":1}`, `{"metadata": {"name": "a"}, "v": 1}`, "{\"metadata\":{\"name\":\"a\"},\n\"v\":1}"}, 1},
+		{"space_in_a_string_changed", []string{`{"metadata":{"name":"a"},"m":"x y"}`, `{"metadata":{"name":"a"},"m":"x  y"}`}, 2},
+		{"resource_version_only", []string{`{"metadata":{"name":"a"},"v":1}`, `{"metadata":{"name":"a","resourceVersion":"7"},"v":1}`, `{"metadata":{"name":"a"},"v":1}`}, 1},
+		{"back_and_forth", []string{`{"metadata":{"name":"a"},"v":1}`, `{"metadata":{"name":"a"},"v":2}`, `{"metadata":{"name":"a"},"v":1}`}, 3},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := NewFeed("g", "r")
+			for _, p := range tt.puts {
+				if err := f.Put([]byte(p)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if rev, _ := f.CurrentRevision(ctx); rev != tt.wantRevs {
+				t.Errorf("%d changes, want %d", rev, tt.wantRevs)
+			}
+		})
+	}
+}
+
 // TestFeedExpired: a watch from before the history kept is ErrExpired.
 func TestFeedExpired(t *testing.T) {
 	f := NewFeed("g", "r")
@@ -79,5 +113,20 @@ func TestFeedExpired(t *testing.T) {
 	}
 	if _, err := f.Watch(context.Background(), "/", storage.WatchOptions{ResourceVersion: "1", Recursive: true}); !errors.Is(err, storage.ErrExpired) {
 		t.Errorf("watch from 1: %v, want ErrExpired", err)
+	}
+}
+
+// BenchmarkFeedPut puts a PodMetrics-sized object that changed (a new
+// sample), as a computed resource's feed does for every object each cycle.
+func BenchmarkFeedPut(b *testing.B) {
+	f := NewFeed("metrics.k8s.io", "pods")
+	objs := make([][]byte, 1000)
+	b.ReportAllocs()
+	for i := 0; b.Loop(); i++ {
+		n := i % len(objs)
+		objs[n] = fmt.Appendf(objs[n][:0], `{"kind":"PodMetrics","apiVersion":"metrics.k8s.io/v1beta1","metadata":{"name":"app-%d","namespace":"team-%d","creationTimestamp":"2026-11-26T10:00:00Z","labels":{"app":"app-%d"}},"timestamp":"2026-11-26T10:00:%02dZ","window":"15s","containers":[{"name":"app","usage":{"cpu":"%dn","memory":"12Mi"}}]}`, n, n%10, n%10, i%60, i)
+		if err := f.Put(objs[n]); err != nil {
+			b.Fatal(err)
+		}
 	}
 }

@@ -14,6 +14,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -25,6 +26,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -88,12 +90,23 @@ type Kubelets struct {
 
 	mu     sync.RWMutex
 	nodes  map[string]kubeletNode
-	labels map[string]map[string]string // namespace/name of a pod -> its labels
+	labels map[podKey]Labels // a pod's labels
+
+	// parsing holds a token for each answer being parsed: every kubelet
+	// is asked at once, but only as many answers are parsed at a time as
+	// there are CPUs, so that a thousand parsers' garbage is not alive at
+	// once.
+	parsing chan struct{}
+
+	// nodesListed and podsListed are closed once the cluster's nodes and
+	// pods have been listed.
+	nodesListed, podsListed         chan struct{}
+	nodesListedOnce, podsListedOnce sync.Once
 }
 
 // kubeletNode is what a scrape needs of a node.
 type kubeletNode struct {
-	labels     map[string]string
+	labels     Labels
 	addresses  map[string]string // type -> first address of that type
 	statusPort int
 }
@@ -126,7 +139,8 @@ func NewKubelets(opts KubeletOptions, cluster *kubeclient.Client, creds *kubecli
 		}
 	}
 	k := &Kubelets{opts: opts, cluster: cluster, log: log, now: time.Now,
-		nodes: map[string]kubeletNode{}, labels: map[string]map[string]string{}}
+		nodes: map[string]kubeletNode{}, labels: map[podKey]Labels{},
+		nodesListed: make(chan struct{}), podsListed: make(chan struct{})}
 	switch {
 	case opts.ClientCertFile != "":
 		cert, err := tls.LoadX509KeyPair(opts.ClientCertFile, opts.ClientKeyFile)
@@ -150,10 +164,16 @@ func NewKubelets(opts KubeletOptions, cluster *kubeclient.Client, creds *kubecli
 			return strings.TrimSpace(string(b)), err
 		}
 	}
+	// HTTP/1.1, one kept-alive connection per kubelet: an HTTP/2 client
+	// connection holds a framer's buffers and header tables besides TLS's,
+	// tens of megabytes at a thousand nodes, and multiplexing buys nothing
+	// for one request per node per resolution. An answer also stays in the
+	// socket until it is read, rather than in the transport's buffers.
 	k.http = &http.Client{Timeout: opts.RequestTimeout, Transport: &http.Transport{
-		TLSClientConfig: tc, ForceAttemptHTTP2: true, MaxIdleConnsPerHost: 1, IdleConnTimeout: 5 * time.Minute,
+		TLSClientConfig: tc, ForceAttemptHTTP2: false, MaxIdleConnsPerHost: 1, IdleConnTimeout: 5 * time.Minute,
 		DialContext: (&net.Dialer{Timeout: opts.RequestTimeout}).DialContext,
 	}}
+	k.parsing = make(chan struct{}, runtime.GOMAXPROCS(0))
 	return k, nil
 }
 
@@ -179,6 +199,7 @@ func (k *Kubelets) Run(ctx context.Context) error {
 				k.mu.Lock()
 				k.nodes = nodes
 				k.mu.Unlock()
+				k.nodesListedOnce.Do(func() { close(k.nodesListed) })
 				return nil
 			},
 			Event: func(typ string, raw json.RawMessage) error {
@@ -202,7 +223,7 @@ func (k *Kubelets) Run(ctx context.Context) error {
 		defer wg.Done()
 		kubeclient.Inform(ctx, k.cluster, "/api/v1/pods", 0, kubeclient.InformHandler{
 			Replace: func(items []json.RawMessage) error {
-				labels := make(map[string]map[string]string, len(items))
+				labels := make(map[podKey]Labels, len(items))
 				for _, raw := range items {
 					key, l, err := decodePodLabels(raw)
 					if err != nil {
@@ -213,6 +234,7 @@ func (k *Kubelets) Run(ctx context.Context) error {
 				k.mu.Lock()
 				k.labels = labels
 				k.mu.Unlock()
+				k.podsListedOnce.Do(func() { close(k.podsListed) })
 				return nil
 			},
 			Event: func(typ string, raw json.RawMessage) error {
@@ -258,7 +280,7 @@ func decodeNode(raw json.RawMessage) (string, kubeletNode, error) {
 	if err := json.Unmarshal(raw, &n); err != nil {
 		return "", kubeletNode{}, fmt.Errorf("decode node: %w", err)
 	}
-	kn := kubeletNode{labels: n.Metadata.Labels, addresses: map[string]string{}, statusPort: n.Status.DaemonEndpoints.KubeletEndpoint.Port}
+	kn := kubeletNode{labels: LabelsOf(n.Metadata.Labels), addresses: map[string]string{}, statusPort: n.Status.DaemonEndpoints.KubeletEndpoint.Port}
 	for _, a := range n.Status.Addresses {
 		if _, ok := kn.addresses[a.Type]; !ok {
 			kn.addresses[a.Type] = a.Address
@@ -267,8 +289,8 @@ func decodeNode(raw json.RawMessage) (string, kubeletNode, error) {
 	return n.Metadata.Name, kn, nil
 }
 
-// decodePodLabels reads a Pod's namespace/name and labels.
-func decodePodLabels(raw json.RawMessage) (string, map[string]string, error) {
+// decodePodLabels reads a Pod's namespace, name and labels.
+func decodePodLabels(raw json.RawMessage) (podKey, Labels, error) {
 	var p struct {
 		Metadata struct {
 			Name      string            `json:"name"`
@@ -277,9 +299,9 @@ func decodePodLabels(raw json.RawMessage) (string, map[string]string, error) {
 		} `json:"metadata"`
 	}
 	if err := json.Unmarshal(raw, &p); err != nil {
-		return "", nil, fmt.Errorf("decode pod: %w", err)
+		return podKey{}, nil, fmt.Errorf("decode pod: %w", err)
 	}
-	return p.Metadata.Namespace + "/" + p.Metadata.Name, p.Metadata.Labels, nil
+	return podKey{p.Metadata.Namespace, p.Metadata.Name}, LabelsOf(p.Metadata.Labels), nil
 }
 
 // address is the node's address of the first preferred type it has, and
@@ -299,8 +321,17 @@ func (k *Kubelets) address(n kubeletNode) (string, error) {
 
 // Scrape reads /metrics/resource of every known node at once. A node that
 // fails is logged and left out; the batch is an error only when every node
-// failed.
+// failed. The first Scrape waits until Run has listed the cluster's nodes
+// and pods (as metrics-server waits for its informers), so that the first
+// batches hold every node and the pods' labels rather than nothing.
 func (k *Kubelets) Scrape(ctx context.Context) (*Batch, error) {
+	for _, listed := range []chan struct{}{k.nodesListed, k.podsListed} {
+		select {
+		case <-listed:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
 	k.mu.RLock()
 	nodes := make(map[string]kubeletNode, len(k.nodes))
 	for name, n := range k.nodes {
@@ -343,7 +374,7 @@ func (k *Kubelets) Scrape(ctx context.Context) (*Batch, error) {
 	}
 	k.mu.RLock()
 	for i := range b.Pods {
-		b.Pods[i].Labels = k.labels[b.Pods[i].Namespace+"/"+b.Pods[i].Name]
+		b.Pods[i].Labels = k.labels[podKey{b.Pods[i].Namespace, b.Pods[i].Name}]
 	}
 	k.mu.RUnlock()
 	return b, nil
@@ -376,7 +407,19 @@ func (k *Kubelets) scrapeNode(ctx context.Context, name string, n kubeletNode) (
 		body, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
 		return nil, nil, fmt.Errorf("GET /metrics/resource: %s: %s", resp.Status, strings.TrimSpace(string(body)))
 	}
-	node, pods, err := decodeResourceMetrics(resp.Body, start)
+	buf := bodies.Get().(*bytes.Buffer)
+	defer bodies.Put(buf)
+	buf.Reset()
+	if _, err := buf.ReadFrom(resp.Body); err != nil {
+		return nil, nil, fmt.Errorf("read /metrics/resource: %w", err)
+	}
+	select {
+	case k.parsing <- struct{}{}:
+	case <-ctx.Done():
+		return nil, nil, ctx.Err()
+	}
+	node, pods, err := decodeText(buf.Bytes(), start)
+	<-k.parsing
 	if err != nil {
 		return nil, nil, err
 	}
@@ -386,13 +429,67 @@ func (k *Kubelets) scrapeNode(ctx context.Context, name string, n kubeletNode) (
 	return node, pods, nil
 }
 
+// resourceFamilies are the metric families of /metrics/resource the
+// scrape reads; the others (container_start_time_seconds, the pod_ totals,
+// resource_scrape_error: more than half the lines) are dropped before
+// parsing.
+var resourceFamilies = [][]byte{
+	[]byte("container_cpu_usage_seconds_total"), []byte("container_memory_working_set_bytes"),
+	[]byte("node_cpu_usage_seconds_total"), []byte("node_memory_working_set_bytes"),
+}
+
+// bodies recycles the buffers kubelets' answers are read into.
+var bodies = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+
+// keepFamilies keeps, in place, the lines of the exposition text data that
+// belong to resourceFamilies: their samples (the metric name, then "{" or
+// a space) and their "# HELP" and "# TYPE" lines. It only selects lines by
+// their first word; expfmt parses what is kept. The parser allocates for
+// every sample it reads, labels and all, and that was most of a scrape's
+// CPU.
+func keepFamilies(data []byte) []byte {
+	out := data[:0] // writes never pass reads
+	for len(data) > 0 {
+		line, rest, _ := bytes.Cut(data, []byte{'\n'})
+		data = rest
+		name := line
+		if bytes.HasPrefix(name, []byte("# HELP ")) || bytes.HasPrefix(name, []byte("# TYPE ")) {
+			name = name[len("# HELP "):]
+		}
+		for _, f := range resourceFamilies {
+			if len(name) > len(f) && bytes.HasPrefix(name, f) && (name[len(f)] == '{' || name[len(f)] == ' ') {
+				out = append(append(out, line...), '\n')
+				break
+			}
+		}
+	}
+	return out
+}
+
 // decodeResourceMetrics parses a kubelet's /metrics/resource. A series
 // without a timestamp gets the time the scrape started. The node is nil
 // unless both its counters are there and non-zero; a pod is left out when
 // one of its containers lacks either counter, as metrics-server does.
 func decodeResourceMetrics(r io.Reader, start time.Time) (*NodeSample, []PodSample, error) {
+	buf := bodies.Get().(*bytes.Buffer)
+	defer bodies.Put(buf)
+	buf.Reset()
+	if _, err := buf.ReadFrom(r); err != nil {
+		return nil, nil, fmt.Errorf("read /metrics/resource: %w", err)
+	}
+	return decodeText(buf.Bytes(), start)
+}
+
+// decodeText is decodeResourceMetrics of text, which it changes (the
+// families not read are cut out in place).
+func decodeText(text []byte, start time.Time) (*NodeSample, []PodSample, error) {
+	blank := len(bytes.TrimSpace(text)) == 0
+	kept := keepFamilies(text)
+	if len(kept) == 0 && !blank {
+		return nil, nil, errors.New("parse /metrics/resource: none of the resource metrics in the answer")
+	}
 	parser := expfmt.NewTextParser(model.UTF8Validation)
-	families, err := parser.TextToMetricFamilies(r)
+	families, err := parser.TextToMetricFamilies(bytes.NewReader(kept))
 	if err != nil {
 		return nil, nil, fmt.Errorf("parse /metrics/resource: %w", err)
 	}

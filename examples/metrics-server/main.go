@@ -1,7 +1,8 @@
 // Command metrics-server is the annex sample the library is judged by: a
 // metrics-style aggregated API server serving metrics.k8s.io/v1beta1
-// NodeMetrics and PodMetrics, computed on read from an in-memory ring of
-// samples, the way metrics-server serves kubectl top.
+// NodeMetrics and PodMetrics, computed from the last two samples of each
+// node and container into an in-memory snapshot after every scrape, the way
+// metrics-server serves kubectl top.
 //
 // Standalone (the default) it needs no cluster: a self-signed serving
 // certificate, an admin client certificate and a kubeconfig in its data

@@ -18,12 +18,15 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/annexapi/annex/meta"
 )
 
 // Source produces a batch of samples each time it is scraped. Scrape is
@@ -52,16 +55,50 @@ type Batch struct {
 // NodeSample is one node's counters at Time.
 type NodeSample struct {
 	Name   string
-	Labels map[string]string
+	Labels Labels
 	Usage  Usage
 }
 
 // PodSample is one pod's containers' counters.
 type PodSample struct {
 	Namespace, Name string
-	Labels          map[string]string
+	Labels          Labels
 	Containers      []ContainerSample
 }
+
+// Labels are an object's labels as key, value pairs sorted by key: kept for
+// every pod of the cluster, they take a fraction of a map's memory, and
+// are written in order without sorting. A meta.LabelSet.
+type Labels []string
+
+// LabelsOf returns m as Labels (nil for none).
+func LabelsOf(m map[string]string) Labels {
+	if len(m) == 0 {
+		return nil
+	}
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	l := make(Labels, 0, 2*len(keys))
+	for _, k := range keys {
+		l = append(l, k, m[k])
+	}
+	return l
+}
+
+// Lookup returns the value of the label key.
+func (l Labels) Lookup(key string) (string, bool) {
+	for i := 0; i+1 < len(l); i += 2 {
+		if l[i] == key {
+			return l[i+1], true
+		}
+	}
+	return "", false
+}
+
+var _ meta.LabelSet = Labels(nil)
 
 // ContainerSample is one container's counters.
 type ContainerSample struct {
@@ -251,10 +288,10 @@ func (s *Simulated) Scrape(context.Context) (*Batch, error) {
 	s.last = now
 	b := &Batch{}
 	for _, n := range s.spec.Nodes {
-		b.Nodes = append(b.Nodes, NodeSample{Name: n.Name, Labels: n.Labels, Usage: s.usage(n.Name, now, dt)})
+		b.Nodes = append(b.Nodes, NodeSample{Name: n.Name, Labels: LabelsOf(n.Labels), Usage: s.usage(n.Name, now, dt)})
 	}
 	for _, p := range s.spec.Pods {
-		ps := PodSample{Namespace: p.Namespace, Name: p.Name, Labels: p.Labels}
+		ps := PodSample{Namespace: p.Namespace, Name: p.Name, Labels: LabelsOf(p.Labels)}
 		for _, c := range p.Containers {
 			ps.Containers = append(ps.Containers, ContainerSample{Name: c.Name, Usage: s.usage(p.Namespace+"/"+p.Name+"/"+c.Name, now, dt)})
 		}

@@ -1,7 +1,8 @@
-// This file holds the store: an in-memory ring of the last batches a Source
-// produced, and the NodeMetrics and PodMetrics computed from it on read, as
-// metrics-server's storage does (rate of the cumulative CPU counter between
-// the two newest samples, newest working set). Nothing is stored on disk.
+// This file holds the store: what the last two batches a Source produced
+// say, as metrics-server's storage computes it (rate of the cumulative CPU
+// counter between the two newest samples, newest working set), computed
+// once per batch into an immutable snapshot that requests and the watch
+// feed read without copying. Nothing is stored on disk.
 
 package main
 
@@ -21,29 +22,63 @@ import (
 
 const apiVersion = "metrics.k8s.io/v1beta1"
 
-// ringSize is how many batches the store keeps: two give a rate; a third
-// lets a reader still use the previous pair while a scrape lands.
-const ringSize = 3
-
 // Store scrapes a Source every Resolution and serves metrics computed from
-// the batches it keeps. It is safe for concurrent use.
+// the two newest batches. It is safe for concurrent use.
 type Store struct {
 	src        Source
 	resolution time.Duration
 	log        *zap.Logger
 	now        func() time.Time
 
-	// mu guards ring, next and added.
+	// addMu serialises Add: each snapshot is computed from the one before.
+	addMu sync.Mutex
+	// mu guards snap and added.
 	mu   sync.RWMutex
-	ring [ringSize]*indexedBatch
-	next int
+	snap *snapshot
 	// added is closed when the next batch is added (watchers wait on it).
 	added chan struct{}
 }
 
-type indexedBatch struct {
-	nodes map[string]*NodeSample
-	pods  map[string]*PodSample // namespace/name
+// snapshot is what one batch and the one before it say; it is never
+// changed once published.
+type snapshot struct {
+	batches int       // how many batches the store had taken
+	at      time.Time // when it was computed: its objects' creationTimestamp in the watch
+	nodes   map[string]*nodeEntry
+	pods    map[podKey]*podEntry
+	// served counts the nodes and pods with metrics (a valid pair).
+	served int
+}
+
+type podKey struct{ namespace, name string }
+
+// nodeEntry is a node's newest sample and, when ok, its usage between the
+// sample before and it.
+type nodeEntry struct {
+	name   string
+	labels Labels
+	cur    Usage
+	cpu    int64 // nanocores
+	window time.Duration
+	ok     bool
+}
+
+// podEntry is a pod's containers' newest samples and, when ok (every
+// container has a valid pair, as metrics-server drops partial pods), their
+// usage; time and window are the newest container's.
+type podEntry struct {
+	namespace, name string
+	labels          Labels
+	containers      []containerEntry
+	time            time.Time
+	window          time.Duration
+	ok              bool
+}
+
+type containerEntry struct {
+	name string
+	cur  Usage
+	cpu  int64 // nanocores
 }
 
 // NewStore returns a store over src. resolution zero means 15s (as
@@ -55,7 +90,8 @@ func NewStore(src Source, resolution time.Duration, log *zap.Logger) *Store {
 	if log == nil {
 		log = zap.NewNop()
 	}
-	return &Store{src: src, resolution: resolution, log: log, now: time.Now, added: make(chan struct{})}
+	return &Store{src: src, resolution: resolution, log: log, now: time.Now, added: make(chan struct{}),
+		snap: &snapshot{nodes: map[string]*nodeEntry{}, pods: map[podKey]*podEntry{}}}
 }
 
 // Start scrapes now, again after a second (so metrics exist soon after start
@@ -82,7 +118,7 @@ func (s *Store) Start(ctx context.Context) error {
 	}
 }
 
-// scrape adds one batch to the ring; a failed scrape is logged and skipped.
+// scrape adds one batch; a failed scrape is logged and skipped.
 func (s *Store) scrape(ctx context.Context) {
 	b, err := s.src.Scrape(ctx)
 	if err != nil {
@@ -92,21 +128,75 @@ func (s *Store) scrape(ctx context.Context) {
 	s.Add(b)
 }
 
-// Add puts a batch in the ring, replacing the oldest.
+// Add computes the snapshot of b and the batch before it and publishes it.
+// A node or pod of b that the batch before lacked (or whose counter reset,
+// or whose time did not move) has no metrics until the next batch; one
+// that b lacks is gone.
 func (s *Store) Add(b *Batch) {
-	ib := &indexedBatch{nodes: map[string]*NodeSample{}, pods: map[string]*PodSample{}}
+	s.addMu.Lock()
+	defer s.addMu.Unlock()
+	prev := s.snapshot()
+	next := &snapshot{batches: prev.batches + 1, at: s.now(),
+		nodes: make(map[string]*nodeEntry, len(b.Nodes)), pods: make(map[podKey]*podEntry, len(b.Pods))}
+	entries := make([]nodeEntry, len(b.Nodes)) // one allocation for every node
 	for i := range b.Nodes {
-		ib.nodes[b.Nodes[i].Name] = &b.Nodes[i]
+		n, e := &b.Nodes[i], &entries[i]
+		*e = nodeEntry{name: n.Name, labels: n.Labels, cur: n.Usage}
+		if p := prev.nodes[n.Name]; p != nil {
+			e.cpu, e.window, e.ok = rate(n.Usage, p.cur)
+		}
+		if e.ok {
+			next.served++
+		}
+		next.nodes[n.Name] = e
 	}
+	pods := make([]podEntry, len(b.Pods))
 	for i := range b.Pods {
-		ib.pods[b.Pods[i].Namespace+"/"+b.Pods[i].Name] = &b.Pods[i]
+		p, e := &b.Pods[i], &pods[i]
+		key := podKey{p.Namespace, p.Name}
+		*e = podEntry{namespace: p.Namespace, name: p.Name, labels: p.Labels, containers: make([]containerEntry, len(p.Containers))}
+		before := prev.pods[key]
+		e.ok = before != nil && len(p.Containers) > 0
+		for j, c := range p.Containers {
+			ce := &e.containers[j]
+			*ce = containerEntry{name: c.Name, cur: c.Usage}
+			if !e.ok {
+				continue
+			}
+			var window time.Duration
+			ce.cpu, window, e.ok = rate(c.Usage, before.container(c.Name))
+			if e.ok && c.Usage.Time.After(e.time) {
+				e.time, e.window = c.Usage.Time, window
+			}
+		}
+		if e.ok {
+			next.served++
+		}
+		next.pods[key] = e
 	}
 	s.mu.Lock()
-	s.ring[s.next] = ib
-	s.next = (s.next + 1) % ringSize
+	s.snap = next
 	close(s.added)
 	s.added = make(chan struct{})
 	s.mu.Unlock()
+}
+
+// container is the newest sample of the container name (zero when the pod
+// has none: no valid pair with it).
+func (p *podEntry) container(name string) Usage {
+	for _, c := range p.containers {
+		if c.name == name {
+			return c.cur
+		}
+	}
+	return Usage{}
+}
+
+// snapshot is the current snapshot.
+func (s *Store) snapshot() *snapshot {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.snap
 }
 
 // nextBatch is closed when the next batch is added.
@@ -114,58 +204,6 @@ func (s *Store) nextBatch() <-chan struct{} {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	return s.added
-}
-
-// follow calls emit after every batch added, until ctx ends, for a watch of
-// the metrics computed from it.
-func follow(ctx context.Context, s *Store, emit func() error) error {
-	for {
-		next := s.nextBatch()
-		if err := emit(); err != nil {
-			s.log.Warn("emitting metrics events failed", zap.Error(err))
-		}
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-next:
-		}
-	}
-}
-
-// NodeChanges puts every node's metrics after each scrape (a new sample is
-// a change) and removes the nodes that have none any more.
-func (s *Store) NodeChanges(ctx context.Context, put func(*NodeMetrics) error, remove func(namespace, name string) error) error {
-	return changes(ctx, s, func() []NodeMetrics { l, _ := s.NodeList(ctx, "", rest.ListOptions{}); return l },
-		func(m *NodeMetrics) [2]string { return [2]string{"", m.Name} }, put, remove)
-}
-
-// PodChanges puts every pod's metrics after each scrape and removes the
-// pods that have none any more.
-func (s *Store) PodChanges(ctx context.Context, put func(*PodMetrics) error, remove func(namespace, name string) error) error {
-	return changes(ctx, s, func() []PodMetrics { l, _ := s.PodList(ctx, "", rest.ListOptions{}); return l },
-		func(m *PodMetrics) [2]string { return [2]string{m.Namespace, m.Name} }, put, remove)
-}
-
-// changes puts every object of list after each batch and removes those
-// (namespace, name) it no longer holds.
-func changes[T any](ctx context.Context, s *Store, list func() []T, id func(*T) [2]string, put func(*T) error, remove func(namespace, name string) error) error {
-	had := map[[2]string]bool{}
-	return follow(ctx, s, func() error {
-		items := list()
-		have := make(map[[2]string]bool, len(items))
-		var errs []error
-		for i := range items {
-			have[id(&items[i])] = true
-			errs = append(errs, put(&items[i]))
-		}
-		for k := range had {
-			if !have[k] {
-				errs = append(errs, remove(k[0], k[1]))
-			}
-		}
-		had = have
-		return errors.Join(errs...)
-	})
 }
 
 // storeCheckName is the Store's readiness check, named as metrics-server's.
@@ -181,32 +219,10 @@ var errNoMetrics = errors.New("no metrics to serve")
 // that does not know the nodes yet, kubelets unreachable) or a counter that
 // reset give lists of no items.
 func (s *Store) Ready(context.Context) error {
-	cur, prev := s.pair()
-	if cur == nil || prev == nil {
+	if s.snapshot().served == 0 {
 		return errNoMetrics
 	}
-	for name, c := range cur.nodes {
-		if p := prev.nodes[name]; p != nil {
-			if _, _, ok := rate(c.Usage, p.Usage); ok {
-				return nil
-			}
-		}
-	}
-	for key := range cur.pods {
-		if s.pod(cur, prev, key) != nil {
-			return nil
-		}
-	}
-	return errNoMetrics
-}
-
-// pair returns the newest batch and the one before it (either may be nil).
-func (s *Store) pair() (cur, prev *indexedBatch) {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	cur = s.ring[(s.next+ringSize-1)%ringSize]
-	prev = s.ring[(s.next+ringSize-2)%ringSize]
-	return cur, prev
+	return nil
 }
 
 // rate is the CPU usage in nanocores between two samples, the window
@@ -214,14 +230,15 @@ func (s *Store) pair() (cur, prev *indexedBatch) {
 // counter did not reset).
 func rate(cur, prev Usage) (int64, time.Duration, bool) {
 	window := cur.Time.Sub(prev.Time)
-	if window <= 0 || cur.CPUNanoseconds < prev.CPUNanoseconds {
+	if prev.Time.IsZero() || window <= 0 || cur.CPUNanoseconds < prev.CPUNanoseconds {
 		return 0, 0, false
 	}
 	return int64(math.Round(float64(cur.CPUNanoseconds-prev.CPUNanoseconds) * 1e9 / float64(window.Nanoseconds()))), window, true
 }
 
-// The objects of metrics.k8s.io/v1beta1 (wire.md §8.3), as Go types: the
-// typed layer derives their schema and fills in kind and apiVersion.
+// The objects of metrics.k8s.io/v1beta1 (wire.md §8.3), as Go types: their
+// schema is derived from them (typed.SchemaOf), and tests decode the JSON
+// the store writes (json.go) into them.
 type (
 	// NodeMetrics is the usage of one node.
 	NodeMetrics struct {
@@ -246,116 +263,144 @@ type (
 	ResourceList map[string]string
 )
 
-func usageList(nanocores int64, memory uint64) ResourceList {
-	return ResourceList{"cpu": formatCPU(nanocores), "memory": formatMemory(int64(memory))}
+// windowString is how a window is written: rounded to the millisecond.
+func windowString(d time.Duration) string { return d.Round(time.Millisecond).String() }
+
+// Node is the JSON of the node name's metrics; NotFound when it has none
+// yet.
+func (s *Store) Node(_ context.Context, _, name string) ([]byte, error) {
+	e := s.snapshot().nodes[name]
+	if e == nil || !e.ok {
+		return nil, rest.NotFound("", name)
+	}
+	return appendNodeJSON(nil, e, s.now()), nil
 }
 
-func rfc3339(t time.Time) string { return t.UTC().Format(time.RFC3339) }
-
-// node computes one node's metrics, or nil when it has no pair of samples.
-func (s *Store) node(cur, prev *indexedBatch, name string) *NodeMetrics {
-	if cur == nil || prev == nil || cur.nodes[name] == nil || prev.nodes[name] == nil {
-		return nil
-	}
-	c, p := cur.nodes[name], prev.nodes[name]
-	cpu, window, ok := rate(c.Usage, p.Usage)
-	if !ok {
-		return nil
-	}
-	return &NodeMetrics{
-		ObjectMeta: meta.ObjectMeta{Name: name, CreationTimestamp: meta.Time{Time: s.now()}, Labels: c.Labels},
-		Timestamp:  rfc3339(c.Usage.Time), Window: window.Round(time.Millisecond).String(),
-		Usage: usageList(cpu, c.Usage.MemoryBytes),
-	}
-}
-
-// pod computes one pod's metrics, or nil unless every container has a
-// pair of samples (metrics-server drops partial pods too).
-func (s *Store) pod(cur, prev *indexedBatch, key string) *PodMetrics {
-	if cur == nil || prev == nil || cur.pods[key] == nil || prev.pods[key] == nil {
-		return nil
-	}
-	c, p := cur.pods[key], prev.pods[key]
-	before := map[string]Usage{}
-	for _, ct := range p.Containers {
-		before[ct.Name] = ct.Usage
-	}
-	pm := &PodMetrics{ObjectMeta: meta.ObjectMeta{Name: c.Name, Namespace: c.Namespace, CreationTimestamp: meta.Time{Time: s.now()}, Labels: c.Labels},
-		Containers: []ContainerMetrics{}}
-	var newest time.Time
-	var window time.Duration
-	for _, ct := range c.Containers {
-		pu, ok := before[ct.Name]
-		if !ok {
-			return nil
-		}
-		cpu, w, ok := rate(ct.Usage, pu)
-		if !ok {
-			return nil
-		}
-		if ct.Usage.Time.After(newest) {
-			newest, window = ct.Usage.Time, w
-		}
-		pm.Containers = append(pm.Containers, ContainerMetrics{Name: ct.Name, Usage: usageList(cpu, ct.Usage.MemoryBytes)})
-	}
-	pm.Timestamp, pm.Window = rfc3339(newest), window.Round(time.Millisecond).String()
-	return pm
-}
-
-// Node is the metrics of the node name; nil when it has none yet (404).
-func (s *Store) Node(_ context.Context, _, name string) (*NodeMetrics, error) {
-	cur, prev := s.pair()
-	return s.node(cur, prev, name), nil
-}
-
-// NodeList is the metrics of every node the selector matches, by name.
-func (s *Store) NodeList(_ context.Context, _ string, opts rest.ListOptions) ([]NodeMetrics, error) {
-	cur, prev := s.pair()
-	if cur == nil {
-		return nil, nil
-	}
-	names := make([]string, 0, len(cur.nodes))
-	for n, ns := range cur.nodes {
-		if opts.Labels.Matches(ns.Labels) {
+// NodeList is the JSON of the metrics of every node the selector matches,
+// by name.
+func (s *Store) NodeList(_ context.Context, _ string, opts rest.ListOptions) ([][]byte, error) {
+	snap, now := s.snapshot(), s.now()
+	names := make([]string, 0, len(snap.nodes))
+	for n, e := range snap.nodes {
+		if e.ok && opts.Labels.MatchesSet(e.labels) {
 			names = append(names, n)
 		}
 	}
 	sort.Strings(names)
-	var out []NodeMetrics
-	for _, n := range names {
-		if m := s.node(cur, prev, n); m != nil {
-			out = append(out, *m)
-		}
+	out := make([][]byte, len(names))
+	for i, n := range names {
+		out[i] = appendNodeJSON(nil, snap.nodes[n], now)
 	}
 	return out, nil
 }
 
-// Pod is the metrics of the pod namespace/name; nil when it has none yet
-// (404).
-func (s *Store) Pod(_ context.Context, namespace, name string) (*PodMetrics, error) {
-	cur, prev := s.pair()
-	return s.pod(cur, prev, namespace+"/"+name), nil
+// Pod is the JSON of the pod namespace/name's metrics; NotFound when it has
+// none yet.
+func (s *Store) Pod(_ context.Context, namespace, name string) ([]byte, error) {
+	e := s.snapshot().pods[podKey{namespace, name}]
+	if e == nil || !e.ok {
+		return nil, rest.NotFound(namespace, name)
+	}
+	return appendPodJSON(nil, e, s.now()), nil
 }
 
-// PodList is the metrics of the pods of namespace ("" for all) the selector
-// matches, by namespace and name.
-func (s *Store) PodList(_ context.Context, namespace string, opts rest.ListOptions) ([]PodMetrics, error) {
-	cur, prev := s.pair()
-	if cur == nil {
-		return nil, nil
-	}
-	keys := make([]string, 0, len(cur.pods))
-	for k, p := range cur.pods {
-		if (namespace == "" || p.Namespace == namespace) && opts.Labels.Matches(p.Labels) {
+// PodList is the JSON of the metrics of the pods of namespace ("" for all)
+// the selector matches, by namespace and name.
+func (s *Store) PodList(_ context.Context, namespace string, opts rest.ListOptions) ([][]byte, error) {
+	snap, now := s.snapshot(), s.now()
+	keys := make([]podKey, 0, len(snap.pods))
+	for k, e := range snap.pods {
+		if e.ok && (namespace == "" || k.namespace == namespace) && opts.Labels.MatchesSet(e.labels) {
 			keys = append(keys, k)
 		}
 	}
-	sort.Strings(keys)
-	var out []PodMetrics
-	for _, k := range keys {
-		if m := s.pod(cur, prev, k); m != nil {
-			out = append(out, *m)
+	sort.Slice(keys, func(i, j int) bool {
+		if keys[i].namespace != keys[j].namespace {
+			return keys[i].namespace < keys[j].namespace
 		}
+		return keys[i].name < keys[j].name
+	})
+	out := make([][]byte, len(keys))
+	for i, k := range keys {
+		out[i] = appendPodJSON(nil, snap.pods[k], now)
 	}
 	return out, nil
+}
+
+// NodeEvents puts every node's metrics after each batch (a new sample is a
+// change; the objects are created when the batch was added, so that the
+// same batch put again is no change) and removes the nodes that have none
+// any more, until ctx ends.
+func (s *Store) NodeEvents(ctx context.Context, sink rest.EventSink) error {
+	put := map[string]uint64{} // node -> the batch it was last put at
+	size := 256
+	return follow(ctx, s, func(snap *snapshot) error {
+		var errs []error
+		for name, e := range snap.nodes {
+			if !e.ok {
+				continue
+			}
+			put[name] = uint64(snap.batches)
+			data := appendNodeJSON(make([]byte, 0, size), e, snap.at)
+			size = len(data)
+			if err := sink.Put(data); err != nil {
+				errs = append(errs, err)
+			}
+		}
+		for name, at := range put {
+			if at != uint64(snap.batches) {
+				delete(put, name)
+				if err := sink.Remove("", name); err != nil {
+					errs = append(errs, err)
+				}
+			}
+		}
+		return errors.Join(errs...)
+	})
+}
+
+// PodEvents puts every pod's metrics after each batch and removes the pods
+// that have none any more, until ctx ends.
+func (s *Store) PodEvents(ctx context.Context, sink rest.EventSink) error {
+	put := map[podKey]uint64{}
+	size := 256
+	return follow(ctx, s, func(snap *snapshot) error {
+		var errs []error
+		for key, e := range snap.pods {
+			if !e.ok {
+				continue
+			}
+			put[key] = uint64(snap.batches)
+			data := appendPodJSON(make([]byte, 0, size), e, snap.at)
+			size = len(data)
+			if err := sink.Put(data); err != nil {
+				errs = append(errs, err)
+			}
+		}
+		for key, at := range put {
+			if at != uint64(snap.batches) {
+				delete(put, key)
+				if err := sink.Remove(key.namespace, key.name); err != nil {
+					errs = append(errs, err)
+				}
+			}
+		}
+		return errors.Join(errs...)
+	})
+}
+
+// follow calls emit with the current snapshot, then again after every
+// batch added, until ctx ends: the events of a watch of the metrics.
+func follow(ctx context.Context, s *Store, emit func(*snapshot) error) error {
+	for {
+		next := s.nextBatch()
+		if err := emit(s.snapshot()); err != nil {
+			s.log.Warn("emitting metrics events failed", zap.Error(err))
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-next:
+		}
+	}
 }

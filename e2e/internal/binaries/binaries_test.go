@@ -121,3 +121,20 @@ func TestHelm(t *testing.T) {
 		t.Fatalf("helm version: %q, %v", out, err)
 	}
 }
+
+// TestMetricsServer: metrics-server built from the module proxy runs and
+// has the flags the side-by-side test passes it.
+func TestMetricsServer(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds metrics-server; not in -short")
+	}
+	out, err := exec.Command(MetricsServer(t), "--help").CombinedOutput()
+	if err != nil {
+		t.Fatalf("metrics-server --help: %v\n%s", err, out)
+	}
+	for _, flag := range []string{"--kubelet-use-node-status-port", "--kubelet-preferred-address-types", "--kubelet-certificate-authority", "--metric-resolution", "--authentication-kubeconfig"} {
+		if !strings.Contains(string(out), flag) {
+			t.Errorf("metrics-server --help lacks %s", flag)
+		}
+	}
+}

@@ -55,14 +55,18 @@ type Kubelet struct {
 	state    State
 	counters map[string]*counter // series key -> counter
 	now      func() time.Time
+	// sampled is when a scrape first served the state last Set (zero
+	// until one has).
+	sampled time.Time
 }
 
 // counter is a cumulative CPU counter growing at rate core-seconds per
-// second since since, from base.
+// second since since, from base; started is the container's start time.
 type counter struct {
-	base  float64
-	since time.Time
-	rate  float64
+	base    float64
+	since   time.Time
+	rate    float64
+	started time.Time
 }
 
 // at is the counter's value at t, in whole core-nanoseconds (as a kubelet's
@@ -112,6 +116,14 @@ func Start(ca *CA, clientCAs *x509.CertPool, state State) (*Kubelet, error) {
 	return k, nil
 }
 
+// Sampled is when a scrape first served the state last Set (the first
+// sample of the new usage), or zero when none has yet.
+func (k *Kubelet) Sampled() time.Time {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.sampled
+}
+
 // Close stops the kubelet.
 func (k *Kubelet) Close() error { return k.srv.Close() }
 
@@ -121,7 +133,7 @@ func (k *Kubelet) Set(s State) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	now := k.now()
-	k.state = s
+	k.state, k.sampled = s, time.Time{}
 	rates := map[string]float64{"": s.Node.CPUCores}
 	for _, p := range s.Pods {
 		for _, c := range p.Containers {
@@ -131,9 +143,13 @@ func (k *Kubelet) Set(s State) {
 	for key, rate := range rates {
 		c := k.counters[key]
 		if c == nil {
-			// A container starts with some CPU already used, as a real one
-			// has by its first scrape.
-			c = &counter{base: 1, since: now}
+			// A container has been running for an hour and used a
+			// core-second by its first scrape: its start time stays put
+			// when its usage changes (a scraper that trusts the start time,
+			// as metrics-server's does, sees no restart), and is old enough
+			// that no scraper takes it for a fresh container whose counter
+			// began at zero.
+			c = &counter{base: 1, since: now, started: now.Add(-time.Hour)}
 			k.counters[key] = c
 		}
 		c.base, c.since, c.rate = c.at(now), now, rate
@@ -167,7 +183,7 @@ func (k *Kubelet) serve(w http.ResponseWriter, _ *http.Request) {
 			pm += c.MemoryBytes
 			cpu = append(cpu, fmt.Sprintf("container_cpu_usage_seconds_total{%s} %s %s", l, float(v), ts))
 			mem = append(mem, fmt.Sprintf("container_memory_working_set_bytes{%s} %s %s", l, float(float64(c.MemoryBytes)), ts))
-			start = append(start, fmt.Sprintf("container_start_time_seconds{%s} %s %s", l, float(float64(k.counters[l].since.Unix())), ts))
+			start = append(start, fmt.Sprintf("container_start_time_seconds{%s} %s %s", l, float(float64(k.counters[l].started.Unix())), ts))
 		}
 		pl := fmt.Sprintf(`namespace=%q,pod=%q`, p.Namespace, p.Name)
 		podCPU = append(podCPU, fmt.Sprintf("pod_cpu_usage_seconds_total{%s} %s %s", pl, float(pc), ts))
@@ -175,6 +191,9 @@ func (k *Kubelet) serve(w http.ResponseWriter, _ *http.Request) {
 	}
 	node := k.counters[""].at(now)
 	nodeMem := k.state.Node.MemoryBytes
+	if k.sampled.IsZero() {
+		k.sampled = now
+	}
 	k.mu.Unlock()
 
 	var b strings.Builder

@@ -1,0 +1,67 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"strconv"
+	"testing"
+	"time"
+)
+
+// kubeletText is node i's /metrics/resource at t, as a kubelet writes it.
+func kubeletText(i, pods int, t time.Time) []byte {
+	var b bytes.Buffer
+	ts := strconv.FormatInt(t.UnixMilli(), 10)
+	secs := float64(t.UnixNano()) / 1e9
+	f := func(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }
+	type ctr struct {
+		ns, pod, c string
+		cpu, mem   float64
+	}
+	var cs []ctr
+	for j := 0; j < pods; j++ {
+		ns, pod := fmt.Sprintf("team-%d", (i+j)%10), fmt.Sprintf("app-%d-%d", i, j)
+		cs = append(cs, ctr{ns, pod, "app", float64(1+(7*i+j)%50) / 1000 * (secs - 1.7e9), float64(8+(i+j)%64) * 1048576})
+		if j%3 == 0 {
+			cs = append(cs, ctr{ns, pod, "sidecar", float64(1+(i+j)%5) / 1000 * (secs - 1.7e9), 4 * 1048576})
+		}
+	}
+	b.WriteString("# HELP container_cpu_usage_seconds_total [STABLE] Cumulative cpu time consumed by the container in core-seconds\n# TYPE container_cpu_usage_seconds_total counter\n")
+	for _, c := range cs {
+		fmt.Fprintf(&b, "container_cpu_usage_seconds_total{container=%q,namespace=%q,pod=%q} %s %s\n", c.c, c.ns, c.pod, f(c.cpu), ts)
+	}
+	b.WriteString("# HELP container_memory_working_set_bytes [STABLE] Current working set of the container in bytes\n# TYPE container_memory_working_set_bytes gauge\n")
+	for _, c := range cs {
+		fmt.Fprintf(&b, "container_memory_working_set_bytes{container=%q,namespace=%q,pod=%q} %s %s\n", c.c, c.ns, c.pod, f(c.mem), ts)
+	}
+	b.WriteString("# HELP container_start_time_seconds [STABLE] Start time of the container since unix epoch in seconds\n# TYPE container_start_time_seconds gauge\n")
+	for _, c := range cs {
+		fmt.Fprintf(&b, "container_start_time_seconds{container=%q,namespace=%q,pod=%q} %s %s\n", c.c, c.ns, c.pod, f(1.7e9), ts)
+	}
+	fmt.Fprintf(&b, "# HELP node_cpu_usage_seconds_total [STABLE] x\n# TYPE node_cpu_usage_seconds_total counter\nnode_cpu_usage_seconds_total %s %s\n", f(0.5*(secs-1.7e9)), ts)
+	fmt.Fprintf(&b, "# HELP node_memory_working_set_bytes [STABLE] x\n# TYPE node_memory_working_set_bytes gauge\nnode_memory_working_set_bytes %s %s\n", f(2e9), ts)
+	b.WriteString("# HELP pod_cpu_usage_seconds_total [STABLE] x\n# TYPE pod_cpu_usage_seconds_total counter\n")
+	for j := 0; j < pods; j++ {
+		fmt.Fprintf(&b, "pod_cpu_usage_seconds_total{namespace=%q,pod=%q} %s %s\n", fmt.Sprintf("team-%d", (i+j)%10), fmt.Sprintf("app-%d-%d", i, j), f(1), ts)
+	}
+	b.WriteString("# HELP pod_memory_working_set_bytes [STABLE] x\n# TYPE pod_memory_working_set_bytes gauge\n")
+	for j := 0; j < pods; j++ {
+		fmt.Fprintf(&b, "pod_memory_working_set_bytes{namespace=%q,pod=%q} %s %s\n", fmt.Sprintf("team-%d", (i+j)%10), fmt.Sprintf("app-%d-%d", i, j), f(1e7), ts)
+	}
+	b.WriteString("# HELP resource_scrape_error [STABLE] x\n# TYPE resource_scrape_error gauge\nresource_scrape_error 0\n")
+	return b.Bytes()
+}
+
+// BenchmarkDecodeResourceMetrics decodes one node's /metrics/resource with
+// 30 pods (40 containers), as every scrape does for every node.
+func BenchmarkDecodeResourceMetrics(b *testing.B) {
+	text := kubeletText(1, 30, time.Now())
+	b.ReportAllocs()
+	b.SetBytes(int64(len(text)))
+	for b.Loop() {
+		node, pods, err := decodeResourceMetrics(bytes.NewReader(text), time.Now())
+		if err != nil || node == nil || len(pods) != 30 {
+			b.Fatalf("%v %v %d", err, node, len(pods))
+		}
+	}
+}
