@@ -1,9 +1,11 @@
 // This file holds the tables and the SQL of the store.
 //
-//	<t>_revision   one row: the store's revision. Every write updates it in
-//	               its transaction, first: writers queue on that row lock,
-//	               so they commit one after the other, in revision order,
-//	               and a reader never sees revision N+1 without N.
+//	<t>_revision   one row: the store's revision. Every write transaction
+//	               (a group of writes, see group.go) locks it first and
+//	               advances it by the writes it commits: transactions queue
+//	               on that row lock, so they commit one after the other, in
+//	               revision order, and a reader never sees revision N+1
+//	               without N.
 //	<t>_log        one row per write: revision (primary key), key, the
 //	               key's previous revision (0 for a create), deleted, and
 //	               the stored value (NULL for a delete). Every object's
@@ -24,7 +26,9 @@ type sql struct {
 	schema       []string
 	current      string
 	compaction   string
-	bump         string
+	lock         string
+	states       string
+	advance      string
 	create       string
 	update       string
 	remove       string
@@ -64,15 +68,24 @@ func newSQL(t string) sql {
 		},
 		current:    q(`SELECT r.revision, c.compacted FROM {t}_revision r, {t}_compaction c`),
 		compaction: q(`SELECT compacted, pruned FROM {t}_compaction`),
-		bump:       q(`UPDATE {t}_revision SET revision = revision + 1 RETURNING revision`),
-		// $1 key, $2 revision, $3 value, $4 expected revision. Each inserts
-		// the log row only when the key was in the expected state.
+		// A write transaction takes the revision row first (every writer
+		// of every replica queues here), then reads the state of the keys
+		// it writes: nothing else can change them until it commits.
+		lock:    q(`SELECT revision FROM {t}_revision FOR UPDATE`),
+		states:  q(`SELECT key, revision FROM {t}_kv WHERE key = ANY($1)`),
+		advance: q(`UPDATE {t}_revision SET revision = $1`),
+		// $1 key, $2 revision, $3 value, $4 expected revision. Each writes
+		// the log row only when the key was in the expected state, which
+		// the transaction checked under the lock; were it not (a writer
+		// that ignores the lock), the NULL key fails the statement, and
+		// the whole transaction with it, instead of committing the rest of
+		// a group without this write.
 		create: q(`WITH k AS (INSERT INTO {t}_kv (key, revision) VALUES ($1, $2) ON CONFLICT (key) DO NOTHING RETURNING key)
-			INSERT INTO {t}_log (revision, key, prev_revision, deleted, value) SELECT $2, $1, 0, false, $3 FROM k`),
+			INSERT INTO {t}_log (revision, key, prev_revision, deleted, value) VALUES ($2, (SELECT key FROM k), 0, false, $3)`),
 		update: q(`WITH k AS (UPDATE {t}_kv SET revision = $2 WHERE key = $1 AND revision = $4 RETURNING key)
-			INSERT INTO {t}_log (revision, key, prev_revision, deleted, value) SELECT $2, $1, $4, false, $3 FROM k`),
+			INSERT INTO {t}_log (revision, key, prev_revision, deleted, value) VALUES ($2, (SELECT key FROM k), $4, false, $3)`),
 		remove: q(`WITH k AS (DELETE FROM {t}_kv WHERE key = $1 AND revision = $3 RETURNING key)
-			INSERT INTO {t}_log (revision, key, prev_revision, deleted, value) SELECT $2, $1, $3, true, NULL FROM k`),
+			INSERT INTO {t}_log (revision, key, prev_revision, deleted, value) VALUES ($2, (SELECT key FROM k), $3, true, NULL)`),
 		notify: `SELECT pg_notify($1, $2)`,
 		get: q(`SELECT r.revision, k.revision, l.value FROM {t}_revision r
 			LEFT JOIN {t}_kv k ON k.key = $1 LEFT JOIN {t}_log l ON l.revision = k.revision`),

@@ -1,0 +1,296 @@
+// This file tests the PostgreSQL store's group commit: concurrent writes of
+// one store share a transaction, with revisions contiguous in commit order,
+// conflicts inside a group, and one write's failure failing no other.
+
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/annexapi/annex/storage"
+	"github.com/annexapi/annex/storage/postgres"
+	"github.com/annexapi/annex/storage/value"
+)
+
+func widgetJSON(name, v string) []byte {
+	return []byte(`{"apiVersion":"storagetest.annex.dev/v1","kind":"Widget","metadata":{"name":"` + name +
+		`","namespace":"ns"},"spec":{"value":"` + v + `"}}`)
+}
+
+// refusing stores values as they are, and refuses the keys that hold
+// "refused".
+type refusing struct{ value.Identity }
+
+func (refusing) TransformToStorage(ctx context.Context, data []byte, key string) ([]byte, error) {
+	if strings.Contains(key, "refused") {
+		return nil, errors.New("refused by the test transformer")
+	}
+	return data, nil
+}
+
+// holdRevision locks table's revision row from a transaction of its own,
+// as another replica's write would, and returns the function that commits
+// it. waiting then reports once a writer of the store waits for the lock.
+func holdRevision(t *testing.T, pool *pgxpool.Pool, table string) (release func(), waitForWriter func()) {
+	t.Helper()
+	ctx := context.Background()
+	tx, err := pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Exec(ctx, "SELECT revision FROM "+pgx.Identifier{table + "_revision"}.Sanitize()+" FOR UPDATE"); err != nil {
+		t.Fatal(err)
+	}
+	release = func() {
+		if err := tx.Commit(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitForWriter = func() {
+		t.Helper()
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			var n int
+			if err := pool.QueryRow(ctx, `SELECT count(*) FROM pg_locks WHERE NOT granted`).Scan(&n); err != nil {
+				t.Fatal(err)
+			}
+			if n > 0 {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatal("no writer waits for the revision row after 10s")
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}
+	return release, waitForWriter
+}
+
+// transactions is how many transactions wrote the log rows of keys (rows
+// one transaction inserted share its xmin).
+func transactions(t *testing.T, pool *pgxpool.Pool, table string, keys []string) int {
+	t.Helper()
+	var n int
+	err := pool.QueryRow(context.Background(), "SELECT count(DISTINCT xmin::text) FROM "+pgx.Identifier{table + "_log"}.Sanitize()+
+		" WHERE key = ANY($1)", keys).Scan(&n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+func TestPostgresGroupCommit(t *testing.T) {
+	_, pool := pgPool(t)
+	ctx := context.Background()
+	const table = "grouped"
+	s, err := postgres.New(ctx, pool, postgres.Options{Table: table, CompactionInterval: -1, Transformer: refusing{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+
+	t.Run("concurrent_writes_share_transactions", func(t *testing.T) {
+		const n = 64
+		base, err := s.CurrentRevision(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		release, waitForWriter := holdRevision(t, pool, table)
+		keys := make([]string, n)
+		revs := make([]uint64, n)
+		errs := make([]error, n)
+		var wg sync.WaitGroup
+		for i := range n {
+			keys[i] = fmt.Sprintf("/widgets/ns/shared-%d", i)
+			wg.Go(func() {
+				o, err := s.Create(ctx, keys[i], widgetJSON(fmt.Sprintf("shared-%d", i), "v"))
+				revs[i], errs[i] = o.ResourceVersion, err
+			})
+		}
+		waitForWriter()
+		release()
+		wg.Wait()
+		for i, err := range errs {
+			if err != nil {
+				t.Fatalf("create %s: %v", keys[i], err)
+			}
+		}
+		slices.Sort(revs)
+		for i, r := range revs {
+			if r != base+1+uint64(i) {
+				t.Fatalf("revisions %v: want %d..%d, contiguous", revs, base+1, base+n)
+			}
+		}
+		// The committer held one write while the row was locked; the
+		// others queued meanwhile and went together.
+		if got := transactions(t, pool, table, keys); got > n/4 {
+			t.Errorf("%d creates took %d transactions; want them grouped (at most %d)", n, got, n/4)
+		}
+		cur, err := s.CurrentRevision(ctx)
+		if err != nil || cur != base+n {
+			t.Errorf("current revision %d (%v), want %d", cur, err, base+n)
+		}
+	})
+
+	t.Run("conflicts_inside_a_group", func(t *testing.T) {
+		// 16 writers × 8 increments of one counter: every write of a
+		// group but one conflicts, is retried from a fresh read, and
+		// none is lost.
+		const key = "/widgets/ns/counter"
+		if _, err := s.Create(ctx, key, widgetJSON("counter", "0")); err != nil {
+			t.Fatal(err)
+		}
+		base, err := s.CurrentRevision(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var wg sync.WaitGroup
+		errs := make(chan error, 16*8)
+		for range 16 {
+			wg.Go(func() {
+				for range 8 {
+					_, err := s.Update(ctx, key, storage.UpdateOptions{}, func(cur storage.Object) ([]byte, error) {
+						var w struct {
+							Spec struct{ Value string } `json:"spec"`
+						}
+						if err := json.Unmarshal(cur.Data, &w); err != nil {
+							return nil, err
+						}
+						v, err := strconv.Atoi(w.Spec.Value)
+						if err != nil {
+							return nil, err
+						}
+						return widgetJSON("counter", strconv.Itoa(v+1)), nil
+					})
+					if err != nil {
+						errs <- err
+					}
+				}
+			})
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			t.Fatalf("update: %v", err)
+		}
+		o, err := s.Get(ctx, key, storage.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(string(o.Data), `"value":"128"`) {
+			t.Errorf("counter after 128 increments: %s", o.Data)
+		}
+		if o.ResourceVersion != base+128 {
+			t.Errorf("counter at revision %d, want %d: a conflict used up a revision", o.ResourceVersion, base+128)
+		}
+	})
+
+	t.Run("one_write_at_fault_fails_alone", func(t *testing.T) {
+		// A write the transformer refuses (before any statement) and a
+		// key PostgreSQL refuses (its index entry is too large: the
+		// transaction fails) queued with good writes: only they fail.
+		long := make([]byte, 9000)
+		for i := range long {
+			long[i] = "abcdefghijklmnopqrstuvwxyz0123456789"[rand.IntN(36)]
+		}
+		keys := []string{"/widgets/ns/refused", "/widgets/ns/" + string(long)}
+		for i := range 16 {
+			keys = append(keys, fmt.Sprintf("/widgets/ns/good-%d", i))
+		}
+		base, err := s.CurrentRevision(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		release, waitForWriter := holdRevision(t, pool, table)
+		errs := make([]error, len(keys))
+		var wg sync.WaitGroup
+		for i, k := range keys {
+			wg.Go(func() {
+				_, errs[i] = s.Create(ctx, k, widgetJSON("w", "v"))
+			})
+		}
+		waitForWriter()
+		release()
+		wg.Wait()
+		var se *storage.Error
+		if !errors.As(errs[0], &se) || !errors.Is(errs[0], storage.ErrInvalidObject) || !strings.Contains(errs[0].Error(), "refused by the test transformer") {
+			t.Errorf("refused write: %v, want ErrInvalidObject with the transformer's error", errs[0])
+		}
+		if errs[1] == nil || !strings.Contains(errs[1].Error(), "index row") {
+			t.Errorf("write of a key too long to index: %v, want PostgreSQL's error", errs[1])
+		}
+		for i, err := range errs[2:] {
+			if err != nil {
+				t.Errorf("good write %s: %v", keys[i+2], err)
+			}
+		}
+		cur, err := s.CurrentRevision(ctx)
+		if err != nil || cur != base+16 {
+			t.Errorf("current revision %d (%v), want %d (16 good writes, no revision for the others)", cur, err, base+16)
+		}
+		for _, k := range keys[:2] {
+			if _, err := s.Get(ctx, k, storage.GetOptions{}); !errors.Is(err, storage.ErrNotFound) {
+				t.Errorf("get %.40s…: %v, want ErrNotFound", k, err)
+			}
+		}
+	})
+
+	t.Run("delete_and_create_of_one_key_in_a_group", func(t *testing.T) {
+		const key = "/widgets/ns/again"
+		o, err := s.Create(ctx, key, widgetJSON("again", "1"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		release, waitForWriter := holdRevision(t, pool, table)
+		var wg sync.WaitGroup
+		var delErr error
+		var created []storage.Object
+		var mu sync.Mutex
+		wg.Go(func() {
+			_, delErr = s.Delete(ctx, key, storage.DeleteOptions{Preconditions: storage.Preconditions{ResourceVersion: o.Meta.ResourceVersion}})
+		})
+		for range 4 {
+			wg.Go(func() {
+				c, err := s.Create(ctx, key, widgetJSON("again", "2"))
+				if err == nil {
+					mu.Lock()
+					created = append(created, c)
+					mu.Unlock()
+				} else if !errors.Is(err, storage.ErrAlreadyExists) {
+					t.Errorf("create: %v, want success or ErrAlreadyExists", err)
+				}
+			})
+		}
+		waitForWriter()
+		release()
+		wg.Wait()
+		if delErr != nil {
+			t.Fatalf("delete: %v", delErr)
+		}
+		// Whatever the order, at most one create after the delete wins,
+		// and the key is as the last write left it.
+		if len(created) > 1 {
+			t.Fatalf("%d creates of one key succeeded", len(created))
+		}
+		g, err := s.Get(ctx, key, storage.GetOptions{})
+		switch {
+		case len(created) == 1 && (err != nil || g.ResourceVersion != created[0].ResourceVersion):
+			t.Errorf("get after delete and create: %v %d, want revision %d", err, g.ResourceVersion, created[0].ResourceVersion)
+		case len(created) == 0 && !errors.Is(err, storage.ErrNotFound):
+			t.Errorf("get after delete: %v, want ErrNotFound", err)
+		}
+	})
+}
