@@ -22,6 +22,8 @@ import (
 type Target struct {
 	// Name labels the results ("annex", "sample-apiserver").
 	Name string
+	// Host is the server's URL (https://host:port).
+	Host string
 	// Collection is the URL of the namespaced collection
 	// (https://host:port/apis/<group>/<version>/namespaces/<ns>/<plural>).
 	Collection string
@@ -243,6 +245,18 @@ func (t Target) Conflicts(prefix string, n, clients int) Result {
 // objects at rate per second for d, and measures each event's delivery
 // to each watcher after the create was acknowledged.
 func (t Target) Watch(ctx context.Context, watchers int, rate float64, d time.Duration) Result {
+	return t.WatchAcross(ctx, t, watchers, rate, d)
+}
+
+// WatchAcross is Watch with the creates sent to writer, another replica on
+// the same storage: the delivery of another server's writes. The CPU is
+// both servers'.
+func (t Target) WatchAcross(ctx context.Context, writer Target, watchers int, rate float64, d time.Duration) Result {
+	label := "watch fan-out"
+	if writer.Collection != t.Collection {
+		label = "watch fan-out across replicas"
+		t.PIDs = append(slices.Clip(t.PIDs), writer.PIDs...)
+	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var acks sync.Map // name -> time.Time
@@ -306,14 +320,15 @@ func (t Target) Watch(ctx context.Context, watchers int, rate float64, d time.Du
 	}
 	time.Sleep(200 * time.Millisecond) // every watch past its initial list
 	cpu0 := t.cpu()
-	writer := t.client()
+	wc := writer.client()
+	defer wc.CloseIdleConnections()
 	n := int(rate * d.Seconds())
 	start := time.Now()
 	errs := 0
 	for i := range n {
 		time.Sleep(time.Until(start.Add(time.Duration(float64(i) / rate * float64(time.Second)))))
 		name := fmt.Sprintf("%s-%d", prefix, i)
-		code, _, err := do(writer, "POST", t.Collection, t.Object(name))
+		code, _, err := do(wc, "POST", writer.Collection, writer.Object(name))
 		if err != nil || code != 201 {
 			errs++
 			continue
@@ -331,7 +346,7 @@ func (t Target) Watch(ctx context.Context, watchers int, rate float64, d time.Du
 	mu.Lock()
 	defer mu.Unlock()
 	slices.Sort(lat)
-	return Result{Scenario: fmt.Sprintf("watch fan-out: %d watchers, %.0f writes/s", watchers, rate), Ops: int(delivered.Load()),
+	return Result{Scenario: fmt.Sprintf("%s: %d watchers, %.0f writes/s", label, watchers, rate), Ops: int(delivered.Load()),
 		Errors: errs, Elapsed: elapsed, CPU: t.cpu() - cpu0, Latencies: lat, Lost: int(expected - delivered.Load())}
 }
 

@@ -105,6 +105,13 @@ func figure(r Result) (float64, string) {
 		return float64(r.Ops), fmt.Sprintf("%d", r.Ops)
 	case strings.HasPrefix(r.Scenario, "lost events"):
 		return float64(r.Lost), fmt.Sprintf("%d creates at %.0f/s: lost %d, out of order or repeated %d", r.Ops, r.PerSecond(), r.Lost, r.Errors)
+	case strings.HasPrefix(r.Scenario, latencyPrefix):
+		p50, p99 := quantile(r.OpLatencies, 0.5), quantile(r.OpLatencies, 0.99)
+		errs := ""
+		if r.Errors > 0 {
+			errs = fmt.Sprintf(", %d errors", r.Errors)
+		}
+		return float64(p50), fmt.Sprintf("p50 %v, p99 %v%s", p50.Round(time.Microsecond*10), p99.Round(time.Microsecond*10), errs)
 	case strings.HasPrefix(r.Scenario, "watch"):
 		p99 := r.Quantile(0.99)
 		return float64(p99), fmt.Sprintf("p50 %v, p99 %v, lost %d, errors %d", r.Quantile(0.5).Round(time.Microsecond*10), p99.Round(time.Microsecond*10), r.Lost, r.Errors)
@@ -122,4 +129,12 @@ func figure(r Result) (float64, string) {
 		errs = fmt.Sprintf(", %d errors", r.Errors)
 	}
 	return r.PerSecond(), fmt.Sprintf("%.0f/s%s%s", r.PerSecond(), cpu, errs)
+}
+
+// quantile of sorted durations.
+func quantile(ds []time.Duration, q float64) time.Duration {
+	if len(ds) == 0 {
+		return 0
+	}
+	return ds[min(len(ds)-1, int(q*float64(len(ds))))]
 }

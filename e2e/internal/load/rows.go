@@ -1,0 +1,103 @@
+// This file holds the large-collection scenarios: the latency of single
+// requests (a GET, a page, a count) against a collection already holding
+// many objects, one request at a time.
+
+package load
+
+import (
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"time"
+)
+
+// latencyPrefix starts the name of a scenario whose figure is its requests'
+// latency.
+const latencyPrefix = "latency at "
+
+// requests sends n requests made by url, one at a time, and records each
+// one's duration; check vets each answer's body.
+func (t Target) requests(name string, n int, url func(i int) string, check func(body []byte) error) Result {
+	c := t.client()
+	defer c.CloseIdleConnections()
+	r := Result{Scenario: name, Ops: n}
+	cpu0 := t.cpu()
+	start := time.Now()
+	for i := range n {
+		t0 := time.Now()
+		code, b, err := do(c, "GET", url(i), nil)
+		r.OpLatencies = append(r.OpLatencies, time.Since(t0))
+		if err := want(code, 200, err, b); err != nil {
+			r.Errors++
+			continue
+		}
+		if check != nil && check(b) != nil {
+			r.Errors++
+		}
+	}
+	r.Elapsed, r.CPU = time.Since(start), t.cpu()-cpu0
+	slices.Sort(r.OpLatencies)
+	return r
+}
+
+// listMeta is what the scenarios read of a list.
+type listMeta struct {
+	Metadata struct {
+		Continue           string `json:"continue"`
+		RemainingItemCount *int64 `json:"remainingItemCount"`
+	} `json:"metadata"`
+	Items []json.RawMessage `json:"items"`
+}
+
+// GetLatency GETs n objects <prefix>-<random below objects>, one at a time.
+func (t Target) GetLatency(rows int, prefix string, objects, n int) Result {
+	return t.requests(fmt.Sprintf("%s%d rows: GET by name", latencyPrefix, rows), n,
+		func(int) string { return fmt.Sprintf("%s/%s-%d", t.Collection, prefix, rand.IntN(objects)) }, nil)
+}
+
+// FirstPageLatency lists the first page of 500 n times; each must be full
+// and say how many objects remain (total in the collection).
+func (t Target) FirstPageLatency(total, n int) Result {
+	return t.requests(fmt.Sprintf("%s%d rows: first page (limit=500)", latencyPrefix, total), n,
+		func(int) string { return t.Collection + "?limit=500" },
+		func(b []byte) error { return checkPage(b, 500, int64(total-500)) })
+}
+
+// CountLatency is a client's count of the collection: a list with limit=1,
+// whose remainingItemCount must be total-1.
+func (t Target) CountLatency(total, n int) Result {
+	return t.requests(fmt.Sprintf("%s%d rows: count (limit=1, remainingItemCount)", latencyPrefix, total), n,
+		func(int) string { return t.Collection + "?limit=1" },
+		func(b []byte) error { return checkPage(b, 1, int64(total-1)) })
+}
+
+// MiddlePageLatency lists the page of 500 after the first total/2 objects
+// (a continue token, reached by paging) n times.
+func (t Target) MiddlePageLatency(total, n int) (Result, error) {
+	c := t.client()
+	cont, err := continueAt(c, t.Collection, total/2)
+	c.CloseIdleConnections()
+	if err != nil {
+		return Result{}, err
+	}
+	return t.requests(fmt.Sprintf("%s%d rows: page in the middle (limit=500, continue)", latencyPrefix, total), n,
+		func(int) string { return t.Collection + "?limit=500&continue=" + cont },
+		func(b []byte) error { return checkPage(b, 500, -1) }), nil
+}
+
+// checkPage checks a page's length, its continue token, and its
+// remainingItemCount when remaining is not negative.
+func checkPage(b []byte, items int, remaining int64) error {
+	var l listMeta
+	if err := json.Unmarshal(b, &l); err != nil {
+		return err
+	}
+	if len(l.Items) != items || l.Metadata.Continue == "" {
+		return fmt.Errorf("page of %d items, continue %q; want %d and a token", len(l.Items), l.Metadata.Continue, items)
+	}
+	if remaining >= 0 && (l.Metadata.RemainingItemCount == nil || *l.Metadata.RemainingItemCount != remaining) {
+		return fmt.Errorf("remainingItemCount %v, want %d", l.Metadata.RemainingItemCount, remaining)
+	}
+	return nil
+}
