@@ -294,3 +294,93 @@ func TestPostgresGroupCommit(t *testing.T) {
 		}
 	})
 }
+
+// TestPostgresCounts checks the counts the store keeps per prefix: exact
+// after creates and deletes, still exact (counted from the keys) after a
+// write that did not keep them (an older annex), and rebuilt when a store
+// opens the tables again.
+func TestPostgresCounts(t *testing.T) {
+	_, pool := pgPool(t)
+	ctx := context.Background()
+	const table = "counted"
+	open := func() *postgres.Store {
+		s, err := postgres.New(ctx, pool, postgres.Options{Table: table, CompactionInterval: -1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = s.Close() })
+		return s
+	}
+	s := open()
+	var wg sync.WaitGroup
+	for i := range 40 {
+		wg.Go(func() {
+			ns := []string{"a", "b"}[i%2]
+			if _, err := s.Create(ctx, fmt.Sprintf("/widgets/%s/w%02d", ns, i), widgetJSON(fmt.Sprintf("w%02d", i), "v")); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	for i := range 10 { // five of a, five of b
+		if _, err := s.Delete(ctx, fmt.Sprintf("/widgets/%s/w%02d", []string{"a", "b"}[i%2], i), storage.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	check := func(when string, want map[string]int64) {
+		t.Helper()
+		for prefix, n := range want {
+			got, err := s.Count(ctx, prefix)
+			if err != nil || got != n {
+				t.Errorf("%s: Count(%s) = %d, %v; want %d", when, prefix, got, err, n)
+			}
+			// A client's count: the first page's remainingItemCount.
+			res, err := s.List(ctx, prefix, storage.ListOptions{Limit: 1})
+			if err != nil || res.RemainingItemCount == nil || *res.RemainingItemCount != n-1 {
+				rem := "none"
+				if res.RemainingItemCount != nil {
+					rem = strconv.FormatInt(*res.RemainingItemCount, 10)
+				}
+				t.Errorf("%s: first page of %s: remaining %s, %v; want %d", when, prefix, rem, err, n-1)
+			}
+		}
+	}
+	fresh := func() bool {
+		var ok bool
+		if err := pool.QueryRow(ctx, `SELECT revision = counted FROM counted_revision`).Scan(&ok); err != nil {
+			t.Fatal(err)
+		}
+		return ok
+	}
+	check("after the writes", map[string]int64{"/widgets/a": 15, "/widgets/b": 15, "/widgets": 30})
+	if !fresh() {
+		t.Error("the counts are behind after the store's own writes")
+	}
+
+	// A write as an annex before the counts makes it.
+	_, err := pool.Exec(ctx, `WITH r AS (UPDATE counted_revision SET revision = revision + 1 RETURNING revision),
+		k AS (INSERT INTO counted_kv (key, revision) SELECT '/widgets/a/older', revision FROM r)
+		INSERT INTO counted_log (revision, key, prev_revision, deleted, value)
+		SELECT revision, '/widgets/a/older', 0, false, convert_to('{"apiVersion":"storagetest.annex.dev/v1","kind":"Widget","metadata":{"name":"older","namespace":"a","resourceVersion":"' || revision || '"},"spec":{"value":"v"}}', 'UTF8') FROM r`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fresh() {
+		t.Fatal("the counts claim to be right after a write that did not keep them")
+	}
+	check("after an older writer", map[string]int64{"/widgets/a": 16, "/widgets/b": 15, "/widgets": 31})
+	if _, err := s.Create(ctx, "/widgets/b/newer", widgetJSON("newer", "v")); err != nil {
+		t.Fatal(err)
+	}
+	check("after an older writer, then a write", map[string]int64{"/widgets/a": 16, "/widgets/b": 16, "/widgets": 32})
+
+	s = open() // rebuilds them
+	if !fresh() {
+		t.Error("the counts are still behind after a store opened the tables")
+	}
+	check("after the rebuild", map[string]int64{"/widgets/a": 16, "/widgets/b": 16, "/widgets": 32})
+	var rows int64
+	if err := pool.QueryRow(ctx, `SELECT n FROM counted_counts WHERE prefix = '/widgets/a/'`).Scan(&rows); err != nil || rows != 16 {
+		t.Errorf("counted_counts for /widgets/a/: %d, %v; want 16", rows, err)
+	}
+}

@@ -63,8 +63,14 @@
 // never blocks writers. [Store.Start] compacts every CompactionInterval at
 // the revision current one interval earlier.
 //
-// Reads of the latest state use <table>_kv (key → revision; gets, pages and
-// counts are index lookups and range scans of its primary key); a read at a
-// past revision (the pages after the first of a paged list) merges it with
-// the few keys written since, read from the log by revision.
+// Reads of the latest state use <table>_kv (key → revision; gets and pages
+// are index lookups and range scans of its primary key); a read at a past
+// revision (the pages after the first of a paged list) merges it with the
+// few keys written since, read from the log by revision. Writes keep the
+// number of keys under every prefix ending in "/" in <table>_counts, in
+// their transaction: a count, and the remainingItemCount of a first page,
+// read one row, and a continue token carries the count on to the next
+// page, so no page walks the keys after it (a million keys take about
+// 100 ms to count). Tables an older annex wrote to are recounted, holding
+// the revision row, when a store opens them and by Start.
 package postgres

@@ -24,6 +24,8 @@ package postgres
 import (
 	"context"
 	"errors"
+	"fmt"
+	"slices"
 	"strconv"
 	"time"
 
@@ -236,6 +238,7 @@ func (s *Store) commitOnce(ctx context.Context, ps []*pending) ([]result, error)
 	rs := make([]result, len(ps))
 	b = &pgx.Batch{}
 	next := rev
+	counts := map[string]int64{} // prefix → change of its count
 	for i, p := range ps {
 		w := &p.w
 		r := next + 1
@@ -268,6 +271,9 @@ func (s *Store) commitOnce(ctx context.Context, ps []*pending) ([]result, error)
 			meta := w.meta
 			meta.ResourceVersion = storage.FormatResourceVersion(uint64(r))
 			rs[i].out = storage.Object{Key: w.key, ResourceVersion: uint64(r), Data: final, Meta: meta}
+			if !exists {
+				countKey(counts, w.key, 1)
+			}
 			state[w.key] = r
 		case opDelete:
 			if !exists || cur != int64(w.last.ResourceVersion) {
@@ -281,6 +287,7 @@ func (s *Store) commitOnce(ctx context.Context, ps []*pending) ([]result, error)
 			}
 			b.Queue(s.sql.remove, w.key, r, int64(w.last.ResourceVersion))
 			rs[i].out = out
+			countKey(counts, w.key, -1)
 			delete(state, w.key)
 		}
 		next = r
@@ -289,6 +296,9 @@ func (s *Store) commitOnce(ctx context.Context, ps []*pending) ([]result, error)
 		// Nothing to write: every write conflicted or failed.
 		rollback(conn)
 		return rs, nil
+	}
+	if prefixes, deltas := countChanges(counts); len(prefixes) > 0 {
+		b.Queue(s.sql.addCounts, prefixes, deltas)
 	}
 	b.Queue(s.sql.advance, next)
 	b.Queue(s.sql.notify, s.sql.channel, strconv.FormatInt(next, 10))
@@ -312,4 +322,51 @@ func rollback(conn *pgxpool.Conn) {
 	if _, err := conn.Exec(ctx, "ROLLBACK"); err != nil {
 		_ = pc.Close(ctx)
 	}
+}
+
+// countKey adds d to the count of every prefix of key that ends in "/".
+func countKey(counts map[string]int64, key string, d int64) {
+	for i := 0; i < len(key); i++ {
+		if key[i] == '/' {
+			counts[key[:i+1]] += d
+		}
+	}
+}
+
+// countChanges returns the prefixes whose count changes, sorted (replicas
+// lock the rows of <t>_counts in one order), and the changes.
+func countChanges(counts map[string]int64) ([]string, []int64) {
+	prefixes := make([]string, 0, len(counts))
+	for p, d := range counts {
+		if d != 0 {
+			prefixes = append(prefixes, p)
+		}
+	}
+	slices.Sort(prefixes)
+	deltas := make([]int64, len(prefixes))
+	for i, p := range prefixes {
+		deltas[i] = counts[p]
+	}
+	return prefixes, deltas
+}
+
+// recount rebuilds <t>_counts when it is not right at the current revision
+// (tables an older annex wrote, or one that wrote since), holding the
+// revision row, so writers wait: a scan of the keys, once.
+func (s *Store) recount(ctx context.Context) error {
+	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		var fresh bool
+		if err := tx.QueryRow(ctx, `SELECT revision = counted FROM `+pgx.Identifier{s.opts.Table + "_revision"}.Sanitize()+` FOR UPDATE`).Scan(&fresh); err != nil {
+			return err
+		}
+		if fresh {
+			return nil
+		}
+		for _, q := range s.sql.recount {
+			if _, err := tx.Exec(ctx, q); err != nil {
+				return fmt.Errorf("recount: %w", err)
+			}
+		}
+		return nil
+	})
 }

@@ -14,6 +14,14 @@
 //	<t>_kv         the latest state: key → the revision of its log row.
 //	<t>_compaction one row: the compacted revision, and the revision up to
 //	               which the log has been pruned.
+//	<t>_counts     prefix → the number of keys under it, for every prefix
+//	               ending in "/" of every key: a count, and the
+//	               remainingItemCount of a first page, are one row read,
+//	               not a scan of a million keys. Writes keep it in their
+//	               transaction; <t>_revision.counted is the revision it is
+//	               right at: a writer that does not keep it (an older annex
+//	               during an upgrade) leaves counted behind, readers then
+//	               count the keys, and recount rebuilds it.
 
 package postgres
 
@@ -25,10 +33,15 @@ type sql struct {
 
 	schema       []string
 	current      string
+	listState    string
 	compaction   string
 	lock         string
 	states       string
 	advance      string
+	addCounts    string
+	counted      string
+	countOf      string
+	recount      []string
 	create       string
 	update       string
 	remove       string
@@ -65,15 +78,38 @@ func newSQL(t string) sql {
 			// Reads of a past state look up a key's revisions.
 			q(`CREATE INDEX IF NOT EXISTS {t}_log_key ON {t}_log (key, revision)`),
 			q(`CREATE TABLE IF NOT EXISTS {t}_kv (key text COLLATE "C" PRIMARY KEY, revision bigint NOT NULL)`),
+			q(`CREATE TABLE IF NOT EXISTS {t}_counts (prefix text COLLATE "C" PRIMARY KEY, n bigint NOT NULL)`),
+			// -1: never counted (tables of an older annex, or new ones).
+			q(`ALTER TABLE {t}_revision ADD COLUMN IF NOT EXISTS counted bigint NOT NULL DEFAULT -1`),
 		},
-		current:    q(`SELECT r.revision, c.compacted FROM {t}_revision r, {t}_compaction c`),
+		current: q(`SELECT r.revision, c.compacted FROM {t}_revision r, {t}_compaction c`),
+		// current, and whether the counts are right.
+		listState:  q(`SELECT r.revision, c.compacted, r.revision = r.counted FROM {t}_revision r, {t}_compaction c`),
 		compaction: q(`SELECT compacted, pruned FROM {t}_compaction`),
 		// A write transaction takes the revision row first (every writer
 		// of every replica queues here), then reads the state of the keys
 		// it writes: nothing else can change them until it commits.
-		lock:    q(`SELECT revision FROM {t}_revision FOR UPDATE`),
-		states:  q(`SELECT key, revision FROM {t}_kv WHERE key = ANY($1)`),
-		advance: q(`UPDATE {t}_revision SET revision = $1`),
+		lock:   q(`SELECT revision FROM {t}_revision FOR UPDATE`),
+		states: q(`SELECT key, revision FROM {t}_kv WHERE key = ANY($1)`),
+		// The counts stay right only if they were right at the revision
+		// this transaction started from.
+		advance: q(`UPDATE {t}_revision SET revision = $1, counted = CASE WHEN counted = revision THEN $1 ELSE counted END`),
+		// $1 prefixes, $2 their changes.
+		addCounts: q(`INSERT INTO {t}_counts (prefix, n) SELECT * FROM unnest($1::text[], $2::bigint[])
+			ON CONFLICT (prefix) DO UPDATE SET n = {t}_counts.n + EXCLUDED.n`),
+		// Whether the counts are right, and the count of prefix $1.
+		counted: q(`SELECT r.revision = r.counted, coalesce((SELECT n FROM {t}_counts WHERE prefix = $1), 0) FROM {t}_revision r`),
+		countOf: q(`SELECT coalesce((SELECT n FROM {t}_counts WHERE prefix = $1), 0)`),
+		// Run in a transaction that holds the revision row: every prefix
+		// of every key ("/a/b/c" has "/", "/a/", "/a/b/").
+		recount: []string{
+			q(`DELETE FROM {t}_counts`),
+			q(`INSERT INTO {t}_counts (prefix, n)
+				SELECT array_to_string(p[1:i], '/') || '/', count(*)
+				FROM (SELECT string_to_array(key, '/') p FROM {t}_kv) k, generate_series(1, cardinality(k.p) - 1) i
+				GROUP BY 1`),
+			q(`UPDATE {t}_revision SET counted = revision`),
+		},
 		// $1 key, $2 revision, $3 value, $4 expected revision. Each writes
 		// the log row only when the key was in the expected state, which
 		// the transaction checked under the lock; were it not (a writer

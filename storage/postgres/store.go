@@ -64,6 +64,9 @@ func New(ctx context.Context, pool *pgxpool.Pool, opts Options) (*Store, error) 
 	if err := s.createSchema(ctx); err != nil {
 		return nil, err
 	}
+	if err := s.recount(ctx); err != nil {
+		return nil, err
+	}
 	rev, _, err := s.revisions(ctx)
 	if err != nil {
 		return nil, err
