@@ -327,6 +327,10 @@ func TestPostgresCounts(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// A key right under the prefix counts in it, not in a namespace.
+	if _, err := s.Create(ctx, "/widgets/top", widgetJSON("top", "v")); err != nil {
+		t.Fatal(err)
+	}
 	check := func(when string, want map[string]int64) {
 		t.Helper()
 		for prefix, n := range want {
@@ -352,7 +356,7 @@ func TestPostgresCounts(t *testing.T) {
 		}
 		return ok
 	}
-	check("after the writes", map[string]int64{"/widgets/a": 15, "/widgets/b": 15, "/widgets": 30})
+	check("after the writes", map[string]int64{"/widgets/a": 15, "/widgets/b": 15, "/widgets": 31})
 	if !fresh() {
 		t.Error("the counts are behind after the store's own writes")
 	}
@@ -368,17 +372,17 @@ func TestPostgresCounts(t *testing.T) {
 	if fresh() {
 		t.Fatal("the counts claim to be right after a write that did not keep them")
 	}
-	check("after an older writer", map[string]int64{"/widgets/a": 16, "/widgets/b": 15, "/widgets": 31})
+	check("after an older writer", map[string]int64{"/widgets/a": 16, "/widgets/b": 15, "/widgets": 32})
 	if _, err := s.Create(ctx, "/widgets/b/newer", widgetJSON("newer", "v")); err != nil {
 		t.Fatal(err)
 	}
-	check("after an older writer, then a write", map[string]int64{"/widgets/a": 16, "/widgets/b": 16, "/widgets": 32})
+	check("after an older writer, then a write", map[string]int64{"/widgets/a": 16, "/widgets/b": 16, "/widgets": 33})
 
 	s = open() // rebuilds them
 	if !fresh() {
 		t.Error("the counts are still behind after a store opened the tables")
 	}
-	check("after the rebuild", map[string]int64{"/widgets/a": 16, "/widgets/b": 16, "/widgets": 32})
+	check("after the rebuild", map[string]int64{"/widgets/a": 16, "/widgets/b": 16, "/widgets": 33})
 	var rows int64
 	if err := pool.QueryRow(ctx, `SELECT n FROM counted_counts WHERE prefix = '/widgets/a/'`).Scan(&rows); err != nil || rows != 16 {
 		t.Errorf("counted_counts for /widgets/a/: %d, %v; want 16", rows, err)

@@ -104,9 +104,13 @@ func newSQL(t string) sql {
 		// of every key ("/a/b/c" has "/", "/a/", "/a/b/").
 		recount: []string{
 			q(`DELETE FROM {t}_counts`),
+			// The keys per parent ("/a/b" for "/a/b/c"; few), then the
+			// prefixes of each parent.
 			q(`INSERT INTO {t}_counts (prefix, n)
-				SELECT array_to_string(p[1:i], '/') || '/', count(*)
-				FROM (SELECT string_to_array(key, '/') p FROM {t}_kv) k, generate_series(1, cardinality(k.p) - 1) i
+				SELECT array_to_string(d.p[1:i], '/') || '/', sum(d.n)
+				FROM (SELECT string_to_array(parent || '/', '/') p, n
+					FROM (SELECT left(key, length(key) - strpos(reverse(key), '/')) parent, count(*) n FROM {t}_kv GROUP BY 1) k) d,
+					generate_series(1, cardinality(d.p) - 1) i
 				GROUP BY 1`),
 			q(`UPDATE {t}_revision SET counted = revision`),
 		},
