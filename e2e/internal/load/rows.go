@@ -72,18 +72,42 @@ func (t Target) CountLatency(total, n int) Result {
 		func(b []byte) error { return checkPage(b, 1, int64(total-1)) })
 }
 
-// MiddlePageLatency lists the page of 500 after the first total/2 objects
-// (a continue token, reached by paging) n times.
-func (t Target) MiddlePageLatency(total, n int) (Result, error) {
+// WalkLatency pages through the collection from its start, pages of 500
+// as kubectl's --chunk-size does, for at most pages pages or budget, and
+// records each page's latency; each page must be full and count what
+// remains after it.
+func (t Target) WalkLatency(total, pages int, budget time.Duration) Result {
 	c := t.client()
-	cont, err := continueAt(c, t.Collection, total/2)
-	c.CloseIdleConnections()
-	if err != nil {
-		return Result{}, err
+	defer c.CloseIdleConnections()
+	r := Result{Scenario: fmt.Sprintf("%s%d rows: paged walk (limit=500), per page", latencyPrefix, total)}
+	cpu0 := t.cpu()
+	start := time.Now()
+	cont := ""
+	for i := 0; i < pages && time.Since(start) < budget; i++ {
+		u := t.Collection + "?limit=500"
+		if cont != "" {
+			u += "&continue=" + cont
+		}
+		t0 := time.Now()
+		code, b, err := do(c, "GET", u, nil)
+		r.OpLatencies = append(r.OpLatencies, time.Since(t0))
+		r.Ops++
+		if err := want(code, 200, err, b); err != nil {
+			r.Errors++
+			break
+		}
+		if checkPage(b, 500, int64(total-500*(i+1))) != nil {
+			r.Errors++
+		}
+		var l listMeta
+		if json.Unmarshal(b, &l) != nil || l.Metadata.Continue == "" {
+			break
+		}
+		cont = l.Metadata.Continue
 	}
-	return t.requests(fmt.Sprintf("%s%d rows: page in the middle (limit=500, continue)", latencyPrefix, total), n,
-		func(int) string { return t.Collection + "?limit=500&continue=" + cont },
-		func(b []byte) error { return checkPage(b, 500, -1) }), nil
+	r.Elapsed, r.CPU = time.Since(start), t.cpu()-cpu0
+	slices.Sort(r.OpLatencies)
+	return r
 }
 
 // checkPage checks a page's length, its continue token, and its
