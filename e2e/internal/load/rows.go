@@ -96,7 +96,11 @@ func (t Target) WalkLatency(total, pages int, budget time.Duration) Result {
 			r.Errors++
 			break
 		}
-		if checkPage(b, 500, int64(total-500*(i+1))) != nil {
+		check := checkPage(b, 500, int64(total-500*(i+1)))
+		if total <= 500*(i+1) {
+			check = checkLastPage(b, total-500*i)
+		}
+		if check != nil {
 			r.Errors++
 		}
 		var l listMeta
@@ -122,6 +126,19 @@ func checkPage(b []byte, items int, remaining int64) error {
 	}
 	if remaining >= 0 && (l.Metadata.RemainingItemCount == nil || *l.Metadata.RemainingItemCount != remaining) {
 		return fmt.Errorf("remainingItemCount %v, want %d", l.Metadata.RemainingItemCount, remaining)
+	}
+	return nil
+}
+
+// checkLastPage checks the last page: items items, no continue token, no
+// remainingItemCount.
+func checkLastPage(b []byte, items int) error {
+	var l listMeta
+	if err := json.Unmarshal(b, &l); err != nil {
+		return err
+	}
+	if len(l.Items) != items || l.Metadata.Continue != "" || l.Metadata.RemainingItemCount != nil {
+		return fmt.Errorf("last page of %d items, continue %q, remaining %v; want %d, neither", len(l.Items), l.Metadata.Continue, l.Metadata.RemainingItemCount, items)
 	}
 	return nil
 }

@@ -70,7 +70,11 @@ func Table(w io.Writer, names []string, results [][]Result) {
 			fmt.Fprintf(w, " %s |", cell)
 		}
 		if len(names) == 2 && vals[1] != 0 {
-			fmt.Fprintf(w, " %.2f× |", vals[0]/vals[1])
+			if q := vals[0] / vals[1]; q < 0.1 {
+				fmt.Fprintf(w, " %.3f× (1/%.0f) |", q, 1/q)
+			} else {
+				fmt.Fprintf(w, " %.2f× |", q)
+			}
 		}
 		fmt.Fprintln(w)
 	}
