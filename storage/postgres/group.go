@@ -102,10 +102,14 @@ func (s *Store) runCommitter() {
 	}()
 	group := make([]*pending, 0, maxGroup)
 	for {
-		select {
-		case p := <-s.writes:
-			group = append(group[:0], p)
-		case <-s.quit:
+		var first *pending
+		if !s.isClosed() { // checked first: the select may pick either
+			select {
+			case first = <-s.writes:
+			case <-s.quit:
+			}
+		}
+		if first == nil {
 			for {
 				select {
 				case p := <-s.writes:
@@ -115,6 +119,7 @@ func (s *Store) runCommitter() {
 				}
 			}
 		}
+		group = append(group[:0], first)
 		size := len(group[0].w.data)
 	fill:
 		for len(group) < maxGroup && size < maxGroupBytes {
@@ -307,6 +312,8 @@ func (s *Store) commitOnce(ctx context.Context, ps []*pending) ([]result, error)
 		rollback(conn)
 		return nil, err
 	}
+	// This store's watchers need not wait for the notification's trip.
+	s.feed.poke()
 	return rs, nil
 }
 
