@@ -32,6 +32,7 @@ type sql struct {
 	channel string
 
 	schema       []string
+	schemaDone   string
 	current      string
 	listState    string
 	compaction   string
@@ -67,10 +68,16 @@ func newSQL(t string) sql {
 	q := func(s string) string { return r.Replace(s) }
 	return sql{
 		channel: t + "_events",
+		// Writers lock the revision row first, then write the other
+		// tables: so does the schema's transaction (the ALTER locks the
+		// whole table), lest a writer holding the row wait for a table
+		// the schema holds while the schema waits for the row.
 		schema: []string{
 			q(`CREATE TABLE IF NOT EXISTS {t}_revision (id smallint PRIMARY KEY CHECK (id = 1), revision bigint NOT NULL)`),
+			// -1: never counted (tables of an older annex, or new ones).
+			q(`ALTER TABLE {t}_revision ADD COLUMN IF NOT EXISTS counted bigint NOT NULL DEFAULT -1`),
 			// The first write gets 2: no list carries resourceVersion "0".
-			q(`INSERT INTO {t}_revision VALUES (1, 1) ON CONFLICT DO NOTHING`),
+			q(`INSERT INTO {t}_revision (id, revision) VALUES (1, 1) ON CONFLICT DO NOTHING`),
 			q(`CREATE TABLE IF NOT EXISTS {t}_compaction (id smallint PRIMARY KEY CHECK (id = 1), compacted bigint NOT NULL, pruned bigint NOT NULL)`),
 			q(`INSERT INTO {t}_compaction VALUES (1, 0, 0) ON CONFLICT DO NOTHING`),
 			q(`CREATE TABLE IF NOT EXISTS {t}_log (revision bigint PRIMARY KEY, key text COLLATE "C" NOT NULL,
@@ -79,9 +86,11 @@ func newSQL(t string) sql {
 			q(`CREATE INDEX IF NOT EXISTS {t}_log_key ON {t}_log (key, revision)`),
 			q(`CREATE TABLE IF NOT EXISTS {t}_kv (key text COLLATE "C" PRIMARY KEY, revision bigint NOT NULL)`),
 			q(`CREATE TABLE IF NOT EXISTS {t}_counts (prefix text COLLATE "C" PRIMARY KEY, n bigint NOT NULL)`),
-			// -1: never counted (tables of an older annex, or new ones).
-			q(`ALTER TABLE {t}_revision ADD COLUMN IF NOT EXISTS counted bigint NOT NULL DEFAULT -1`),
 		},
+		// Whether the schema is there already, as this version makes it
+		// (its last additions exist): then New takes no lock at all.
+		schemaDone: q(`SELECT to_regclass('{t}_counts') IS NOT NULL AND EXISTS (SELECT 1 FROM pg_attribute
+			WHERE attrelid = to_regclass('{t}_revision') AND attname = 'counted' AND NOT attisdropped)`),
 		current: q(`SELECT r.revision, c.compacted FROM {t}_revision r, {t}_compaction c`),
 		// current, and whether the counts are right.
 		listState:  q(`SELECT r.revision, c.compacted, r.revision = r.counted FROM {t}_revision r, {t}_compaction c`),

@@ -79,8 +79,16 @@ func New(ctx context.Context, pool *pgxpool.Pool, opts Options) (*Store, error) 
 }
 
 // createSchema creates the tables, one replica at a time (CREATE ... IF NOT
-// EXISTS races with itself).
+// EXISTS races with itself), unless they are there: DDL takes table locks
+// even when it has nothing to do, and replicas restart while others write.
 func (s *Store) createSchema(ctx context.Context) error {
+	var done bool
+	if err := s.pool.QueryRow(ctx, s.sql.schemaDone).Scan(&done); err != nil {
+		return fmt.Errorf("look for the tables: %w", err)
+	}
+	if done {
+		return nil
+	}
 	h := fnv.New64a()
 	h.Write([]byte("annex schema " + s.opts.Table))
 	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
