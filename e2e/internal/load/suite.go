@@ -71,7 +71,7 @@ func Table(w io.Writer, names []string, results [][]Result) {
 		}
 		if len(names) == 2 && vals[1] != 0 {
 			if q := vals[0] / vals[1]; q < 0.1 {
-				fmt.Fprintf(w, " %.3f× (1/%.0f) |", q, 1/q)
+				fmt.Fprintf(w, " 1/%.0f |", 1/q)
 			} else {
 				fmt.Fprintf(w, " %.2f× |", q)
 			}
