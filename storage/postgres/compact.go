@@ -88,7 +88,7 @@ func (s *Store) prune(ctx context.Context) error {
 // Start runs the periodic compaction until ctx is done or the store is
 // closed, and returns nil then: every CompactionInterval it compacts at the
 // revision that was current one interval earlier, so about one interval of
-// history is kept. Replicas may all run it: compacting twice at one
+// history is kept, and rebuilds the counts if a writer left them behind. Replicas may all run it: compacting twice at one
 // revision does nothing, and one replica prunes at a time. A negative
 // interval returns at once.
 func (s *Store) Start(ctx context.Context) error {
@@ -109,6 +109,10 @@ func (s *Store) Start(ctx context.Context) error {
 		cur, err := s.CurrentRevision(ctx)
 		if err == nil && prev != 0 {
 			err = s.Compact(ctx, prev)
+		}
+		if err == nil {
+			// An older annex may have written meanwhile.
+			err = s.recount(ctx)
 		}
 		if err != nil {
 			if ctx.Err() == nil && !s.isClosed() {

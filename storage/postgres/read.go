@@ -136,8 +136,9 @@ func (s *Store) Get(ctx context.Context, key string, opts storage.GetOptions) (s
 	return o, nil
 }
 
-// Count implements storage.Counter: the keys under prefix, counted on the
-// latest state's primary key.
+// Count implements storage.Counter: the keys under prefix, one row of
+// <t>_counts (or, while the counts are behind, counted on the latest
+// state's primary key).
 func (s *Store) Count(ctx context.Context, prefix string) (int64, error) {
 	defer s.observe(ctx, "count", prefix, time.Now())
 	pr, err := backend.PrefixRange(prefix)
@@ -148,7 +149,14 @@ func (s *Store) Count(ctx context.Context, prefix string) (int64, error) {
 		return 0, errClosed()
 	}
 	var n int64
-	if err := s.retryRead(ctx, func() error { return s.pool.QueryRow(ctx, s.sql.countRange, pr, prefixEnd(pr)).Scan(&n) }); err != nil {
+	err = s.retryRead(ctx, func() error {
+		var fresh bool
+		if err := s.pool.QueryRow(ctx, s.sql.counted, pr).Scan(&fresh, &n); err != nil || fresh {
+			return err
+		}
+		return s.pool.QueryRow(ctx, s.sql.countRange, pr, prefixEnd(pr)).Scan(&n)
+	})
+	if err != nil {
 		return 0, s.dbError(err)
 	}
 	return n, nil
@@ -209,7 +217,8 @@ const pageBatch = 500
 // written after the revision read (a past state), the revision it had then.
 func (s *Store) list(ctx context.Context, tx pgx.Tx, req backend.ListRequest) (storage.ListResult, error) {
 	var c, k int64
-	if err := tx.QueryRow(ctx, s.sql.current).Scan(&c, &k); err != nil {
+	var counted bool
+	if err := tx.QueryRow(ctx, s.sql.listState).Scan(&c, &k, &counted); err != nil {
 		return storage.ListResult{}, err
 	}
 	cur, compacted := uint64(c), uint64(k)
@@ -294,18 +303,32 @@ func (s *Store) list(ctx context.Context, tx pgx.Tx, req backend.ListRequest) (s
 	if len(more) == 0 {
 		return res, nil
 	}
-	tok, err := backend.EncodeContinue(last+"\x00", req.Prefix, read)
+	n := int64(-1)
+	if req.Predicate == nil {
+		page := int64(len(res.Items))
+		switch {
+		case req.Remaining != nil && *req.Remaining >= page:
+			// The previous page's count, at the same revision. The client
+			// may have forged it: it is only reported back.
+			n = *req.Remaining - page
+		case req.Start == req.Prefix && read == cur && counted:
+			// The first page of the latest state: the prefix's count.
+			if err := tx.QueryRow(ctx, s.sql.countOf, req.Prefix).Scan(&n); err != nil {
+				return storage.ListResult{}, err
+			}
+			n = max(n-page, 0)
+		default:
+			if n, err = s.remaining(ctx, tx, last, end, past, pastKeys); err != nil {
+				return storage.ListResult{}, err
+			}
+		}
+		res.RemainingItemCount = &n
+	}
+	tok, err := backend.EncodeContinueRemaining(last+"\x00", req.Prefix, read, n)
 	if err != nil {
 		return storage.ListResult{}, err
 	}
 	res.Continue = tok
-	if req.Predicate == nil {
-		n, err := s.remaining(ctx, tx, last, end, past, pastKeys)
-		if err != nil {
-			return storage.ListResult{}, err
-		}
-		res.RemainingItemCount = &n
-	}
 	return res, nil
 }
 

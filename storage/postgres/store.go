@@ -1,5 +1,6 @@
-// This file holds the Store and its writes: Create, Update, Delete, each one
-// transaction that takes the next revision first.
+// This file holds the Store and its writes: Create, Update, Delete, each
+// handed to the committer (group.go), which takes the next revision for it
+// in a transaction it may share with other writes.
 
 package postgres
 
@@ -8,7 +9,6 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
-	"strconv"
 	"sync"
 	"time"
 
@@ -35,6 +35,9 @@ type Store struct {
 	running sync.WaitGroup
 
 	feed feed
+
+	writes        chan *pending // to the committer
+	committerDone chan struct{} // closed when the committer has ended
 }
 
 var (
@@ -56,8 +59,12 @@ func New(ctx context.Context, pool *pgxpool.Pool, opts Options) (*Store, error) 
 	if err != nil {
 		return nil, err
 	}
-	s := &Store{pool: pool, opts: opts, sql: newSQL(opts.Table), quit: make(chan struct{})}
+	s := &Store{pool: pool, opts: opts, sql: newSQL(opts.Table), quit: make(chan struct{}),
+		writes: make(chan *pending, maxGroup), committerDone: make(chan struct{})}
 	if err := s.createSchema(ctx); err != nil {
+		return nil, err
+	}
+	if err := s.recount(ctx); err != nil {
 		return nil, err
 	}
 	rev, _, err := s.revisions(ctx)
@@ -65,14 +72,23 @@ func New(ctx context.Context, pool *pgxpool.Pool, opts Options) (*Store, error) 
 		return nil, err
 	}
 	s.feed.init(rev, opts.RingSize)
-	s.running.Add(1)
+	s.running.Add(2)
 	go s.runFeed()
+	go s.runCommitter()
 	return s, nil
 }
 
 // createSchema creates the tables, one replica at a time (CREATE ... IF NOT
-// EXISTS races with itself).
+// EXISTS races with itself), unless they are there: DDL takes table locks
+// even when it has nothing to do, and replicas restart while others write.
 func (s *Store) createSchema(ctx context.Context) error {
+	var done bool
+	if err := s.pool.QueryRow(ctx, s.sql.schemaDone).Scan(&done); err != nil {
+		return fmt.Errorf("look for the tables: %w", err)
+	}
+	if done {
+		return nil
+	}
 	h := fnv.New64a()
 	h.Write([]byte("annex schema " + s.opts.Table))
 	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
@@ -223,22 +239,18 @@ type write struct {
 	last   storage.Object
 }
 
-// commit runs w in one transaction: it takes the next revision (the row
+// commit has the committer write w: in a transaction (shared with the
+// writes queued at the same moment) that takes the next revision (the row
 // lock orders writers), writes the stored value with that revision spliced
 // in, and notifies the watchers of every replica at commit. When the key is
-// not in the expected state it rolls back (no revision is used up) and
-// returns Conflict with the key's current state.
+// not in the expected state nothing is written (no revision is used up) and
+// it returns Conflict with the key's current state.
 func (s *Store) commit(ctx context.Context, w write) (backend.Commit, error) {
-	conflict := false
-	var out storage.Object
-	err := s.retryWrite(ctx, func() error { return s.commitOnce(ctx, w, &conflict, &out) })
-	if conflict {
-		st, err := (*committer)(s).ReadState(ctx, w.key)
-		if err != nil {
-			return backend.Commit{}, err
-		}
-		return backend.Commit{Conflict: true, Current: st}, nil
-	}
+	var r result
+	err := s.retryWrite(ctx, func() error {
+		r = s.submit(ctx, w)
+		return r.err
+	})
 	if err != nil {
 		var se *storage.Error
 		if errors.As(err, &se) {
@@ -246,70 +258,15 @@ func (s *Store) commit(ctx context.Context, w write) (backend.Commit, error) {
 		}
 		return backend.Commit{}, s.dbError(err)
 	}
-	return backend.Commit{Object: out}, nil
+	if r.conflict {
+		st, err := (*committer)(s).ReadState(ctx, w.key)
+		if err != nil {
+			return backend.Commit{}, err
+		}
+		return backend.Commit{Conflict: true, Current: st}, nil
+	}
+	return backend.Commit{Object: r.out}, nil
 }
-
-// commitOnce is one attempt of commit.
-func (s *Store) commitOnce(ctx context.Context, w write, conflictOut *bool, outp *storage.Object) error {
-	conflict := false
-	var out storage.Object
-	defer func() { *conflictOut, *outp = conflict, out }()
-	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		var rev int64
-		if err := tx.QueryRow(ctx, s.sql.bump).Scan(&rev); err != nil {
-			return err
-		}
-		var n int64
-		switch w.kind {
-		case opPut:
-			final, err := spliceRevision(w.data, uint64(rev))
-			if err != nil {
-				return withKey(err, w.key)
-			}
-			stored, err := s.opts.Transformer.TransformToStorage(ctx, final, w.key)
-			if err != nil {
-				return &storage.Error{Err: storage.ErrInvalidObject, Key: w.key, Msg: "transform to storage: " + err.Error()}
-			}
-			q := s.sql.update
-			if w.expect == 0 {
-				q = s.sql.create
-			}
-			args := []any{w.key, rev, stored}
-			if w.expect != 0 {
-				args = append(args, int64(w.expect))
-			}
-			tag, err := tx.Exec(ctx, q, args...)
-			if err != nil {
-				return err
-			}
-			n = tag.RowsAffected()
-			meta := w.meta
-			meta.ResourceVersion = storage.FormatResourceVersion(uint64(rev))
-			out = storage.Object{Key: w.key, ResourceVersion: uint64(rev), Data: final, Meta: meta}
-		case opDelete:
-			tag, err := tx.Exec(ctx, s.sql.remove, w.key, rev, int64(w.last.ResourceVersion))
-			if err != nil {
-				return err
-			}
-			n = tag.RowsAffected()
-			if n == 1 {
-				if out, err = objectAtRevision(w.key, &w.last, uint64(rev)); err != nil {
-					return err
-				}
-			}
-		}
-		if n == 0 {
-			conflict = true
-			return errConflict
-		}
-		_, err := tx.Exec(ctx, s.sql.notify, s.sql.channel, strconv.FormatInt(rev, 10))
-		return err
-	})
-}
-
-// errConflict rolls a transaction back when the key is not in the expected
-// state.
-var errConflict = errors.New("postgres: the key is not in the expected state")
 
 // committer is the Store as the shared write loops see it.
 type committer Store

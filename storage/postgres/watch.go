@@ -203,8 +203,16 @@ func (s *Store) listen(ctx context.Context, notified chan<- struct{}, done chan<
 	default:
 	}
 	for {
-		if _, err := conn.Conn().WaitForNotification(ctx); err != nil {
+		n, err := conn.Conn().WaitForNotification(ctx)
+		if err != nil {
 			return
+		}
+		// The payload is the last revision of the transaction: a write of
+		// this store was read already (the committer wakes the feed).
+		if r, err := strconv.ParseUint(n.Payload, 10, 64); err == nil {
+			if read, _, _ := s.feed.state(); r <= read {
+				continue
+			}
 		}
 		select {
 		case notified <- struct{}{}:
@@ -253,24 +261,20 @@ func (s *Store) readLog(ctx context.Context, rev uint64, n int) ([]entry, uint64
 	return es, compacted, nil
 }
 
-// readLogOnce is one attempt of readLog.
+// readLogOnce is one attempt of readLog: one round trip, a read-only
+// snapshot that reads the revisions and the log.
 func (s *Store) readLogOnce(ctx context.Context, rev uint64, n int, out *[]entry, compactedOut *uint64) error {
+	conn, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Release()
 	var es []entry
-	var compacted uint64
-	err := pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
-		var c, k int64
-		if err := tx.QueryRow(ctx, s.sql.current).Scan(&c, &k); err != nil {
-			return err
-		}
-		compacted = uint64(k)
-		if rev < compacted || uint64(c) <= rev {
-			return nil
-		}
-		rows, err := tx.Query(ctx, s.sql.readLog, int64(rev), n)
-		if err != nil {
-			return err
-		}
-		defer rows.Close()
+	var c, k int64
+	b := &pgx.Batch{}
+	b.Queue("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
+	b.Queue(s.sql.current).QueryRow(func(r pgx.Row) error { return r.Scan(&c, &k) })
+	b.Queue(s.sql.readLog, int64(rev), n).Query(func(rows pgx.Rows) error {
 		next := rev + 1
 		for rows.Next() {
 			var r, prevRev int64
@@ -288,8 +292,17 @@ func (s *Store) readLogOnce(ctx context.Context, rev uint64, n int, out *[]entry
 		}
 		return rows.Err()
 	})
+	b.Queue("COMMIT")
+	if err := conn.SendBatch(ctx, b).Close(); err != nil {
+		rollback(conn)
+		return err
+	}
+	compacted := uint64(k)
+	if rev < compacted || uint64(c) <= rev {
+		es = nil // behind compaction: the caller skips; or nothing new
+	}
 	*out, *compactedOut = es, compacted
-	return err
+	return nil
 }
 
 // decodeEntry decodes a log row and its previous value.

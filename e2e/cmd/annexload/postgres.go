@@ -9,24 +9,57 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
 
 	"github.com/annexapi/annex/e2e/internal/binaries"
 	"github.com/annexapi/annex/e2e/internal/load"
 )
+
+// pgBackend is one way of keeping the example's objects in PostgreSQL.
+type pgBackend struct {
+	name string
+	db   string // the prefix of its databases' names
+	// start runs one server (with what it needs) on the database at dsn,
+	// its files in dir; called again on the same dsn with another dir, it
+	// starts a second replica.
+	start func(ctx context.Context, dsn, dir string, flags ...string) (load.Target, func(), error)
+	// preload adds objects big-0 … big-<n-1>, copies of the object tmpl,
+	// to the database's tables directly (the servers stopped).
+	preload func(ctx context.Context, dsn string, n int) error
+}
 
 // postgresCmd runs `annexload postgres`: one PostgreSQL (fsync on) with a
 // database per server; annex with --storage-backend=postgres, and annex with
 // --etcd-servers pointed at kine (built from the Go module proxy at
 // binaries.KineVersion) on that PostgreSQL; the same scenarios on each,
 // alternating who goes first, --passes times; each cell is the median pass.
+// Each pass also starts a second replica on the same database (a second
+// kine for kine) and measures the delivery of the first one's writes to
+// the second one's watchers. Then, for each of --rows, a database holding
+// that many objects (loaded by SQL in each backend's own tables) is
+// measured with the watch cache off: GET, a page, a count.
 func postgresCmd(args []string) error {
 	fs := flag.NewFlagSet("postgres", flag.ContinueOnError)
 	short := fs.Bool("short", false, "a few seconds per scenario")
 	passes := fs.Int("passes", 1, "runs of the scenarios on each server")
 	objects := fs.Int("objects", 0, "objects created and updated (0: the size's, 10,000 or 300 short)")
-	watchers := fs.Int("watchers", 0, "watchers of the fan-out scenario (0: the size's, 1,000 or 50 short)")
+	watchers := fs.Int("watchers", 0, "watchers of the fan-out scenarios (0: the size's, 1,000 or 50 short)")
+	rowsFlag := fs.String("rows", "", "comma-separated sizes of the large-collection phase (10000,1000000); empty skips it")
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	var rows []int
+	for _, f := range strings.Split(*rowsFlag, ",") {
+		if f = strings.TrimSpace(f); f == "" {
+			continue
+		}
+		n, err := strconv.Atoi(f)
+		if err != nil || n < 1000 {
+			return fmt.Errorf("--rows: %q is not a size of at least 1000", f)
+		}
+		rows = append(rows, n)
 	}
 	sizes := load.Full()
 	lostWatchers, perWriter := 20, 100
@@ -55,70 +88,92 @@ func postgresCmd(args []string) error {
 		return err
 	}
 	defer os.RemoveAll(dir)
-	scenarios := func(t load.Target) []load.Result {
-		return []load.Result{
+	backends := []pgBackend{
+		{name: "annex on postgres", db: "native", preload: preloadNative,
+			start: func(ctx context.Context, dsn, dir string, flags ...string) (load.Target, func(), error) {
+				return load.StartAnnexWith(ctx, dir, append([]string{"--storage-backend", "postgres", "--postgres-dsn", dsn}, flags...)...)
+			}},
+		{name: "annex on kine " + binaries.KineVersion + " on postgres", db: "kine", preload: preloadKine,
+			start: func(ctx context.Context, dsn, dir string, flags ...string) (load.Target, func(), error) {
+				k, err := binaries.StartKineProcess(kine, dsn, filepath.Join(dir, "kine.log"))
+				if err != nil {
+					return load.Target{}, nil, err
+				}
+				t, stop, err := load.StartAnnexWith(ctx, dir, append([]string{"--etcd-servers", k.ClientURL}, flags...)...)
+				if err != nil {
+					_ = k.Stop()
+					return load.Target{}, nil, err
+				}
+				t.PIDs = append(t.PIDs, k.PID())
+				return t, func() { stop(); _ = k.Stop() }, nil
+			}},
+	}
+	mkdir := func(parts ...string) (string, error) {
+		d := filepath.Join(append([]string{dir}, parts...)...)
+		return d, os.MkdirAll(d, 0o755)
+	}
+	// pass runs the scenarios on one backend: one replica, then a second
+	// on the same database.
+	pass := func(b pgBackend, n int) ([]load.Result, error) {
+		dsn, err := pg.CreateDatabase(fmt.Sprintf("%s%d", b.db, n))
+		if err != nil {
+			return nil, err
+		}
+		d1, err := mkdir(fmt.Sprintf("%s-%d", b.db, n), "a")
+		if err != nil {
+			return nil, err
+		}
+		t, stop, err := b.start(ctx, dsn, d1)
+		if err != nil {
+			return nil, err
+		}
+		defer stop()
+		rs := []load.Result{
 			t.Create("obj", sizes.Objects, sizes.Clients),
 			t.Update("obj", sizes.Objects, sizes.Updates, sizes.Clients),
 			t.List("limit=500", sizes.Lists, 1),
 			t.Watch(ctx, sizes.Watchers, sizes.WriteRate, sizes.WatchFor),
 			t.WatchWriters(ctx, lostWatchers, 32, perWriter),
 		}
+		d2, err := mkdir(fmt.Sprintf("%s-%d", b.db, n), "b")
+		if err != nil {
+			return nil, err
+		}
+		t2, stop2, err := b.start(ctx, dsn, d2)
+		if err != nil {
+			return nil, fmt.Errorf("second replica: %w", err)
+		}
+		defer stop2()
+		return append(rs,
+			t2.WatchAcross(ctx, t, sizes.Watchers, sizes.WriteRate, sizes.WatchFor),
+			t2.WatchWritersAcross(ctx, t, lostWatchers, 32, perWriter),
+		), nil
 	}
-	type server struct {
-		name  string
-		start func(pass int) (load.Target, func(), error)
-	}
-	servers := []server{
-		{"annex on postgres", func(pass int) (load.Target, func(), error) {
-			dsn, err := pg.CreateDatabase(fmt.Sprintf("native%d", pass))
+	results := make([][][]load.Result, len(backends)) // backend, pass, scenario
+	for n := range *passes {
+		for k := range backends {
+			i := (k + n) % len(backends)
+			rs, err := pass(backends[i], n)
 			if err != nil {
-				return load.Target{}, nil, err
+				return fmt.Errorf("%s: %w", backends[i].name, err)
 			}
-			return load.StartAnnexWith(ctx, filepath.Join(dir, fmt.Sprintf("native-%d", pass)), "--storage-backend", "postgres", "--postgres-dsn", dsn)
-		}},
-		{"annex on kine " + binaries.KineVersion + " on postgres", func(pass int) (load.Target, func(), error) {
-			dsn, err := pg.CreateDatabase(fmt.Sprintf("kine%d", pass))
-			if err != nil {
-				return load.Target{}, nil, err
-			}
-			d := filepath.Join(dir, fmt.Sprintf("kine-%d", pass))
-			if err := os.MkdirAll(d, 0o755); err != nil {
-				return load.Target{}, nil, err
-			}
-			k, err := binaries.StartKineProcess(kine, dsn, filepath.Join(d, "kine.log"))
-			if err != nil {
-				return load.Target{}, nil, err
-			}
-			t, stop, err := load.StartAnnexWith(ctx, d, "--etcd-servers", k.ClientURL)
-			if err != nil {
-				_ = k.Stop()
-				return load.Target{}, nil, err
-			}
-			t.PIDs = append(t.PIDs, k.PID())
-			return t, func() { stop(); _ = k.Stop() }, nil
-		}},
-	}
-	results := make([][][]load.Result, len(servers)) // server, pass, scenario
-	for pass := range *passes {
-		for k := range servers {
-			i := (k + pass) % len(servers)
-			if err := os.MkdirAll(filepath.Join(dir, fmt.Sprintf("native-%d", pass)), 0o755); err != nil {
-				return err
-			}
-			t, stop, err := servers[i].start(pass)
-			if err != nil {
-				return fmt.Errorf("%s: %w", servers[i].name, err)
-			}
-			rs := scenarios(t)
-			stop()
 			results[i] = append(results[i], rs)
-			fmt.Fprintf(os.Stderr, "pass %d: %s done\n", pass+1, servers[i].name)
+			fmt.Fprintf(os.Stderr, "pass %d: %s done\n", n+1, backends[i].name)
 		}
 	}
-	names := make([]string, len(servers))
-	medians := make([][]load.Result, len(servers))
-	for i, s := range servers {
-		names[i], medians[i] = s.name, load.Median(results[i])
+	names := make([]string, len(backends))
+	medians := make([][]load.Result, len(backends))
+	for i, b := range backends {
+		names[i], medians[i] = b.name, load.Median(results[i])
+	}
+	for _, n := range rows {
+		for i, b := range backends {
+			rs, err := rowsPhase(ctx, pg, b, dir, n, func(s string) { fmt.Fprintf(os.Stderr, "%s, %d rows: %s\n", b.name, n, s) })
+			if err != nil {
+				return fmt.Errorf("%s, %d rows: %w", b.name, n, err)
+			}
+			medians[i] = append(medians[i], rs...)
+		}
 	}
 	load.Table(os.Stdout, names, medians)
 	for _, r := range medians[0] {
@@ -127,4 +182,63 @@ func postgresCmd(args []string) error {
 		}
 	}
 	return nil
+}
+
+// rowsPhase measures b with a collection of n objects: a server creates the
+// object tmpl and stops; preload copies it n-1 times by SQL; the server starts with its watch cache (the time to
+// ready is its first list of the collection from the database), then
+// without it, and GETs, pages, counts and a walk through the pages are
+// timed, one request at a time.
+func rowsPhase(ctx context.Context, pg *binaries.PostgresServer, b pgBackend, dir string, n int, log func(string)) ([]load.Result, error) {
+	db := fmt.Sprintf("%s_rows%d", b.db, n)
+	dsn, err := pg.CreateDatabase(db)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = pg.SQL("postgres", `DROP DATABASE "`+db+`"`) }()
+	d := filepath.Join(dir, db)
+	if err := os.MkdirAll(d, 0o755); err != nil {
+		return nil, err
+	}
+	t, stop, err := b.start(ctx, dsn, d)
+	if err != nil {
+		return nil, err
+	}
+	err = t.CreateOne("tmpl")
+	stop()
+	if err != nil {
+		return nil, err
+	}
+	start := time.Now()
+	if err := b.preload(ctx, dsn, n-1); err != nil {
+		return nil, fmt.Errorf("preload: %w", err)
+	}
+	log(fmt.Sprintf("preloaded by SQL in %v", time.Since(start).Round(time.Second)))
+
+	t, stop, err = b.start(ctx, dsn, d)
+	if err != nil {
+		return nil, err
+	}
+	ready, err := t.WaitReadyz(10 * time.Minute)
+	stop()
+	if err != nil {
+		return nil, fmt.Errorf("with the watch cache: %w", err)
+	}
+	log(fmt.Sprintf("ready with the watch cache in %v", ready.Round(time.Millisecond)))
+	out := []load.Result{{Scenario: fmt.Sprintf("start → ready at %d rows, watch cache on (ms)", n), Ops: int(ready.Milliseconds())}}
+
+	t, stop, err = b.start(ctx, dsn, d, "--watch-cache=false")
+	if err != nil {
+		return nil, err
+	}
+	defer stop()
+	out = append(out,
+		t.GetLatency(n, "big", n-1, 300),
+		t.FirstPageLatency(n, 10),
+		t.CountLatency(n, 10),
+		// A whole walk of a million objects takes kine hours (each page
+		// counts what follows it): the first pages, within a budget.
+		t.WalkLatency(n, 100, 90*time.Second),
+	)
+	return out, nil
 }

@@ -63,7 +63,7 @@ func StartAnnexWith(ctx context.Context, dir string, flags ...string) (t Target,
 		return t, nil, err
 	}
 	// v1beta1 is the storage version: no conversion on any path.
-	t = Target{Name: "annex", Collection: cfg.Host + "/apis/platform.example.com/v1beta1/namespaces/default/environments", TLS: tc,
+	t = Target{Name: "annex", Host: cfg.Host, Collection: cfg.Host + "/apis/platform.example.com/v1beta1/namespaces/default/environments", TLS: tc,
 		PIDs: []int{pid}, Object: environment}
 	if err := waitReady(t); err != nil {
 		stop()
@@ -85,13 +85,14 @@ func tlsConfig(cfg *kubeclient.Config) (*tls.Config, error) {
 	return &tls.Config{RootCAs: pool, Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}, nil
 }
 
-// waitReady polls the collection until it answers.
+// waitReady polls the collection until it answers (a page of one: a
+// large collection's full list would be the measure).
 func waitReady(t Target) error {
 	c := t.client()
 	defer c.CloseIdleConnections()
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		code, _, err := do(c, "GET", t.Collection, nil)
+		code, _, err := do(c, "GET", t.Collection+"?limit=1", nil)
 		if err == nil && code == 200 {
 			return nil
 		}
@@ -100,4 +101,32 @@ func waitReady(t Target) error {
 		}
 		time.Sleep(2 * time.Millisecond)
 	}
+}
+
+// WaitReadyz polls the server's /readyz (every readiness check, the watch
+// caches' initial lists among them) until it answers 200, for at most
+// limit, and returns the time from the server's start (t.Ready counts up
+// to the collection's first answer).
+func (t Target) WaitReadyz(limit time.Duration) (time.Duration, error) {
+	c := t.client()
+	defer c.CloseIdleConnections()
+	start := time.Now()
+	for {
+		code, b, err := do(c, "GET", t.Host+"/readyz", nil)
+		if err == nil && code == 200 {
+			return t.Ready + time.Since(start), nil
+		}
+		if time.Since(start) > limit {
+			return 0, fmt.Errorf("/readyz after %v: %d %v %.300s", limit, code, err, b)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// CreateOne creates the object name.
+func (t Target) CreateOne(name string) error {
+	c := t.client()
+	defer c.CloseIdleConnections()
+	code, b, err := do(c, "POST", t.Collection, t.Object(name))
+	return want(code, 201, err, b)
 }

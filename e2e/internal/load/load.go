@@ -22,6 +22,8 @@ import (
 type Target struct {
 	// Name labels the results ("annex", "sample-apiserver").
 	Name string
+	// Host is the server's URL (https://host:port).
+	Host string
 	// Collection is the URL of the namespaced collection
 	// (https://host:port/apis/<group>/<version>/namespaces/<ns>/<plural>).
 	Collection string
@@ -251,13 +253,29 @@ func (t Target) Conflicts(prefix string, n, clients int) Result {
 // objects at rate per second for d, and measures each event's delivery
 // to each watcher after the create was acknowledged.
 func (t Target) Watch(ctx context.Context, watchers int, rate float64, d time.Duration) Result {
-	return t.WatchShared(ctx, watchers, 1, rate, d)
+	return t.watch(ctx, t, watchers, 1, rate, d)
 }
 
 // WatchShared is Watch with perConn watchers on each connection (HTTP/2
 // streams of one client), as kube-aggregator multiplexes the watches it
 // proxies. The result's RssAnon is the server's while every watch is open.
 func (t Target) WatchShared(ctx context.Context, watchers, perConn int, rate float64, d time.Duration) Result {
+	return t.watch(ctx, t, watchers, perConn, rate, d)
+}
+
+// WatchAcross is Watch with the creates sent to writer, another replica on
+// the same storage: the delivery of another server's writes. The CPU is
+// both servers'.
+func (t Target) WatchAcross(ctx context.Context, writer Target, watchers int, rate float64, d time.Duration) Result {
+	return t.watch(ctx, writer, watchers, 1, rate, d)
+}
+
+func (t Target) watch(ctx context.Context, writer Target, watchers, perConn int, rate float64, d time.Duration) Result {
+	label := "watch fan-out"
+	if writer.Collection != t.Collection {
+		label = "watch fan-out across replicas"
+		t.PIDs = append(slices.Clip(t.PIDs), writer.PIDs...)
+	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var acks sync.Map // name -> time.Time
@@ -329,14 +347,15 @@ func (t Target) WatchShared(ctx context.Context, watchers, perConn int, rate flo
 	}
 	time.Sleep(200 * time.Millisecond) // every watch past its initial list
 	cpu0 := t.cpu()
-	writer := t.client()
+	wc := writer.client()
+	defer wc.CloseIdleConnections()
 	n := int(rate * d.Seconds())
 	start := time.Now()
 	errs := 0
 	for i := range n {
 		time.Sleep(time.Until(start.Add(time.Duration(float64(i) / rate * float64(time.Second)))))
 		name := fmt.Sprintf("%s-%d", prefix, i)
-		code, _, err := do(writer, "POST", t.Collection, t.Object(name))
+		code, _, err := do(wc, "POST", writer.Collection, writer.Object(name))
 		if err != nil || code != 201 {
 			errs++
 			continue
@@ -355,9 +374,9 @@ func (t Target) WatchShared(ctx context.Context, watchers, perConn int, rate flo
 	mu.Lock()
 	defer mu.Unlock()
 	slices.Sort(lat)
-	name := fmt.Sprintf("watch fan-out: %d watchers, %.0f writes/s", watchers, rate)
+	name := fmt.Sprintf("%s: %d watchers, %.0f writes/s", label, watchers, rate)
 	if perConn > 1 {
-		name = fmt.Sprintf("watch fan-out: %d watchers, %d per connection, %.0f writes/s", watchers, perConn, rate)
+		name = fmt.Sprintf("%s: %d watchers, %d per connection, %.0f writes/s", label, watchers, perConn, rate)
 	}
 	return Result{Scenario: name, Ops: int(delivered.Load()), Errors: errs, Elapsed: elapsed, CPU: t.cpu() - cpu0,
 		Latencies: lat, Lost: int(expected - delivered.Load()), RssAnon: rssAnon}

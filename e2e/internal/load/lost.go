@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -24,9 +25,19 @@ import (
 // seconds of the last write, Errors the failed creates and the events out
 // of order or repeated. Ops is the creates acknowledged.
 func (t Target) WatchWriters(ctx context.Context, watchers, writers, perWriter int) Result {
+	return t.WatchWritersAcross(ctx, t, watchers, writers, perWriter)
+}
+
+// WatchWritersAcross is WatchWriters with the creates sent to writer,
+// another replica on the same storage. The CPU is both servers'.
+func (t Target) WatchWritersAcross(ctx context.Context, writer Target, watchers, writers, perWriter int) Result {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	name := fmt.Sprintf("lost events: %d writers, %d watchers", writers, watchers)
+	if writer.Collection != t.Collection {
+		name = fmt.Sprintf("lost events across replicas: %d writers, %d watchers", writers, watchers)
+		t.PIDs = append(slices.Clip(t.PIDs), writer.PIDs...)
+	}
 	prefix := fmt.Sprintf("lost-%d", time.Now().UnixNano())
 	var list struct {
 		Metadata struct{ ResourceVersion string } `json:"metadata"`
@@ -91,11 +102,11 @@ func (t Target) WatchWriters(ctx context.Context, watchers, writers, perWriter i
 	var ww sync.WaitGroup
 	for g := range writers {
 		ww.Go(func() {
-			c := t.client()
+			c := writer.client()
 			defer c.CloseIdleConnections()
 			for i := range perWriter {
 				n := fmt.Sprintf("%s-%d-%d", prefix, g, i)
-				code, _, err := do(c, "POST", t.Collection, t.Object(n))
+				code, _, err := do(c, "POST", writer.Collection, writer.Object(n))
 				if err != nil || code != 201 {
 					errs.Add(1)
 					continue

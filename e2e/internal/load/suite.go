@@ -96,7 +96,11 @@ func Table(w io.Writer, names []string, results [][]Result) {
 			fmt.Fprintf(w, " %s |", cell)
 		}
 		if len(names) == 2 && vals[1] != 0 {
-			fmt.Fprintf(w, " %.2f× |", vals[0]/vals[1])
+			if q := vals[0] / vals[1]; q < 0.1 {
+				fmt.Fprintf(w, " 1/%.0f |", 1/q)
+			} else {
+				fmt.Fprintf(w, " %.2f× |", q)
+			}
 		}
 		fmt.Fprintln(w)
 	}
@@ -178,6 +182,13 @@ func figure(r Result) (float64, string) {
 		return float64(r.Ops), fmt.Sprintf("%d", r.Ops)
 	case strings.HasPrefix(r.Scenario, "lost events"):
 		return float64(r.Lost), fmt.Sprintf("%d creates at %.0f/s: lost %d, out of order or repeated %d", r.Ops, r.PerSecond(), r.Lost, r.Errors)
+	case strings.HasPrefix(r.Scenario, latencyPrefix):
+		p50, p99 := quantile(r.OpLatencies, 0.5), quantile(r.OpLatencies, 0.99)
+		errs := ""
+		if r.Errors > 0 {
+			errs = fmt.Sprintf(", %d errors", r.Errors)
+		}
+		return float64(p50), fmt.Sprintf("p50 %v, p99 %v%s", p50.Round(time.Microsecond*10), p99.Round(time.Microsecond*10), errs)
 	case strings.HasPrefix(r.Scenario, "watch"):
 		p99 := r.Quantile(0.99)
 		return float64(p99), fmt.Sprintf("p50 %v, p99 %v, lost %d, errors %d", r.Quantile(0.5).Round(time.Microsecond*10), p99.Round(time.Microsecond*10), r.Lost, r.Errors)
@@ -195,4 +206,12 @@ func figure(r Result) (float64, string) {
 		errs = fmt.Sprintf(", %d errors", r.Errors)
 	}
 	return r.PerSecond(), fmt.Sprintf("%.0f/s%s%s", r.PerSecond(), cpu, errs)
+}
+
+// quantile of sorted durations.
+func quantile(ds []time.Duration, q float64) time.Duration {
+	if len(ds) == 0 {
+		return 0
+	}
+	return ds[min(len(ds)-1, int(q*float64(len(ds))))]
 }
