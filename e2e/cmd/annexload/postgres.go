@@ -176,6 +176,7 @@ func postgresCmd(args []string) error {
 		}
 	}
 	load.Table(os.Stdout, names, medians)
+	load.Spread(os.Stdout, names, results)
 	for _, r := range medians[0] {
 		if r.Lost > 0 {
 			return fmt.Errorf("annex on postgres: %s: %d events lost", r.Scenario, r.Lost)

@@ -149,6 +149,24 @@ func cpuFigure(r Result) (float64, string) {
 	return ms, cell
 }
 
+// Spread writes, scenario by scenario, each pass's figure on each target:
+// how far apart the passes behind a median are.
+func Spread(w io.Writer, names []string, passes [][][]Result) {
+	for i, name := range names {
+		if len(passes[i]) < 2 {
+			continue
+		}
+		fmt.Fprintf(w, "%s, each pass:\n", name)
+		for j, r := range passes[i][0] {
+			cells := make([]string, len(passes[i]))
+			for p := range passes[i] {
+				_, cells[p] = figure(passes[i][p][j])
+			}
+			fmt.Fprintf(w, "  %s: %s\n", r.Scenario, strings.Join(cells, " | "))
+		}
+	}
+}
+
 // Median returns, scenario by scenario, the result of the pass with the
 // median headline figure (the lower middle one for an even count).
 func Median(passes [][]Result) []Result {
