@@ -84,7 +84,7 @@ func WithRequestDeadline(cfg RequestDeadlineConfig) func(http.Handler) http.Hand
 				return
 			}
 			timeout := maxTimeout
-			if v := queryGet(r, "timeout"); v != "" {
+			if v := QueryValue(r, "timeout"); v != "" {
 				d, err := time.ParseDuration(v)
 				if err != nil {
 					WriteStatus(w, meta.NewBadRequest(fmt.Sprintf("%s - %s", invalidTimeoutInURL, err)))
@@ -105,9 +105,9 @@ func WithRequestDeadline(cfg RequestDeadlineConfig) func(http.Handler) http.Hand
 	}
 }
 
-// queryGet is r.URL.Query().Get(key) without parsing (and allocating) an
+// QueryValue is r.URL.Query().Get(key) without parsing (and allocating) an
 // empty query, as most requests have.
-func queryGet(r *http.Request, key string) string {
+func QueryValue(r *http.Request, key string) string {
 	if r.URL.RawQuery == "" {
 		return ""
 	}

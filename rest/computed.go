@@ -119,7 +119,7 @@ func errMethodNotAllowed() *meta.Status {
 func (rh *resourceHandler) serveComputed(w http.ResponseWriter, r *http.Request, o output, info *filters.RequestInfo, name string) {
 	switch {
 	case info.Verb == "get" && rh.Getter != nil:
-		if st := checkResourceVersion(queryGet(r, "resourceVersion")); st != nil {
+		if st := checkResourceVersion(filters.QueryValue(r, "resourceVersion")); st != nil {
 			filters.WriteStatus(w, st)
 			return
 		}

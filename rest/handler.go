@@ -270,7 +270,7 @@ func (rh *resourceHandler) serve(w http.ResponseWriter, r *http.Request, info *f
 	case "watch":
 		sc = scopeWatch
 	}
-	out, st := negotiateOutput(r.Header.Get("Accept"), sc, queryGet(r, "includeObject"))
+	out, st := negotiateOutput(r.Header.Get("Accept"), sc, filters.QueryValue(r, "includeObject"))
 	if st != nil {
 		filters.WriteStatus(w, st)
 		return

@@ -142,7 +142,7 @@ func (o *openapiDocs) serve(w http.ResponseWriter, r *http.Request) bool {
 		h.Set("Vary", "Accept")
 		// A stale hash gets the current document without long caching; k8s
 		// redirects, which the aggregator would turn into a 502.
-		if queryGet(r, "hash") == hash {
+		if filters.QueryValue(r, "hash") == hash {
 			h.Set("Cache-Control", "public, immutable")
 			h.Set("Expires", time.Now().AddDate(1, 0, 0).UTC().Format(http.TimeFormat))
 		}

@@ -19,7 +19,7 @@ func (rh *resourceHandler) key(namespace, name string) string {
 }
 
 func (rh *resourceHandler) get(w http.ResponseWriter, r *http.Request, o output, namespace, name string) {
-	rv := queryGet(r, "resourceVersion")
+	rv := filters.QueryValue(r, "resourceVersion")
 	if st := checkResourceVersion(rv); st != nil {
 		filters.WriteStatus(w, st)
 		return
@@ -215,13 +215,4 @@ func (h *handler) getListBuf() *[]byte {
 	}
 	b := make([]byte, 0, listChunk)
 	return &b
-}
-
-// queryGet is r.URL.Query().Get(key) without parsing (and allocating) an
-// empty query, as most requests have.
-func queryGet(r *http.Request, key string) string {
-	if r.URL.RawQuery == "" {
-		return ""
-	}
-	return r.URL.Query().Get(key)
 }

@@ -152,7 +152,7 @@ func (rh *resourceHandler) scaleOf(obj Object) (*scaleObject, bool, error) {
 // getScale answers GET .../scale.
 func (rh *resourceHandler) getScale(w http.ResponseWriter, r *http.Request, namespace, name string) {
 	ctx := r.Context()
-	stored, err := rh.Storage.Get(ctx, rh.key(namespace, name), storage.GetOptions{ResourceVersion: queryGet(r, "resourceVersion")})
+	stored, err := rh.Storage.Get(ctx, rh.key(namespace, name), storage.GetOptions{ResourceVersion: filters.QueryValue(r, "resourceVersion")})
 	if err != nil {
 		rh.fail(w, err, ErrorContext{Name: name, Verb: "get"})
 		return

@@ -271,15 +271,11 @@ func each(snap *tree, pr, start string, pred storage.Predicate) func(yield func(
 // recorded (clamped to the snapshot's size: the token is the client's).
 // Called with mu held for reading.
 func (c *Cacher) countFrom(snap *tree, req backend.ListRequest) int64 {
-	switch {
-	case req.Start != req.Prefix:
-		if req.Remaining != nil {
-			return min(*req.Remaining, int64(snap.Len()))
-		}
-	case req.Prefix == c.prefix:
-		return int64(snap.Len())
-	case snap == c.snap && parentPrefix(req.Prefix[:len(req.Prefix)-1]) == c.prefix:
-		return c.parents[req.Prefix]
+	if req.Start == req.Prefix {
+		return c.spanOf(snap, req.Prefix)
+	}
+	if req.Remaining != nil {
+		return min(*req.Remaining, int64(snap.Len()))
 	}
 	return -1
 }
