@@ -332,6 +332,14 @@ func TestBatch_larger_than_buffer_loses_nothing(t *testing.T) {
 	srv := apiServer(t, a, nil)
 	for i := range 100 {
 		get(t, srv, fmt.Sprintf("%s/e%d", envURI, i))
+		if (i+1)%10 == 0 {
+			// Ten events are half the buffer: they must be written now,
+			// not after a batch of 1,000 or an hour. Waiting for them
+			// keeps a busy machine's scheduling (a batcher not run for
+			// ten requests) from filling the buffer, which kube's batch
+			// mode drops by design.
+			waitLines(t, logPath, i+1)
+		}
 	}
 	stop()
 	if lost := reg.value(t, "apiserver_audit_error_total", map[string]string{"plugin": "buffered"}); lost != 0 {
@@ -343,6 +351,22 @@ func TestBatch_larger_than_buffer_loses_nothing(t *testing.T) {
 	}
 	if n := bytes.Count(data, []byte("\n")); n != 100 {
 		t.Errorf("log has %d lines, want 100", n)
+	}
+}
+
+// waitLines waits up to 10 s for the file at path to hold at least n lines.
+func waitLines(t *testing.T, path string, n int) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		data, _ := os.ReadFile(path)
+		if bytes.Count(data, []byte("\n")) >= n {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after %d events the log has %d lines: the batch waits for more than half the buffer", n, bytes.Count(data, []byte("\n")))
+		}
+		time.Sleep(time.Millisecond) // polling a condition with a deadline
 	}
 }
 
