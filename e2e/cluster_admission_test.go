@@ -391,17 +391,15 @@ webhooks:
 	t.Run("mutating_webhook_by_service_through_the_proxy", func(t *testing.T) {
 		// A webhook named by service is reached through the cluster's
 		// service proxy: the Service's Endpoints name the webhook, on an
-		// address of this machine that is not loopback (Endpoints refuse
-		// loopback).
-		ip := nonLoopbackIP(t)
+		// address that is not loopback (Endpoints refuse loopback): a test
+		// host in a network namespace of its own.
+		host := newNetnsHost(t)
+		ip := host.IP
 		kp, err := p.clusterCA.Issue(certs.Request{CommonName: "env-mutator", DNSNames: []string{"env-mutator.default.svc"}, IPAddresses: []net.IP{ip}})
 		if err != nil {
 			t.Fatal(err)
 		}
-		hln, err := tls.Listen("tcp", net.JoinHostPort(ip.String(), "0"), &tls.Config{Certificates: []tls.Certificate{kp.TLSCertificate()}})
-		if err != nil {
-			t.Fatal(err)
-		}
+		hln := tls.NewListener(host.Listen(t), &tls.Config{Certificates: []tls.Certificate{kp.TLSCertificate()}})
 		var calls sync.Map // path -> true
 		hook := &http.Server{ReadHeaderTimeout: 10 * time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			calls.Store(r.URL.Path, true)
@@ -587,23 +585,6 @@ spec: {policyName: no-eve, validationActions: [Deny]}
 	if t.Failed() {
 		t.Logf("annex log tail:\n%s", tail(annexLogs.String(), 6000))
 	}
-}
-
-// nonLoopbackIP is an IPv4 address of this machine that is neither
-// loopback nor link-local.
-func nonLoopbackIP(t *testing.T) net.IP {
-	t.Helper()
-	addrs, err := net.InterfaceAddrs()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, a := range addrs {
-		if n, ok := a.(*net.IPNet); ok && n.IP.To4() != nil && n.IP.IsGlobalUnicast() {
-			return n.IP.To4()
-		}
-	}
-	t.Skip("this machine has no IPv4 address an Endpoints object may name")
-	return nil
 }
 
 // normalizeReview is an AdmissionReview with what differs between any two
