@@ -348,6 +348,66 @@ spec:
 		kubectl(t, k, "delete", "validatingadmissionpolicybinding", "max-replicas-binding")
 	})
 
+	t.Run("param_from_the_servers_own_resource", func(t *testing.T) {
+		// The param is an Environment annex serves: annex reads it as any
+		// param, from the cluster, which proxies the list and watch back to
+		// annex through the aggregator (so its identity needs list and watch
+		// on its own resource in the cluster's RBAC, as kube's would).
+		apply(t, k, "own-param-rbac.yaml", `apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata: {name: "annex-adm:own-params"}
+rules: [{apiGroups: [`+admGroup+`], resources: [environments], verbs: [get, list, watch]}]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata: {name: "annex-adm:own-params"}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: "annex-adm:own-params"}
+subjects: [{apiGroup: rbac.authorization.k8s.io, kind: User, name: annex-metrics-server}]
+`)
+		if code, body := send(t, admin, http.MethodPost, annexEnvs, admEnv(admGroup, "quota", "platform", 2), "application/json", nil); code != http.StatusCreated {
+			t.Fatalf("creating the param object: %d %s", code, body)
+		}
+		apply(t, k, "vap-own-param.yaml", `apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicy
+metadata: {name: replicas-under-quota}
+spec:
+  paramKind: {apiVersion: `+admGroup+`/v1alpha1, kind: Environment}
+  matchConstraints:
+    resourceRules:
+    - {apiGroups: [`+admGroup+`], apiVersions: ["*"], operations: [CREATE], resources: [environments]}
+  validations:
+  - expression: "object.spec.replicas <= params.spec.replicas"
+    messageExpression: "'replicas must be at most ' + string(params.spec.replicas) + ', the quota of ' + params.metadata.name"
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicyBinding
+metadata: {name: replicas-under-quota-binding}
+spec:
+  policyName: replicas-under-quota
+  validationActions: [Deny]
+  paramRef: {name: quota, namespace: default, parameterNotFoundAction: Deny}
+`)
+		t.Cleanup(func() {
+			k.Run("delete", "validatingadmissionpolicybinding", "replicas-under-quota-binding", "--ignore-not-found")
+		})
+		i := 0
+		var code int
+		var body string
+		waitUntil(t, time.Minute, "annex to deny by its own object as param", logs, func() bool {
+			i++
+			code, body = send(t, admin, http.MethodPost, annexEnvs, admEnv(admGroup, fmt.Sprintf("over-quota-%d", i), "platform", 3), "application/json", nil)
+			return code != http.StatusCreated
+		})
+		want := "ValidatingAdmissionPolicy 'replicas-under-quota' with binding 'replicas-under-quota-binding' denied request: replicas must be at most 2, the quota of quota"
+		if code != http.StatusForbidden || !strings.Contains(body, want) {
+			t.Errorf("over the quota: %d %s, want 403 %q", code, body, want)
+		}
+		if code, body := send(t, admin, http.MethodPost, annexEnvs, admEnv(admGroup, "under-quota", "platform", 2), "application/json", nil); code != http.StatusCreated {
+			t.Errorf("within the quota: %d %s", code, body)
+		}
+		kubectl(t, k, "delete", "validatingadmissionpolicybinding", "replicas-under-quota-binding")
+	})
+
 	t.Run("webhook_gets_the_review_kube_sends", func(t *testing.T) {
 		rec := &reviewRecorder{}
 		hookURL := startWebhook(t, p, rec)

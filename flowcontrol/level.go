@@ -16,8 +16,12 @@ import (
 )
 
 // serviceGuess is G: the execution time every request is charged when it is
-// dispatched, corrected when it finishes (kube uses one minute).
-const serviceGuess = 60.0 // seconds
+// dispatched, corrected by the real one when it finishes. kube's queueset
+// uses 3 ms (estimatedServiceDuration; the design's first G was a minute):
+// with a minute, each completion pulled a busy flow's queues back to the
+// arrival of their oldest request, so a newly active flow waited behind the
+// backlog of every busy one, first come first served.
+const serviceGuess = 0.003 // seconds
 
 // Rejection reasons, as the reason label of rejected_requests_total.
 const (
