@@ -16,6 +16,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"time"
 
 	"cel.dev/cel-go/cel"
 	"cel.dev/cel-go/common/types"
@@ -768,16 +769,20 @@ func (v *ValidatingPolicies) evalOne(ctx context.Context, a *Attributes, p *comp
 	budget := v.e.opts.Budget
 	act := v.e.activation(ctx, a, p, param)
 	actions := b.Spec.ValidationActions
-	// fail records a failed validation or an evaluation error under
-	// failurePolicy Fail, with kube's check_total labels (error_type
-	// invalid_error, or out_of_budget; enforcement_action per action).
-	fail := func(msg, reason string, index int) {
-		errType := "invalid_error"
+	// errorType is kube's error_type label of a failed validation.
+	errorType := func(msg string) string {
 		if strings.HasPrefix(msg, "validation failed due to running out of cost budget") {
-			errType = "out_of_budget"
+			return "out_of_budget"
 		}
+		return "invalid_error"
+	}
+	// fail records a failed validation or an evaluation error under
+	// failurePolicy Fail, with kube's check_total and check_duration_seconds
+	// labels (enforcement_action per action); elapsed is the validation's.
+	fail := func(msg, reason string, index int, elapsed time.Duration) {
+		errType := errorType(msg)
 		for _, act := range actions {
-			v.e.metrics.policyChecked(p.Metadata.Name, b.Metadata.Name, errType, strings.ToLower(act))
+			v.e.metrics.policyChecked(p.Metadata.Name, b.Metadata.Name, errType, strings.ToLower(act), elapsed)
 		}
 		if slices.Contains(actions, "Deny") {
 			deny(denial{policy: p.Metadata.Name, binding: b.Metadata.Name, message: msg, reason: reason})
@@ -791,10 +796,18 @@ func (v *ValidatingPolicies) evalOne(ctx context.Context, a *Attributes, p *comp
 			filters.AddAuditAnnotation(ctx, "validation.policy.admission.k8s.io/validation_failure", string(val))
 		}
 	}
+	// ignored records an evaluation error under failurePolicy Ignore: kube
+	// counts it with enforcement_action "allow".
+	ignored := func(msg string, elapsed time.Duration) {
+		v.e.metrics.policyChecked(p.Metadata.Name, b.Metadata.Name, errorType(msg), "allow", elapsed)
+	}
+	start := time.Now()
 	ok, err := v.e.prepare(ctx, p, act, &budget)
 	if err != nil {
-		if !p.failOpen {
-			fail(err.Error(), "", 0)
+		if p.failOpen {
+			ignored(err.Error(), time.Since(start))
+		} else {
+			fail(err.Error(), "", 0, time.Since(start))
 		}
 		return
 	}
@@ -802,14 +815,17 @@ func (v *ValidatingPolicies) evalOne(ctx context.Context, a *Attributes, p *comp
 		return
 	}
 	for i, prg := range p.validations {
+		start := time.Now()
 		val, err := prg.eval(ctx, act, &budget)
 		if err != nil {
-			if !p.failOpen {
-				msg := err.Error()
-				if !errors.Is(err, errOutOfBudget) {
-					msg = fmt.Sprintf("expression '%s' resulted in error: %v", prg.expr, err)
-				}
-				fail(msg, "", i)
+			msg := err.Error()
+			if !errors.Is(err, errOutOfBudget) {
+				msg = fmt.Sprintf("expression '%s' resulted in error: %v", prg.expr, err)
+			}
+			if p.failOpen {
+				ignored(msg, time.Since(start))
+			} else {
+				fail(msg, "", i, time.Since(start))
 			}
 			if errors.Is(err, errOutOfBudget) {
 				return
@@ -833,7 +849,7 @@ func (v *ValidatingPolicies) evalOne(ctx context.Context, a *Attributes, p *comp
 		if msg == "" {
 			msg = "failed expression: " + strings.TrimSpace(prg.expr)
 		}
-		fail(msg, vd.Reason, i)
+		fail(msg, vd.Reason, i, time.Since(start))
 	}
 	for i, prg := range p.audits {
 		val, err := prg.eval(ctx, act, &budget)
