@@ -18,6 +18,7 @@ import (
 	"net"
 	"net/http"
 	"path/filepath"
+	"sort"
 	"strings"
 	"sync"
 	"testing"
@@ -596,6 +597,28 @@ subjects: [{apiGroup: rbac.authorization.k8s.io, kind: User, name: alice}]
 		wantFields(t, out, "environments."+admGroup, "[]", "[]", "[get", "list]")
 	})
 
+	t.Run("admission_metrics_as_kube_names_them", func(t *testing.T) {
+		// Both servers ran the same policies and webhooks above: every
+		// family of kube's policy and webhook admission metrics that
+		// kube-apiserver now exposes, annex exposes too, of the same type
+		// and with the same labels.
+		_, kubeMetrics := send(t, admin, http.MethodGet, kasURL+"/metrics", "", "", nil)
+		_, ourMetrics := send(t, admin, http.MethodGet, srv.URL()+"/metrics", "", "", nil)
+		prefixes := []string{"apiserver_validating_admission_policy_", "apiserver_admission_webhook_"}
+		kube, ours := metricFamilies(kubeMetrics, prefixes), metricFamilies(ourMetrics, prefixes)
+		if len(kube) == 0 {
+			t.Fatalf("kube-apiserver exposes no family named %v after the policies and webhooks ran", prefixes)
+		}
+		for name, want := range kube {
+			if got, ok := ours[name]; !ok {
+				t.Errorf("annex does not expose %s (kube: %s)", name, want)
+			} else if got != want {
+				t.Errorf("%s: annex %s, kube %s", name, got, want)
+			}
+		}
+		t.Logf("families compared: %d", len(kube))
+	})
+
 	t.Run("cluster_gone_keeps_the_last_policies", func(t *testing.T) {
 		apply(t, k, "vap-eve.yaml", `apiVersion: admissionregistration.k8s.io/v1
 kind: ValidatingAdmissionPolicy
@@ -646,6 +669,7 @@ spec: {policyName: no-eve, validationActions: [Deny]}
 
 	if t.Failed() {
 		t.Logf("annex log tail:\n%s", tail(annexLogs.String(), 6000))
+		t.Logf("kube-apiserver log tail:\n%s", tail(kasLogs.String(), 6000))
 	}
 }
 
@@ -759,4 +783,51 @@ func TestClusterAdmissionReadiness(t *testing.T) {
 			t.Errorf("a create once listed: %d %s", code, body)
 		}
 	})
+}
+
+// metricFamilies reads a Prometheus text exposition: for each family whose
+// name has one of prefixes, its type and the label names of its first
+// sample (histograms: of the _bucket series, le left out), as "type
+// {labels}".
+func metricFamilies(text string, prefixes []string) map[string]string {
+	types := map[string]string{}
+	labels := map[string]string{}
+	for _, line := range strings.Split(text, "\n") {
+		if rest, ok := strings.CutPrefix(line, "# TYPE "); ok {
+			if name, typ, ok := strings.Cut(rest, " "); ok {
+				types[name] = typ
+			}
+			continue
+		}
+		if line == "" || line[0] == '#' {
+			continue
+		}
+		series, _, _ := strings.Cut(line, " ")
+		name, lbls, _ := strings.Cut(series, "{")
+		for _, suffix := range []string{"_bucket", "_sum", "_count"} {
+			if base := strings.TrimSuffix(name, suffix); base != name && types[base] == "histogram" {
+				name = base
+			}
+		}
+		if _, seen := labels[name]; seen {
+			continue
+		}
+		var names []string
+		for _, kv := range strings.Split(strings.TrimSuffix(lbls, "}"), ",") {
+			if k, _, ok := strings.Cut(kv, "="); ok && k != "le" {
+				names = append(names, k)
+			}
+		}
+		sort.Strings(names)
+		labels[name] = strings.Join(names, ",")
+	}
+	out := map[string]string{}
+	for name, typ := range types {
+		for _, p := range prefixes {
+			if strings.HasPrefix(name, p) {
+				out[name] = typ + " {" + labels[name] + "}"
+			}
+		}
+	}
+	return out
 }
