@@ -349,3 +349,31 @@ func BenchmarkHTTPSGET(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkFloodOneLevel is the flood as annexload flood runs it against a
+// server: kube's default configuration with 3 + 1 seats, so the flooder's
+// LISTs and the bystander's GETs are two flows of one level
+// (global-default), told apart only by fair queuing.
+//
+//	go test ./flowcontrol/ -run '^$' -bench BenchmarkFloodOneLevel -benchtime 1x -v
+func BenchmarkFloodOneLevel(b *testing.B) {
+	cfg := Config{MaxRequestsInFlight: floodSeats - 1, MaxMutatingRequestsInFlight: 1,
+		ObjectCounter: ObjectCounterFunc(func(string, string) (int64, bool) { return listObjects, true })}
+	for range b.N {
+		var alone, flood floodResult
+		for _, r := range []struct {
+			name  string
+			flood bool
+			res   *floodResult
+		}{{"B alone", false, &alone}, {"B under flood", true, &flood}} {
+			srv := floodServer(b, "apf", cfg)
+			*r.res = runFlood(b, srv, r.flood, false, 4*time.Second)
+			srv.CloseClientConnections()
+			srv.Close()
+			b.Logf("%-15s B p50 %9s p99 %9s max %9s ok %d failed %d; A 200 %d 429 %d", r.name, r.res.p50.Round(10*time.Microsecond),
+				r.res.p99.Round(10*time.Microsecond), r.res.max.Round(10*time.Microsecond), r.res.bOK, r.res.bFailed, r.res.a200, r.res.a429)
+		}
+		b.ReportMetric(float64(flood.p50)/float64(alone.p50), "p50-flood/alone")
+		b.ReportMetric(float64(flood.p99)/float64(alone.p99), "p99-flood/alone")
+	}
+}
