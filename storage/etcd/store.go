@@ -214,7 +214,30 @@ func (s *Store) Create(ctx context.Context, key string, data []byte) (storage.Ob
 	if !resp.Succeeded {
 		return storage.Object{}, &storage.Error{Err: storage.ErrAlreadyExists, Key: key}
 	}
-	return written(key, prepared, meta, uint64(resp.Header.Revision))
+	rev := uint64(resp.Header.Revision)
+	if resp.Header.ClusterId == 0 && resp.Header.MemberId == 0 {
+		// kine (whose headers carry no cluster or member id; etcd's always
+		// do) answers a create of a key that existed before with its
+		// latest revision, not the create's: under concurrent writes,
+		// another write's (kine v0.17.5 logstructured.go, Create: the
+		// retry's revision lands in a shadowed variable, and
+		// adjustRevision fills in the current one). The key's
+		// create_revision is the create's own.
+		if r, ok := s.createRevision(ctx, k); ok {
+			rev = r
+		}
+	}
+	return written(key, prepared, meta, rev)
+}
+
+// createRevision reads the create revision of etcd key k; false when k is
+// gone or the read failed (then the create's answer is all there is).
+func (s *Store) createRevision(ctx context.Context, k string) (uint64, bool) {
+	resp, err := s.client.Get(ctx, k)
+	if err != nil || len(resp.Kvs) != 1 {
+		return 0, false
+	}
+	return uint64(resp.Kvs[0].CreateRevision), true
 }
 
 // written is the object a write of prepared (with meta) committed at rev.
