@@ -45,13 +45,14 @@ func startKineOn(t *testing.T, db string) string {
 
 // kineCapabilities are what the suite is told about kine on db. On
 // PostgreSQL kine's revisions are a sequence's values, and an insert that
-// fails still uses one up: kine's Create (logstructured.go) first inserts
-// as if the key were new, which the unique index on (name, prev_revision)
-// refuses for a key that ever existed, then inserts again after a deleted
-// one. The next write skips a revision (seen: a watch from 379 to 381):
-// RevisionGaps. kine's CurrentRevision is the highest id written, so a
-// failed write still moves nothing, and the suite checks that. On SQLite
-// every write advances the revision by one, and the suite checks that too.
+// fails still uses one up: two writes of one key at once both pass kine's
+// conditional insert (generic.go: the key's latest id must be the one the
+// write expects), and the unique index on (name, prev_revision) refuses the
+// second after it took its value. The next write skips a revision (seen: a
+// watch from 379 to 381): RevisionGaps. kine's CurrentRevision is the
+// highest id written, so a failed write still moves nothing, and the suite
+// checks that. On SQLite writes are serialised and every write advances the
+// revision by one, and the suite checks that too.
 func kineCapabilities(db string) storagetest.Capabilities {
 	return storagetest.Capabilities{SharedRevision: true, RevisionGaps: db == "postgres"}
 }
