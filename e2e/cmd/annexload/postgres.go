@@ -300,8 +300,9 @@ func watchOnlyPasses(ctx context.Context, pg *binaries.PostgresServer, backends 
 				return fmt.Errorf("%s: %w", b.name, err)
 			}
 			results[i] = append(results[i], []load.Result{r})
-			fmt.Fprintf(os.Stderr, "pass %d: %s: p50 %v p99 %v, %d of %d events before their ack\n", n+1, b.name,
-				r.Quantile(0.5).Round(10*time.Microsecond), r.Quantile(0.99).Round(10*time.Microsecond), r.Early, len(r.Latencies))
+			fmt.Fprintf(os.Stderr, "pass %d: %s: from the ack p50 %v p99 %v (%d of %d events before their ack); from the send p50 %v p99 %v; lost %d\n", n+1, b.name,
+				r.Quantile(0.5).Round(10*time.Microsecond), r.Quantile(0.99).Round(10*time.Microsecond), r.Early, len(r.Latencies),
+				fromSend(r, 0.5).Round(10*time.Microsecond), fromSend(r, 0.99).Round(10*time.Microsecond), r.Lost)
 		}
 	}
 	names := make([]string, len(backends))
@@ -311,19 +312,36 @@ func watchOnlyPasses(ctx context.Context, pg *binaries.PostgresServer, backends 
 	}
 	load.Table(os.Stdout, names, medians)
 	load.Spread(os.Stdout, names, results)
-	fmt.Println("p99 ratios, each pass:")
-	for i := range backends {
-		for j := i + 1; j < len(backends); j++ {
-			cells := make([]string, passes)
-			for n := range passes {
-				a, b := results[i][n][0].Quantile(0.99), results[j][n][0].Quantile(0.99)
-				cells[n] = "—"
-				if b > 0 {
-					cells[n] = fmt.Sprintf("%.2f", float64(a)/float64(b))
+	for _, m := range []struct {
+		label string
+		of    func(load.Result) time.Duration
+	}{
+		{"p99 from the ack", func(r load.Result) time.Duration { return r.Quantile(0.99) }},
+		{"p99 from the send", func(r load.Result) time.Duration { return fromSend(r, 0.99) }},
+		{"p50 from the send", func(r load.Result) time.Duration { return fromSend(r, 0.5) }},
+	} {
+		fmt.Printf("%s, ratios of each pass:\n", m.label)
+		for i := range backends {
+			for j := i + 1; j < len(backends); j++ {
+				cells := make([]string, passes)
+				for n := range passes {
+					a, b := m.of(results[i][n][0]), m.of(results[j][n][0])
+					cells[n] = "—"
+					if b > 0 {
+						cells[n] = fmt.Sprintf("%.2f", float64(a)/float64(b))
+					}
 				}
+				fmt.Printf("  %s ÷ %s: %s\n", backends[i].name, backends[j].name, strings.Join(cells, " | "))
 			}
-			fmt.Printf("  %s ÷ %s: %s\n", backends[i].name, backends[j].name, strings.Join(cells, " | "))
 		}
 	}
 	return nil
+}
+
+// fromSend is the q quantile of r's watch latencies counted from the send.
+func fromSend(r load.Result, q float64) time.Duration {
+	if len(r.FromSend) == 0 {
+		return 0
+	}
+	return r.FromSend[min(len(r.FromSend)-1, int(q*float64(len(r.FromSend))))]
 }

@@ -62,6 +62,11 @@ type Result struct {
 	// Early are the watch events delivered before their write's
 	// acknowledgement reached the writer.
 	Early int
+	// FromSend are the latencies of the same watch events from the moment
+	// their write was sent, sorted: Latencies favour a backend whose
+	// acknowledgement is slow (its events are early more often), these do
+	// not.
+	FromSend []time.Duration
 	// Lost are watch events never delivered.
 	Lost int
 	// OpLatencies are the durations of the operations, sorted.
@@ -283,10 +288,11 @@ func (t Target) watch(ctx context.Context, writer Target, watchers, perConn int,
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	var acks sync.Map // name -> time.Time
+	var acks sync.Map  // name -> time.Time
+	var sends sync.Map // name -> time.Time
 	prefix := fmt.Sprintf("watch-%d", time.Now().UnixNano())
 	var mu sync.Mutex
-	var lat []time.Duration
+	var lat, fromSend []time.Duration
 	var early []string // names of events delivered before their ack
 	var delivered atomic.Int64
 	// Watch from the collection's current resourceVersion: only the
@@ -339,7 +345,11 @@ func (t Target) watch(ctx context.Context, writer Target, watchers, perConn int,
 				}
 				delivered.Add(1)
 				at, ok := acks.Load(ev.Object.Metadata.Name)
+				sent, _ := sends.Load(ev.Object.Metadata.Name)
 				mu.Lock()
+				if sent != nil {
+					fromSend = append(fromSend, now.Sub(sent.(time.Time)))
+				}
 				if ok {
 					lat = append(lat, max(now.Sub(at.(time.Time)), 0))
 				} else {
@@ -366,6 +376,7 @@ func (t Target) watch(ctx context.Context, writer Target, watchers, perConn int,
 	for i := range n {
 		time.Sleep(time.Until(start.Add(time.Duration(float64(i) / rate * float64(time.Second)))))
 		name := fmt.Sprintf("%s-%d", prefix, i)
+		sends.Store(name, time.Now())
 		code, _, err := do(wc, "POST", writer.Collection, writer.Object(name))
 		if err != nil || code != 201 {
 			errs++
@@ -390,12 +401,13 @@ func (t Target) watch(ctx context.Context, writer Target, watchers, perConn int,
 		}
 	}
 	slices.Sort(lat)
+	slices.Sort(fromSend)
 	name := fmt.Sprintf("%s: %d watchers, %.0f writes/s", label, watchers, rate)
 	if perConn > 1 {
 		name = fmt.Sprintf("%s: %d watchers, %d per connection, %.0f writes/s", label, watchers, perConn, rate)
 	}
 	return Result{Scenario: name, Ops: int(delivered.Load()), Errors: errs, Elapsed: elapsed, CPU: t.cpu() - cpu0,
-		Latencies: lat, Early: len(early), Lost: int(expected - delivered.Load()), RssAnon: rssAnon}
+		Latencies: lat, Early: len(early), FromSend: fromSend, Lost: int(expected - delivered.Load()), RssAnon: rssAnon}
 }
 
 // cpu is the CPU time the target's processes have used (user + system,
