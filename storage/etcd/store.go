@@ -6,7 +6,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
 	"sync/atomic"
 	"time"
 
@@ -122,7 +121,7 @@ func (s *Store) decodeStale(ctx context.Context, key string, stored []byte, rev 
 // metadata.
 func finalObject(key string, data []byte, rev uint64) (storage.Object, error) {
 	start, end, ok := backend.ResourceVersionIndex(data)
-	out, err := withRevision(data, start, end, ok, rev)
+	out, err := backend.SpliceResourceVersionAt(data, start, end, ok, rev)
 	if err != nil {
 		return storage.Object{}, withKey(err, key)
 	}
@@ -131,20 +130,6 @@ func finalObject(key string, data []byte, rev uint64) (storage.Object, error) {
 		return storage.Object{}, &storage.Error{Err: storage.ErrInvalidObject, Key: key, Msg: "stored object: " + err.Error()}
 	}
 	return storage.Object{Key: key, ResourceVersion: rev, Data: out, Meta: m}, nil
-}
-
-// withRevision returns data with its resource version set to rev, splicing
-// the digits in at [start, end) when ok.
-func withRevision(data []byte, start, end int, ok bool, rev uint64) ([]byte, error) {
-	if !ok {
-		return backend.SetResourceVersion(data, rev)
-	}
-	out := make([]byte, 0, len(data)-(end-start)+22)
-	out = append(out, data[:start]...)
-	out = append(out, '"')
-	out = strconv.AppendUint(out, rev, 10)
-	out = append(out, '"')
-	return append(out, data[end:]...), nil
 }
 
 func withKey(err error, key string) error {
@@ -243,7 +228,7 @@ func (s *Store) createRevision(ctx context.Context, k string) (uint64, bool) {
 // written is the object a write of prepared (with meta) committed at rev.
 func written(key string, prepared []byte, meta storage.Meta, rev uint64) (storage.Object, error) {
 	start, end, ok := backend.ResourceVersionIndex(prepared)
-	out, err := withRevision(prepared, start, end, ok, rev)
+	out, err := backend.SpliceResourceVersionAt(prepared, start, end, ok, rev)
 	if err != nil {
 		return storage.Object{}, withKey(err, key)
 	}

@@ -173,17 +173,7 @@ func (m *deleteLaterRevision) Delete(ctx context.Context, k string, opts storage
 	if err != nil {
 		return o, err
 	}
-	return withRevision(o, o.ResourceVersion+1)
-}
-
-// withRevision is o at revision rev, in Data and Meta too.
-func withRevision(o storage.Object, rev uint64) (storage.Object, error) {
-	data, err := backend.SetResourceVersion(o.Data, rev)
-	if err != nil {
-		return o, err
-	}
-	o.Data, o.ResourceVersion, o.Meta.ResourceVersion = data, rev, storage.FormatResourceVersion(rev)
-	return o, nil
+	return backend.AtRevision(k, &o, o.ResourceVersion+1)
 }
 
 // burnKey is a key outside every prefix the suite reads: a write to it
