@@ -24,7 +24,14 @@ var kineDatabases = []string{"sqlite", "postgres"}
 // client URL. kine keeps its last 1,000 revisions through any compaction
 // by default; --compact-min-retain=0 lets annex's Compact compact where it
 // asks, as on etcd (kine's own periodic compaction is off by default, so
-// the client's compaction is the one that runs).
+// the client's compaction is the one that runs). The price, on PostgreSQL:
+// kine's watch polls the table in revision order and waits up to a second
+// at a revision gap, and a compaction at the latest revision meanwhile
+// deletes tombstones it has not read; it then fills their revisions as gaps
+// and the DELETE events are lost. Seen once (the watch cache over kine kept
+// a deleted object: watch/from_zero_after_compaction) in 20 suite runs on
+// 2026-11-28 and in none of the 100 runs after them; kine's default
+// retention of 1,000 revisions keeps it from happening.
 func startKineOn(t *testing.T, db string) string {
 	t.Helper()
 	var endpoint string
@@ -52,7 +59,10 @@ func startKineOn(t *testing.T, db string) string {
 // watch from 379 to 381): RevisionGaps. kine's CurrentRevision is the
 // highest id written, so a failed write still moves nothing, and the suite
 // checks that. On SQLite writes are serialised and every write advances the
-// revision by one, and the suite checks that too.
+// revision by one, and the suite checks that too. (With the gaps allowed,
+// the suite found that kine answers a create of a key that existed before
+// with a revision not the create's under concurrent writes, in 8 of 40
+// runs: storage/etcd's Create reads the revision back from kine.)
 func kineCapabilities(db string) storagetest.Capabilities {
 	return storagetest.Capabilities{SharedRevision: true, RevisionGaps: db == "postgres"}
 }
