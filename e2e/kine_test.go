@@ -1,7 +1,7 @@
 // This file runs annex's etcd backend on kine (etcd's API over SQL, as k3s
 // runs it), built from the Go module proxy at its latest release, over SQLite
-// and over PostgreSQL: the storage suite, the watch cache over it, and the
-// client cases (kubectl, informers, the example's two replicas with
+// and over PostgreSQL: the storage suite and the property test, on the
+// store and on the watch cache over it, and the client cases (kubectl, informers, the example's two replicas with
 // --etcd-servers pointed at kine).
 
 package e2e
@@ -103,6 +103,24 @@ func TestKineClients(t *testing.T) {
 			t.Run("kubectl", func(t *testing.T) { testKubectl(t, start(t)) })
 			t.Run("informers", func(t *testing.T) { testInformers(t, start) })
 			t.Run("example_two_replicas", func(t *testing.T) { testEnvironmentsExampleOn(t, url) })
+		})
+	}
+}
+
+func TestKineProperty(t *testing.T) {
+	for _, db := range kineDatabases {
+		t.Run(db, func(t *testing.T) {
+			p := &suiteStores{client: clientOf(t, startKineOn(t, db))}
+			storagetest.RunProperty(t, p.newStore, kineCapabilities(db))
+		})
+	}
+}
+
+func TestCacherOverKineProperty(t *testing.T) {
+	for _, db := range kineDatabases {
+		t.Run(db, func(t *testing.T) {
+			p := &suiteStores{client: clientOf(t, startKineOn(t, db)), cacher: true}
+			storagetest.RunProperty(t, p.newStore, kineCapabilities(db))
 		})
 	}
 }
