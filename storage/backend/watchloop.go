@@ -27,10 +27,10 @@ type WatchLoop struct {
 	Quit <-chan struct{}
 	// Out is the watch's channel; Run closes it when it returns.
 	Out chan storage.Event
-	// ClosedErr returns the error of a closed store, or nil while the
-	// store is open: when the store closes under a reading consumer, Run
-	// tells it why the watch ends (best effort).
-	ClosedErr func() error
+	// Closed reports whether the store is closed: when it closes under a
+	// reading consumer, Run tells it why the watch ends (an ERROR event
+	// with storage.ErrClosed, best effort).
+	Closed func() bool
 	// State returns the revision published to watchers, a channel closed
 	// when it advances, and a channel closed at the next progress
 	// notification (storage.ProgressRequester).
@@ -73,9 +73,9 @@ func (l *WatchLoop) Fail(err error) {
 func (l *WatchLoop) Run(last uint64, initial []storage.Object, start func() error, progress <-chan struct{}) {
 	defer close(l.Out)
 	defer func() {
-		if err := l.ClosedErr(); err != nil && l.Ctx.Err() == nil {
+		if l.Closed() && l.Ctx.Err() == nil {
 			select {
-			case l.Out <- storage.Event{Type: storage.EventError, Err: err}:
+			case l.Out <- storage.Event{Type: storage.EventError, Err: &storage.Error{Err: storage.ErrClosed}}:
 			default:
 			}
 		}

@@ -131,16 +131,14 @@ func (w *watcher) run() {
 	defer w.s.watchers.Done()
 	defer w.cancel()
 	l := &backend.WatchLoop{
-		Ctx: w.ctx, Quit: w.s.quit, Out: w.out,
-		ClosedErr: func() error {
-			if w.s.isClosed() {
-				return errClosed()
-			}
-			return nil
-		},
-		State:          w.s.hub.state,
-		Read:           w.readEvents,
-		ProgressNotify: w.progress, ProgressInterval: w.s.opts.ProgressInterval,
+		Ctx:              w.ctx,
+		Quit:             w.s.quit,
+		Out:              w.out,
+		Closed:           w.s.isClosed,
+		State:            w.s.hub.state,
+		Read:             w.readEvents,
+		ProgressNotify:   w.progress,
+		ProgressInterval: w.s.opts.ProgressInterval,
 	}
 	var start func() error
 	if !w.initial {

@@ -423,16 +423,14 @@ func (w *watcher) run() {
 	defer w.s.running.Done()
 	defer w.cancel()
 	l := &backend.WatchLoop{
-		Ctx: w.ctx, Quit: w.s.quit, Out: w.out,
-		ClosedErr: func() error {
-			if w.s.isClosed() {
-				return errClosed()
-			}
-			return nil
-		},
-		State:          func() (uint64, <-chan struct{}, <-chan struct{}) { return w.s.feed.state() },
-		Read:           w.read,
-		ProgressNotify: w.progress, ProgressInterval: w.s.opts.ProgressInterval,
+		Ctx:              w.ctx,
+		Quit:             w.s.quit,
+		Out:              w.out,
+		Closed:           w.s.isClosed,
+		State:            w.s.feed.state,
+		Read:             w.read,
+		ProgressNotify:   w.progress,
+		ProgressInterval: w.s.opts.ProgressInterval,
 	}
 	initial := w.initial
 	w.initial = nil
