@@ -9,7 +9,6 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -18,7 +17,6 @@ import (
 
 	"github.com/annexapi/annex/e2e/internal/binaries"
 	"github.com/annexapi/annex/storage"
-	"github.com/annexapi/annex/storage/bbolt"
 	"github.com/annexapi/annex/storage/etcd"
 	"github.com/annexapi/annex/storage/postgres"
 	"github.com/annexapi/annex/watch"
@@ -53,14 +51,7 @@ func BenchmarkWatchDelivery(b *testing.B) {
 		name string
 		open func(b *testing.B) storage.Interface
 	}{
-		{"bbolt", func(b *testing.B) storage.Interface {
-			s, err := bbolt.Open(filepath.Join(b.TempDir(), "db"), bbolt.Options{UnsafeNoSync: true, CompactionInterval: -1})
-			if err != nil {
-				b.Fatal(err)
-			}
-			b.Cleanup(func() { s.Close() })
-			return s
-		}},
+		{"bbolt", benchBbolt},
 		{"postgres", func(b *testing.B) storage.Interface {
 			n++
 			s, err := postgres.Config{DSN: nativeDSN}.Open(context.Background(), postgres.Options{Table: fmt.Sprintf("bench%d", n), CompactionInterval: -1})
