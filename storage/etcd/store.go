@@ -207,7 +207,9 @@ func (s *Store) Create(ctx context.Context, key string, data []byte) (storage.Ob
 		// another write's (kine v0.17.5 logstructured.go, Create: the
 		// retry's revision lands in a shadowed variable, and
 		// adjustRevision fills in the current one). The key's
-		// create_revision is the create's own.
+		// create_revision is the create's own. The price is a read per
+		// create on kine (p50 0.67–0.79 ms → 1.12–1.18 ms for a lone
+		// create on kine over PostgreSQL, BenchmarkWatchDelivery).
 		if r, ok := s.createRevision(ctx, k); ok {
 			rev = r
 		}
