@@ -63,6 +63,16 @@ func benchServer(b *testing.B, st storage.Interface) dynamic.ResourceInterface {
 	}
 }
 
+// benchBbolt opens a bbolt store without fsync, closed when b ends.
+func benchBbolt(b *testing.B) storage.Interface {
+	s, err := bbolt.Open(filepath.Join(b.TempDir(), "db"), bbolt.Options{UnsafeNoSync: true, CompactionInterval: -1})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { s.Close() })
+	return s
+}
+
 // BenchmarkBackends measures create, get, list (100 objects) and update
 // through the server, on bbolt and on a single-node etcd on loopback (both
 // without fsync: etcd runs with --unsafe-no-fsync, bbolt with
@@ -75,14 +85,7 @@ func BenchmarkBackends(b *testing.B) {
 		name string
 		open func(b *testing.B) storage.Interface
 	}{
-		{"bbolt", func(b *testing.B) storage.Interface {
-			s, err := bbolt.Open(filepath.Join(b.TempDir(), "db"), bbolt.Options{UnsafeNoSync: true, CompactionInterval: -1})
-			if err != nil {
-				b.Fatal(err)
-			}
-			b.Cleanup(func() { s.Close() })
-			return s
-		}},
+		{"bbolt", benchBbolt},
 		{"etcd", func(b *testing.B) storage.Interface {
 			s, err := etcd.Config{Servers: []string{url}, Prefix: fmt.Sprintf("/bench-%d", time.Now().UnixNano())}.Open(etcd.Options{CompactionInterval: -1})
 			if err != nil {

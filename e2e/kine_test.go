@@ -1,14 +1,13 @@
 // This file runs annex's etcd backend on kine (etcd's API over SQL, as k3s
 // runs it), built from the Go module proxy at its latest release, over SQLite
-// and over PostgreSQL: the storage suite, the watch cache over it, and the
-// client cases (kubectl, informers, the example's two replicas with
+// and over PostgreSQL: the storage suite and the property test, on the
+// store and on the watch cache over it, and the client cases (kubectl, informers, the example's two replicas with
 // --etcd-servers pointed at kine).
 
 package e2e
 
 import (
 	"fmt"
-	"os"
 	"path/filepath"
 	"sync/atomic"
 	"testing"
@@ -25,7 +24,14 @@ var kineDatabases = []string{"sqlite", "postgres"}
 // client URL. kine keeps its last 1,000 revisions through any compaction
 // by default; --compact-min-retain=0 lets annex's Compact compact where it
 // asks, as on etcd (kine's own periodic compaction is off by default, so
-// the client's compaction is the one that runs).
+// the client's compaction is the one that runs). The price, on PostgreSQL:
+// kine's watch polls the table in revision order and waits up to a second
+// at a revision gap, and a compaction at the latest revision meanwhile
+// deletes tombstones it has not read; it then fills their revisions as gaps
+// and the DELETE events are lost. Seen once (the watch cache over kine kept
+// a deleted object: watch/from_zero_after_compaction) in 20 suite runs on
+// 2026-11-28 and in none of the 100 runs after them; kine's default
+// retention of 1,000 revisions keeps it from happening.
 func startKineOn(t *testing.T, db string) string {
 	t.Helper()
 	var endpoint string
@@ -44,26 +50,28 @@ func startKineOn(t *testing.T, db string) string {
 	return binaries.StartKine(t, endpoint, "--compact-min-retain=0").ClientURL
 }
 
-// kineSuiteOn skips the suite on kine over PostgreSQL unless
-// ANNEX_KINE_POSTGRES_SUITE is set: there kine leaves revision gaps (an
-// insert that fails, as kine's create of a key deleted before first does,
-// uses up a sequence value), so the suite's checks that each write advances
-// the revision by one, and that a watch sees consecutive revisions, fail in
-// about half the runs (seen: a watch from 379 to 381; a key's revision
-// moving from 34, its create's, to 35 with no write). The client cases run
-// on it always.
-func kineSuiteOn(t *testing.T, db string) {
-	if db == "postgres" && os.Getenv("ANNEX_KINE_POSTGRES_SUITE") == "" {
-		t.Skip("kine on PostgreSQL leaves revision gaps that fail the suite's consecutive-revision checks in about half the runs; ANNEX_KINE_POSTGRES_SUITE=1 runs it")
-	}
+// kineCapabilities are what the suite is told about kine on db. On
+// PostgreSQL kine's revisions are a sequence's values, and an insert that
+// fails still uses one up: two writes of one key at once both pass kine's
+// conditional insert (generic.go: the key's latest id must be the one the
+// write expects), and the unique index on (name, prev_revision) refuses the
+// second after it took its value. The next write skips a revision (seen: a
+// watch from 379 to 381): RevisionGaps. kine's CurrentRevision is the
+// highest id written, so a failed write still moves nothing, and the suite
+// checks that. On SQLite writes are serialised and every write advances the
+// revision by one, and the suite checks that too. (With the gaps allowed,
+// the suite found that kine answers a create of a key that existed before
+// with a revision not the create's under concurrent writes, in 8 of 40
+// runs: storage/etcd's Create reads the revision back from kine.)
+func kineCapabilities(db string) storagetest.Capabilities {
+	return storagetest.Capabilities{SharedRevision: true, RevisionGaps: db == "postgres"}
 }
 
 func TestKineConformance(t *testing.T) {
 	for _, db := range kineDatabases {
 		t.Run(db, func(t *testing.T) {
-			kineSuiteOn(t, db)
 			p := &suiteStores{client: clientOf(t, startKineOn(t, db))}
-			storagetest.Run(t, p.newStore, storagetest.Capabilities{SharedRevision: true})
+			storagetest.Run(t, p.newStore, kineCapabilities(db))
 		})
 	}
 }
@@ -71,9 +79,8 @@ func TestKineConformance(t *testing.T) {
 func TestCacherOverKineConformance(t *testing.T) {
 	for _, db := range kineDatabases {
 		t.Run(db, func(t *testing.T) {
-			kineSuiteOn(t, db)
 			p := &suiteStores{client: clientOf(t, startKineOn(t, db)), cacher: true}
-			storagetest.Run(t, p.newStore, storagetest.Capabilities{SharedRevision: true})
+			storagetest.Run(t, p.newStore, kineCapabilities(db))
 		})
 	}
 }
@@ -96,6 +103,24 @@ func TestKineClients(t *testing.T) {
 			t.Run("kubectl", func(t *testing.T) { testKubectl(t, start(t)) })
 			t.Run("informers", func(t *testing.T) { testInformers(t, start) })
 			t.Run("example_two_replicas", func(t *testing.T) { testEnvironmentsExampleOn(t, url) })
+		})
+	}
+}
+
+func TestKineProperty(t *testing.T) {
+	for _, db := range kineDatabases {
+		t.Run(db, func(t *testing.T) {
+			p := &suiteStores{client: clientOf(t, startKineOn(t, db))}
+			storagetest.RunProperty(t, p.newStore, kineCapabilities(db))
+		})
+	}
+}
+
+func TestCacherOverKineProperty(t *testing.T) {
+	for _, db := range kineDatabases {
+		t.Run(db, func(t *testing.T) {
+			p := &suiteStores{client: clientOf(t, startKineOn(t, db)), cacher: true}
+			storagetest.RunProperty(t, p.newStore, kineCapabilities(db))
 		})
 	}
 }

@@ -14,14 +14,23 @@
 // ([CheckPreconditions]), retry on conflict, and apply Kubernetes' rules for
 // a possibly stale cached state (storage.UpdateOptions.Cached).
 //
+// # Watchers
+//
+// [WatchLoop] is the goroutine of a backend's watcher: it sends the initial
+// state, then follows the revision the store publishes and reads the
+// watch's events behind it (the backend's WatchLoop.Read), with bookmarks,
+// until the watch or the store ends; a consumer that does not read blocks
+// only its own loop. [WatchEvent] turns a write into the event a watch with
+// a predicate sees of it, and [AtRevision] is the object of a deletion.
+//
 // # Object bytes
 //
 // [PrepareCreate] and [PrepareUpdate] turn the bytes a caller passed into the
 // final bytes a backend stores: compact JSON with metadata.resourceVersion
 // (and, on create, uid and creationTimestamp) set, editing the metadata
 // members in place without decoding the rest of the object.
-// [SetResourceVersion] and [ResourceVersionIndex] let a backend splice a
-// revision into stored bytes on every read; [DecodeMeta] parses the metadata
+// [SetResourceVersion], [SpliceResourceVersion] and [ResourceVersionIndex]
+// let a backend splice a revision into stored bytes on every read; [DecodeMeta] parses the metadata
 // of bytes this package produced.
 //
 // # Options, revisions and continue tokens

@@ -52,6 +52,31 @@ func SetResourceVersion(data []byte, rev uint64) ([]byte, error) {
 	return editMeta(data, rev, "", "", false)
 }
 
+// SpliceResourceVersion returns data with metadata.resourceVersion set to
+// rev: where data holds the member already (bytes a backend stored), only
+// its value is replaced, the rest copied as it is; otherwise as
+// SetResourceVersion.
+func SpliceResourceVersion(data []byte, rev uint64) ([]byte, error) {
+	start, end, ok := ResourceVersionIndex(data)
+	return SpliceResourceVersionAt(data, start, end, ok, rev)
+}
+
+// SpliceResourceVersionAt is SpliceResourceVersion with data's
+// ResourceVersionIndex known already: the value goes in at [start, end)
+// when ok. The result is a copy: it never shares data's memory (bbolt
+// splices values it may not keep after its transaction).
+func SpliceResourceVersionAt(data []byte, start, end int, ok bool, rev uint64) ([]byte, error) {
+	if !ok {
+		return SetResourceVersion(data, rev)
+	}
+	out := make([]byte, 0, len(data)-(end-start)+22)
+	out = append(out, data[:start]...)
+	out = append(out, '"')
+	out = strconv.AppendUint(out, rev, 10)
+	out = append(out, '"')
+	return append(out, data[end:]...), nil
+}
+
 // DecodeMeta parses the metadata of an object's JSON as storage.ParseMeta
 // does, but decodes only the metadata member. It is meant for bytes this
 // package produced (which are valid JSON): it does not validate the rest of

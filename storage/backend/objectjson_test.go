@@ -83,6 +83,29 @@ func TestSetResourceVersion(t *testing.T) {
 	}
 }
 
+func TestSpliceResourceVersion(t *testing.T) {
+	cases := []struct {
+		name, in, want string
+	}{
+		{name: "replace_in_place", in: `{"metadata":{"name":"a","resourceVersion":"3"}, "spec" : {}}`, want: `{"metadata":{"name":"a","resourceVersion":"12"}, "spec" : {}}`},
+		{name: "add_when_missing", in: `{"metadata":{"name":"a"}}`, want: `{"metadata":{"name":"a","resourceVersion":"12"}}`},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			out, err := SpliceResourceVersion([]byte(tc.in), 12)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if string(out) != tc.want {
+				t.Fatalf("got  %s\nwant %s", out, tc.want)
+			}
+		})
+	}
+	if _, err := SpliceResourceVersion([]byte(`[]`), 12); !errors.Is(err, storage.ErrInvalidObject) {
+		t.Fatalf("array: err = %v", err)
+	}
+}
+
 func TestDecodeMeta(t *testing.T) {
 	m, err := DecodeMeta([]byte(` {"spec":{"metadata":{"name":"no"}}, "metadata" : {"name":"a","namespace":"ns","labels":{"k":"v"}}}`))
 	if err != nil {

@@ -12,7 +12,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
 	"sync/atomic"
 	"syscall"
 
@@ -274,13 +273,13 @@ func apply(tr value.Transformer, objs, evs *bolt.Bucket, op *writeOp, rev *uint6
 			return writeResult{err: verr}, nil
 		}
 		start, end, ok := backend.ResourceVersionIndex(old)
-		// withRevision copies old out of the transaction.
-		if data, err = withRevision(old, start, end, ok, next); err == nil {
+		// The splice copies old out of the transaction.
+		if data, err = backend.SpliceResourceVersionAt(old, start, end, ok, next); err == nil {
 			meta, err = backend.DecodeMeta(data)
 		}
 		ent = encodeEntry(entryDelete, op.key, curRev, nil)
 	} else {
-		data, err = withRevision(op.data, op.rvStart, op.rvEnd, op.rvOK, next)
+		data, err = backend.SpliceResourceVersionAt(op.data, op.rvStart, op.rvEnd, op.rvOK, next)
 		meta = op.meta
 		meta.ResourceVersion = storage.FormatResourceVersion(next)
 		if err == nil {
@@ -306,19 +305,4 @@ func apply(tr value.Transformer, objs, evs *bolt.Bucket, op *writeOp, rev *uint6
 	}
 	*rev = next
 	return writeResult{obj: storage.Object{Key: op.key, ResourceVersion: next, Data: data, Meta: meta}}, nil
-}
-
-// withRevision returns data with its resource version set to rev, splicing
-// the digits in at [start, end) when ok, which is the common case and costs
-// one copy.
-func withRevision(data []byte, start, end int, ok bool, rev uint64) ([]byte, error) {
-	if !ok {
-		return backend.SetResourceVersion(data, rev)
-	}
-	out := make([]byte, 0, len(data)-(end-start)+22)
-	out = append(out, data[:start]...)
-	out = append(out, '"')
-	out = strconv.AppendUint(out, rev, 10)
-	out = append(out, '"')
-	return append(out, data[end:]...), nil
 }

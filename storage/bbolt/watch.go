@@ -11,7 +11,6 @@ import (
 	"bytes"
 	"context"
 	"sync"
-	"time"
 
 	bolt "go.etcd.io/bbolt"
 
@@ -128,95 +127,26 @@ func (w *watcher) matchesKey(key []byte) bool {
 	return string(key) == w.key
 }
 
-// send delivers e unless the watch or the store ends first.
-func (w *watcher) send(e storage.Event) bool {
-	select {
-	case w.out <- e:
-		return true
-	case <-w.ctx.Done():
-		return false
-	case <-w.s.quit:
-		return false
-	}
-}
-
-func (w *watcher) fail(err error) {
-	select {
-	case w.out <- storage.Event{Type: storage.EventError, Err: err}:
-	case <-w.ctx.Done():
-	case <-w.s.quit:
-	}
-}
-
 func (w *watcher) run() {
 	defer w.s.watchers.Done()
-	defer close(w.out)
 	defer w.cancel()
-	defer func() {
-		if w.s.isClosed() && w.ctx.Err() == nil {
-			// Best effort: tell a reading consumer why the watch ends.
-			select {
-			case w.out <- storage.Event{Type: storage.EventError, Err: errClosed()}:
-			default:
-			}
-		}
-	}()
-
-	last := w.start
-	if w.initial {
-		for _, o := range w.state {
-			if !w.send(storage.Event{Type: storage.EventAdded, Object: o}) {
-				return
-			}
-		}
-		w.state = nil
-	} else if err := w.checkStart(); err != nil {
-		w.fail(err)
-		return
+	l := &backend.WatchLoop{
+		Ctx:              w.ctx,
+		Quit:             w.s.quit,
+		Out:              w.out,
+		Closed:           w.s.isClosed,
+		State:            w.s.hub.state,
+		Read:             w.readEvents,
+		ProgressNotify:   w.progress,
+		ProgressInterval: w.s.opts.ProgressInterval,
 	}
-
-	var tick <-chan time.Time
-	if w.progress {
-		t := time.NewTicker(w.s.opts.ProgressInterval)
-		defer t.Stop()
-		tick = t.C
+	var start func() error
+	if !w.initial {
+		start = w.checkStart
 	}
-	wantBookmark := false
-	for {
-		rev, changed, _ := w.s.hub.state()
-		if last < rev {
-			evs, upTo, err := w.readEvents(last, rev)
-			if err != nil {
-				w.fail(err)
-				return
-			}
-			for _, e := range evs {
-				if !w.send(e) {
-					return
-				}
-			}
-			last = upTo
-			continue
-		}
-		if wantBookmark {
-			wantBookmark = false
-			if !w.send(storage.Event{Type: storage.EventBookmark, Object: storage.Object{ResourceVersion: last}}) {
-				return
-			}
-		}
-		select {
-		case <-changed:
-		case <-w.progressCh:
-			_, _, w.progressCh = w.s.hub.state()
-			wantBookmark = w.progress
-		case <-tick:
-			wantBookmark = true
-		case <-w.ctx.Done():
-			return
-		case <-w.s.quit:
-			return
-		}
-	}
+	state := w.state
+	w.state = nil
+	l.Run(w.start, state, start, w.progressCh)
 }
 
 // checkStart fails a watch from a compacted revision.
@@ -308,9 +238,9 @@ func (w *watcher) readEvents(last, rev uint64) ([]storage.Event, uint64, error) 
 	return evs, upTo, err
 }
 
-// translate turns a log entry into the event this watch sees, applying the
-// predicate to the old and new states as Kubernetes does. The previous state
-// is read from the log: compaction keeps it while this entry is retained.
+// translate turns a log entry into the event this watch sees (see
+// backend.WatchEvent). The previous state is read from the log: compaction
+// keeps it while this entry is retained.
 func (w *watcher) translate(log *bolt.Cursor, rev uint64, ent entry) (storage.Event, bool, error) {
 	key := string(ent.key)
 	var prev *storage.Object
@@ -322,14 +252,7 @@ func (w *watcher) translate(log *bolt.Cursor, rev uint64, ent entry) (storage.Ev
 		prev = &p
 	}
 	if ent.kind == entryDelete {
-		if prev == nil || (w.pred != nil && !w.pred.Matches(prev)) {
-			return storage.Event{}, false, nil
-		}
-		gone, err := deletedAt(key, prev, rev)
-		if err != nil {
-			return storage.Event{}, false, err
-		}
-		return storage.Event{Type: storage.EventDeleted, Object: gone, Prev: prev}, true, nil
+		return backend.WatchEvent(w.pred, key, rev, nil, prev)
 	}
 	plain, err := fromStorage(w.s.opts.Transformer, key, ent.value)
 	if err != nil {
@@ -339,34 +262,5 @@ func (w *watcher) translate(log *bolt.Cursor, rev uint64, ent entry) (storage.Ev
 	if err != nil {
 		return storage.Event{}, false, err
 	}
-	newM := w.pred == nil || w.pred.Matches(&o)
-	oldM := prev != nil && (w.pred == nil || w.pred.Matches(prev))
-	switch {
-	case newM && oldM:
-		return storage.Event{Type: storage.EventModified, Object: o, Prev: prev}, true, nil
-	case newM:
-		return storage.Event{Type: storage.EventAdded, Object: o}, true, nil
-	case oldM:
-		// The object left the selection: DELETED with its previous state
-		// at this event's revision.
-		gone, err := deletedAt(key, prev, rev)
-		if err != nil {
-			return storage.Event{}, false, err
-		}
-		return storage.Event{Type: storage.EventDeleted, Object: gone, Prev: prev}, true, nil
-	}
-	return storage.Event{}, false, nil
-}
-
-// deletedAt is prev with its resource version set to rev: the object of a
-// DELETED event at rev.
-func deletedAt(key string, prev *storage.Object, rev uint64) (storage.Object, error) {
-	start, end, ok := backend.ResourceVersionIndex(prev.Data)
-	data, err := withRevision(prev.Data, start, end, ok, rev)
-	if err != nil {
-		return storage.Object{}, err
-	}
-	m := prev.Meta
-	m.ResourceVersion = storage.FormatResourceVersion(rev)
-	return storage.Object{Key: key, ResourceVersion: rev, Data: data, Meta: m}, nil
+	return backend.WatchEvent(w.pred, key, rev, &o, prev)
 }

@@ -258,7 +258,7 @@ func (w *watcher) translate(ev *clientv3.Event) (storage.Event, bool, error) {
 // DELETED event at rev.
 func deletedAt(key string, prev *storage.Object, rev uint64) (storage.Object, error) {
 	start, end, ok := backend.ResourceVersionIndex(prev.Data)
-	data, err := withRevision(prev.Data, start, end, ok, rev)
+	data, err := backend.SpliceResourceVersionAt(prev.Data, start, end, ok, rev)
 	if err != nil {
 		return storage.Object{}, withKey(err, key)
 	}

@@ -34,6 +34,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/annexapi/annex/storage"
+	"github.com/annexapi/annex/storage/backend"
 )
 
 const (
@@ -250,7 +251,7 @@ func (s *Store) commitOnce(ctx context.Context, ps []*pending) ([]result, error)
 		cur, exists := state[w.key]
 		switch w.kind {
 		case opPut:
-			final, err := spliceRevision(w.data, uint64(r))
+			final, err := backend.SpliceResourceVersion(w.data, uint64(r))
 			if err != nil {
 				rs[i].err = withKey(err, w.key)
 				continue
@@ -285,7 +286,7 @@ func (s *Store) commitOnce(ctx context.Context, ps []*pending) ([]result, error)
 				rs[i].conflict = true
 				continue
 			}
-			out, err := objectAtRevision(w.key, &w.last, uint64(r))
+			out, err := backend.AtRevision(w.key, &w.last, uint64(r))
 			if err != nil {
 				rs[i].err = err
 				continue

@@ -18,32 +18,6 @@ import (
 	"github.com/annexapi/annex/storage/backend"
 )
 
-// spliceRevision returns data with its resource version set to rev.
-func spliceRevision(data []byte, rev uint64) ([]byte, error) {
-	start, end, ok := backend.ResourceVersionIndex(data)
-	if !ok {
-		return backend.SetResourceVersion(data, rev)
-	}
-	out := make([]byte, 0, len(data)-(end-start)+22)
-	out = append(out, data[:start]...)
-	out = append(out, '"')
-	out = strconv.AppendUint(out, rev, 10)
-	out = append(out, '"')
-	return append(out, data[end:]...), nil
-}
-
-// objectAtRevision is o with its resource version set to rev: the object of
-// a deletion at rev.
-func objectAtRevision(key string, o *storage.Object, rev uint64) (storage.Object, error) {
-	data, err := spliceRevision(o.Data, rev)
-	if err != nil {
-		return storage.Object{}, withKey(err, key)
-	}
-	m := o.Meta
-	m.ResourceVersion = storage.FormatResourceVersion(rev)
-	return storage.Object{Key: key, ResourceVersion: rev, Data: data, Meta: m}, nil
-}
-
 func withKey(err error, key string) error {
 	var se *storage.Error
 	if errors.As(err, &se) && se.Key == "" {

@@ -419,143 +419,82 @@ func (w *watcher) matchesKey(key string) bool {
 	return key == w.key
 }
 
-func (w *watcher) send(e storage.Event) bool {
-	select {
-	case w.out <- e:
-		return true
-	case <-w.ctx.Done():
-		return false
-	case <-w.s.quit:
-		return false
-	}
-}
-
-func (w *watcher) fail(err error) {
-	select {
-	case w.out <- storage.Event{Type: storage.EventError, Err: err}:
-	case <-w.ctx.Done():
-	case <-w.s.quit:
-	}
-}
-
 func (w *watcher) run() {
 	defer w.s.running.Done()
-	defer close(w.out)
 	defer w.cancel()
-	defer func() {
-		if w.s.isClosed() && w.ctx.Err() == nil {
-			select {
-			case w.out <- storage.Event{Type: storage.EventError, Err: errClosed()}:
-			default:
-			}
-		}
-	}()
-	for _, o := range w.initial {
-		if !w.send(storage.Event{Type: storage.EventAdded, Object: o}) {
-			return
-		}
+	l := &backend.WatchLoop{
+		Ctx:              w.ctx,
+		Quit:             w.s.quit,
+		Out:              w.out,
+		Closed:           w.s.isClosed,
+		State:            w.s.feed.state,
+		Read:             w.read,
+		ProgressNotify:   w.progress,
+		ProgressInterval: w.s.opts.ProgressInterval,
 	}
+	initial := w.initial
 	w.initial = nil
-	last := w.start
-	var tick <-chan time.Time
-	if w.progress {
-		t := time.NewTicker(w.s.opts.ProgressInterval)
-		defer t.Stop()
-		tick = t.C
-	}
-	wantBookmark := false
-	for {
-		rev, changed, _ := w.s.feed.state()
-		if last < rev {
-			es, ok := w.s.feed.since(last, watchBatch)
-			if !ok {
-				var compacted uint64
-				var err error
-				es, compacted, err = w.s.readLog(w.ctx, last, watchBatch)
-				if err != nil {
-					if w.ctx.Err() == nil {
-						w.fail(err)
-					}
-					return
-				}
-				if last < compacted {
-					w.fail(backend.ExpiredError(compacted))
-					return
-				}
-				if len(es) == 0 {
-					// The feed is ahead of what this snapshot shows (a
-					// replica's race): wait for the next change.
-					select {
-					case <-time.After(10 * time.Millisecond):
-					case <-w.ctx.Done():
-						return
-					}
-					continue
-				}
-			}
-			for _, e := range es {
-				if w.matchesKey(e.key) {
-					if e.err != nil {
-						w.fail(e.err)
-						return
-					}
-					if ev, ok := w.translate(e); ok && !w.send(ev) {
-						return
-					}
-				}
-				last = e.rev
-			}
-			continue
-		}
-		if wantBookmark {
-			wantBookmark = false
-			if !w.send(storage.Event{Type: storage.EventBookmark, Object: storage.Object{ResourceVersion: last}}) {
-				return
-			}
-		}
-		select {
-		case <-changed:
-		case <-w.progressCh:
-			_, _, w.progressCh = w.s.feed.state()
-			wantBookmark = w.progress
-		case <-tick:
-			wantBookmark = true
-		case <-w.ctx.Done():
-			return
-		case <-w.s.quit:
-			return
-		}
-	}
+	l.Run(w.start, initial, nil, w.progressCh)
 }
 
-// translate turns an entry into the event this watch sees, applying the
-// predicate to the old and new states as Kubernetes does.
-func (w *watcher) translate(e entry) (storage.Event, bool) {
-	prev := e.prev
-	if e.deleted {
-		if prev == nil || (w.pred != nil && !w.pred.Matches(prev)) {
-			return storage.Event{}, false
-		}
-		gone, err := objectAtRevision(e.key, prev, e.rev)
+// read returns the watch's events after last (rev is the feed's): from the
+// feed's ring, or from the log table when the ring no longer holds them.
+// Events before an entry that cannot be decoded are returned first; that
+// entry's error comes with the next read.
+func (w *watcher) read(last, rev uint64) ([]storage.Event, uint64, error) {
+	es, ok := w.s.feed.since(last, watchBatch)
+	if !ok {
+		var compacted uint64
+		var err error
+		es, compacted, err = w.s.readLog(w.ctx, last, watchBatch)
 		if err != nil {
-			return storage.Event{Type: storage.EventError, Err: err}, true
+			return nil, last, err
 		}
-		return storage.Event{Type: storage.EventDeleted, Object: gone, Prev: prev}, true
-	}
-	o := e.obj
-	newM := w.pred == nil || w.pred.Matches(&o)
-	oldM := prev != nil && (w.pred == nil || w.pred.Matches(prev))
-	switch {
-	case newM && oldM:
-		return storage.Event{Type: storage.EventModified, Object: o, Prev: prev}, true
-	case newM:
-		return storage.Event{Type: storage.EventAdded, Object: o}, true
-	case oldM:
-		gone, err := objectAtRevision(e.key, prev, e.rev)
-		if err != nil {
-			return storage.Event{Type: storage.EventError, Err: err}, true
+		if last < compacted {
+			return nil, last, backend.ExpiredError(compacted)
 		}
-		return storage.Event{Type: storage.EventDeleted, Object: gone, Prev: prev}, true
+		if len(es) == 0 {
+			// The feed is ahead of what this snapshot shows (a
+			// replica's race): wait a little, then read again.
+			select {
+			case <-time.After(10 * time.Millisecond):
+			case <-w.ctx.Done():
+			}
+			return nil, last, nil
+		}
 	}
-	return storage.Event{}, false
+	var evs []storage.Event
+	upTo := last
+	for _, e := range es {
+		if w.matchesKey(e.key) {
+			if e.err != nil {
+				if len(evs) > 0 {
+					return evs, upTo, nil
+				}
+				return nil, last, e.err
+			}
+			ev, ok, err := w.translate(e)
+			if err != nil {
+				if len(evs) > 0 {
+					return evs, upTo, nil
+				}
+				return nil, last, err
+			}
+			if ok {
+				evs = append(evs, ev)
+			}
+		}
+		upTo = e.rev
+	}
+	return evs, upTo, nil
+}
+
+// translate turns an entry into the event this watch sees (see
+// backend.WatchEvent).
+func (w *watcher) translate(e entry) (storage.Event, bool, error) {
+	var obj *storage.Object
+	if !e.deleted {
+		obj = &e.obj
+	}
+	return backend.WatchEvent(w.pred, e.key, e.rev, obj, e.prev)
 }

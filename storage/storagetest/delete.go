@@ -31,8 +31,8 @@ func deleteCases() []testCase {
 				e.t.Errorf("Delete returned value %q uid %s, want the last state: value 2 uid %s", value(e.t, d), d.Meta.UID, u.Meta.UID)
 			}
 			// The returned revision is the deletion's: the next write is the one after it.
-			if n := e.create(key("ns", "b"), obj("ns", "b", "1")); n.ResourceVersion != d.ResourceVersion+1 {
-				e.t.Errorf("Delete returned revision %d, but the next write committed at %d", d.ResourceVersion, n.ResourceVersion)
+			if n := e.create(key("ns", "b"), obj("ns", "b", "1")); !e.follows(d.ResourceVersion, n.ResourceVersion) {
+				e.t.Errorf("Delete returned revision %d, but the next write committed at %d, want %s", d.ResourceVersion, n.ResourceVersion, e.after(d.ResourceVersion))
 			}
 			_, err := e.s.Get(e.ctx, key("ns", "a"), storage.GetOptions{})
 			storageError(e.t, err, storage.ErrNotFound)

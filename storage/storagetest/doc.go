@@ -59,7 +59,11 @@
 // # Assumptions
 //
 // A fresh store has no writer but the suite: each committed write advances
-// the revision by exactly one, as in bbolt and a dedicated etcd. Cases run in
+// the revision by exactly one, as in bbolt and a dedicated etcd. A store
+// whose writes may skip revisions (kine on PostgreSQL) sets
+// [Capabilities].RevisionGaps: a write must then commit after the previous
+// one, and everything else (a watch delivers every write once, in order; a
+// failed write moves nothing) is checked as before. Cases run in
 // parallel, each on its own store. Stores that share one revision counter
 // and its compaction (several etcd stores under their own prefixes of one
 // etcd) set [Capabilities].SharedRevision: the cases that read the current

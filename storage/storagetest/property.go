@@ -256,12 +256,12 @@ func (p *prop) step() {
 }
 
 // commit records a write the store acknowledged at rev, which must be the
-// one after the model's.
+// one after the model's (any after it with Capabilities.RevisionGaps).
 func (p *prop) commit(k string, o storage.Object, deleted bool) {
 	p.t.Helper()
 	checkObject(p.t, o, k)
-	if p.rev != 0 && o.ResourceVersion != p.rev+1 {
-		p.t.Fatalf("op %d: write to %s committed at %d, want %d", p.n, k, o.ResourceVersion, p.rev+1)
+	if p.rev != 0 && !p.follows(p.rev, o.ResourceVersion) {
+		p.t.Fatalf("op %d: write to %s committed at %d, want %s", p.n, k, o.ResourceVersion, p.after(p.rev))
 	}
 	p.rev = o.ResourceVersion
 	p.last = p.rev

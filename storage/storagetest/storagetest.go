@@ -43,6 +43,15 @@ type Capabilities struct {
 	// while the others still run in parallel. Zero: every store is private
 	// and every case runs in parallel.
 	SharedRevision bool
+	// RevisionGaps says a write may advance the store's revision by more
+	// than one: kine on PostgreSQL takes revisions from a sequence, and an
+	// insert that fails still uses one up. The checks that a write commits
+	// at the revision right after the previous write's then check that it
+	// commits after it; every other check stays, and a watch must still
+	// deliver every write once, in strictly increasing revisions. A failed
+	// or no-op write must still leave the revision where it was. Zero means
+	// every write advances the store's revision by exactly one.
+	RevisionGaps bool
 }
 
 func (c Capabilities) timeout() time.Duration {
@@ -100,8 +109,9 @@ func groups() []group {
 // is a subtest (group/case) on a fresh, empty store of its own; newStore
 // registers the store's cleanup with t. A fresh store must have no writer
 // but the suite: the suite checks that each committed write advances the
-// revision by exactly one. Cases that need a capability the store lacks are
-// not registered. Cases run in parallel with each other.
+// revision by exactly one (by at least one with caps.RevisionGaps). Cases
+// that need a capability the store lacks are not registered. Cases run in
+// parallel with each other.
 //
 // With caps.SharedRevision the cases that need the revision to themselves
 // run alone (see Capabilities).
@@ -183,7 +193,9 @@ type env struct {
 	// private is set for a case that may read the store's revision (see
 	// testCase.private).
 	private bool
-	last    uint64
+	// gaps is Capabilities.RevisionGaps.
+	gaps bool
+	last uint64
 	// hist is every write made through create, update and delete, in
 	// revision order; a deleted entry has deleted set.
 	hist []write
@@ -196,7 +208,7 @@ type write struct {
 }
 
 func newEnv(t *testing.T, s storage.Interface, caps Capabilities) *env {
-	return &env{t: t, s: s, ctx: t.Context(), timeout: caps.timeout()}
+	return &env{t: t, s: s, ctx: t.Context(), timeout: caps.timeout(), gaps: caps.RevisionGaps}
 }
 
 const (
@@ -362,6 +374,24 @@ func (e *env) seen(rev uint64) {
 		e.t.Fatalf("write committed at revision %d, not after the previous write's %d", rev, e.last)
 	}
 	e.last = rev
+}
+
+// follows reports whether a write at rev is the one right after a write at
+// prev: at prev+1, or with Capabilities.RevisionGaps at any revision after
+// prev.
+func (e *env) follows(prev, rev uint64) bool {
+	if e.gaps {
+		return rev > prev
+	}
+	return rev == prev+1
+}
+
+// after says, for failure messages, which revision follows prev.
+func (e *env) after(prev uint64) string {
+	if e.gaps {
+		return fmt.Sprintf("a revision after %d", prev)
+	}
+	return rvs(prev + 1)
 }
 
 func (e *env) create(k string, data []byte) storage.Object {

@@ -532,15 +532,21 @@ func watchCases() []testCase {
 					}
 				}
 			}()
+			var mu sync.Mutex
+			acked := map[uint64]string{} // revision -> key
 			var wg sync.WaitGroup
 			for i := range writers {
 				wg.Go(func() {
 					for j := range each {
 						k := key(fmt.Sprintf("ns%d", i), fmt.Sprintf("o%d", j))
-						if _, err := e.s.Create(ctx, k, obj("", "x", "1")); err != nil {
+						o, err := e.s.Create(ctx, k, obj("", "x", "1"))
+						if err != nil {
 							e.t.Errorf("Create(%q) with a non-reading watcher open: %v", k, err)
 							return
 						}
+						mu.Lock()
+						acked[o.ResourceVersion] = k
+						mu.Unlock()
 					}
 				})
 			}
@@ -549,9 +555,14 @@ func watchCases() []testCase {
 			if len(evs) != writers*each {
 				e.t.Fatalf("the reading watcher got %d of %d events within %v", len(evs), writers*each, e.timeout)
 			}
+			// As many events as writes, in order, each an acknowledged
+			// write's: every write delivered once.
 			for i, ev := range evs {
-				if ev.Type != storage.EventAdded || (i > 0 && ev.Object.ResourceVersion != evs[i-1].Object.ResourceVersion+1) {
-					e.t.Fatalf("reading watcher event %d: %s %s after %s", i, ev.Type, describe(ev.Object), describe(evs[max(i-1, 0)].Object))
+				if ev.Type != storage.EventAdded || (i > 0 && !e.follows(evs[i-1].Object.ResourceVersion, ev.Object.ResourceVersion)) {
+					e.t.Fatalf("reading watcher event %d: %s %s after %s, want ADDED at %s", i, ev.Type, describe(ev.Object), describe(evs[max(i-1, 0)].Object), e.after(evs[max(i-1, 0)].Object.ResourceVersion))
+				}
+				if k, ok := acked[ev.Object.ResourceVersion]; !ok || k != ev.Object.Key {
+					e.t.Fatalf("reading watcher event %d: %s matches no acknowledged write", i, describe(ev.Object))
 				}
 			}
 			// The stuck watcher either kept everything or was cut off with an

@@ -47,6 +47,8 @@ func postgresCmd(args []string) error {
 	objects := fs.Int("objects", 0, "objects created and updated (0: the size's, 10,000 or 300 short)")
 	watchers := fs.Int("watchers", 0, "watchers of the fan-out scenarios (0: the size's, 1,000 or 50 short)")
 	rowsFlag := fs.String("rows", "", "comma-separated sizes of the large-collection phase (10000,1000000); empty skips it")
+	watchOnly := fs.Bool("watch-only", false, "only the one-process watch fan-out, on each backend and on bbolt as the reference")
+	profile := fs.String("profile", "", "with --watch-only: write each server's CPU profile over each watch scenario into this directory")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -107,6 +109,9 @@ func postgresCmd(args []string) error {
 				t.PIDs = append(t.PIDs, k.PID())
 				return t, func() { stop(); _ = k.Stop() }, nil
 			}},
+	}
+	if *watchOnly {
+		return watchOnlyPasses(ctx, pg, append(backends, bboltReference), dir, sizes, *passes, *profile)
 	}
 	mkdir := func(parts ...string) (string, error) {
 		d := filepath.Join(append([]string{dir}, parts...)...)
@@ -242,4 +247,101 @@ func rowsPhase(ctx context.Context, pg *binaries.PostgresServer, b pgBackend, di
 		t.WalkLatency(n, 100, 90*time.Second),
 	)
 	return out, nil
+}
+
+// bboltReference is annex on its embedded bbolt store: the same server and
+// watch cache without PostgreSQL, the reference for what the watch cache's
+// fan-out costs by itself.
+var bboltReference = pgBackend{name: "annex on bbolt (reference)", db: "bbolt",
+	start: func(ctx context.Context, dsn, dir string, flags ...string) (load.Target, func(), error) {
+		return load.StartAnnexWith(ctx, dir, flags...)
+	}}
+
+// watchOnlyPasses runs `annexload postgres --watch-only`: the one-process
+// watch fan-out scenario on each backend (a fresh database or data
+// directory each time), in rotating order, passes times; then the median
+// table, each pass, and the p99 ratios of each pass (within one pass the
+// backends ran back to back on the same machine). With profileDir, each
+// server's CPU profile over its watch scenario is written there.
+func watchOnlyPasses(ctx context.Context, pg *binaries.PostgresServer, backends []pgBackend, dir string, sizes load.Sizes, passes int, profileDir string) error {
+	if profileDir != "" {
+		if err := os.MkdirAll(profileDir, 0o755); err != nil {
+			return err
+		}
+	}
+	results := make([][][]load.Result, len(backends)) // backend, pass, scenario
+	for n := range passes {
+		for k := range backends {
+			i := (k + n) % len(backends)
+			b := backends[i]
+			dsn, err := pg.CreateDatabase(fmt.Sprintf("%s%d", b.db, n))
+			if err != nil {
+				return err
+			}
+			d := filepath.Join(dir, fmt.Sprintf("%s-%d", b.db, n))
+			if err := os.MkdirAll(d, 0o755); err != nil {
+				return err
+			}
+			t, stop, err := b.start(ctx, dsn, d)
+			if err != nil {
+				return fmt.Errorf("%s: %w", b.name, err)
+			}
+			profiled := make(chan error, 1)
+			if profileDir != "" {
+				path := filepath.Join(profileDir, fmt.Sprintf("%s-pass%d.pprof", b.db, n+1))
+				go func() { profiled <- t.Profile(ctx, sizes.WatchFor, path) }()
+			} else {
+				profiled <- nil
+			}
+			r := t.Watch(ctx, sizes.Watchers, sizes.WriteRate, sizes.WatchFor)
+			err = <-profiled
+			stop()
+			if err != nil {
+				return fmt.Errorf("%s: %w", b.name, err)
+			}
+			results[i] = append(results[i], []load.Result{r})
+			fmt.Fprintf(os.Stderr, "pass %d: %s: from the ack p50 %v p99 %v (%d of %d events before their ack); from the send p50 %v p99 %v; lost %d\n", n+1, b.name,
+				r.Quantile(0.5).Round(10*time.Microsecond), r.Quantile(0.99).Round(10*time.Microsecond), r.Early, len(r.Latencies),
+				fromSend(r, 0.5).Round(10*time.Microsecond), fromSend(r, 0.99).Round(10*time.Microsecond), r.Lost)
+		}
+	}
+	names := make([]string, len(backends))
+	medians := make([][]load.Result, len(backends))
+	for i, b := range backends {
+		names[i], medians[i] = b.name, load.Median(results[i])
+	}
+	load.Table(os.Stdout, names, medians)
+	load.Spread(os.Stdout, names, results)
+	for _, m := range []struct {
+		label string
+		of    func(load.Result) time.Duration
+	}{
+		{"p99 from the ack", func(r load.Result) time.Duration { return r.Quantile(0.99) }},
+		{"p99 from the send", func(r load.Result) time.Duration { return fromSend(r, 0.99) }},
+		{"p50 from the send", func(r load.Result) time.Duration { return fromSend(r, 0.5) }},
+	} {
+		fmt.Printf("%s, ratios of each pass:\n", m.label)
+		for i := range backends {
+			for j := i + 1; j < len(backends); j++ {
+				cells := make([]string, passes)
+				for n := range passes {
+					a, b := m.of(results[i][n][0]), m.of(results[j][n][0])
+					cells[n] = "—"
+					if b > 0 {
+						cells[n] = fmt.Sprintf("%.2f", float64(a)/float64(b))
+					}
+				}
+				fmt.Printf("  %s ÷ %s: %s\n", backends[i].name, backends[j].name, strings.Join(cells, " | "))
+			}
+		}
+	}
+	return nil
+}
+
+// fromSend is the q quantile of r's watch latencies counted from the send.
+func fromSend(r load.Result, q float64) time.Duration {
+	if len(r.FromSend) == 0 {
+		return 0
+	}
+	return r.FromSend[min(len(r.FromSend)-1, int(q*float64(len(r.FromSend))))]
 }

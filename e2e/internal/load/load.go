@@ -56,7 +56,17 @@ type Result struct {
 	// CPU is the CPU seconds the target's processes spent during it.
 	CPU time.Duration
 	// Latencies of watch events (write acknowledged to delivered), sorted.
+	// An event delivered before its write's acknowledgement reached the
+	// writer counts as 0.
 	Latencies []time.Duration
+	// Early are the watch events delivered before their write's
+	// acknowledgement reached the writer.
+	Early int
+	// FromSend are the latencies of the same watch events from the moment
+	// their write was sent, sorted: Latencies favour a backend whose
+	// acknowledgement is slow (its events are early more often), these do
+	// not.
+	FromSend []time.Duration
 	// Lost are watch events never delivered.
 	Lost int
 	// OpLatencies are the durations of the operations, sorted.
@@ -278,10 +288,12 @@ func (t Target) watch(ctx context.Context, writer Target, watchers, perConn int,
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	var acks sync.Map // name -> time.Time
+	var acks sync.Map  // name -> time.Time
+	var sends sync.Map // name -> time.Time
 	prefix := fmt.Sprintf("watch-%d", time.Now().UnixNano())
 	var mu sync.Mutex
-	var lat []time.Duration
+	var lat, fromSend []time.Duration
+	var early []string // names of events delivered before their ack
 	var delivered atomic.Int64
 	// Watch from the collection's current resourceVersion: only the
 	// events of the writes below, not the existing objects.
@@ -332,11 +344,20 @@ func (t Target) watch(ctx context.Context, writer Target, watchers, perConn int,
 					continue
 				}
 				delivered.Add(1)
-				if at, ok := acks.Load(ev.Object.Metadata.Name); ok {
-					mu.Lock()
-					lat = append(lat, max(now.Sub(at.(time.Time)), 0))
-					mu.Unlock()
+				at, ok := acks.Load(ev.Object.Metadata.Name)
+				sent, _ := sends.Load(ev.Object.Metadata.Name)
+				mu.Lock()
+				if sent != nil {
+					fromSend = append(fromSend, now.Sub(sent.(time.Time)))
 				}
+				if ok {
+					lat = append(lat, max(now.Sub(at.(time.Time)), 0))
+				} else {
+					// Delivered before the writer read its 201: a
+					// latency of 0 once the write is known acknowledged.
+					early = append(early, ev.Object.Metadata.Name)
+				}
+				mu.Unlock()
 			}
 		}()
 	}
@@ -355,6 +376,7 @@ func (t Target) watch(ctx context.Context, writer Target, watchers, perConn int,
 	for i := range n {
 		time.Sleep(time.Until(start.Add(time.Duration(float64(i) / rate * float64(time.Second)))))
 		name := fmt.Sprintf("%s-%d", prefix, i)
+		sends.Store(name, time.Now())
 		code, _, err := do(wc, "POST", writer.Collection, writer.Object(name))
 		if err != nil || code != 201 {
 			errs++
@@ -373,13 +395,19 @@ func (t Target) watch(ctx context.Context, writer Target, watchers, perConn int,
 	wg.Wait()
 	mu.Lock()
 	defer mu.Unlock()
+	for _, name := range early {
+		if _, ok := acks.Load(name); ok {
+			lat = append(lat, 0)
+		}
+	}
 	slices.Sort(lat)
+	slices.Sort(fromSend)
 	name := fmt.Sprintf("%s: %d watchers, %.0f writes/s", label, watchers, rate)
 	if perConn > 1 {
 		name = fmt.Sprintf("%s: %d watchers, %d per connection, %.0f writes/s", label, watchers, perConn, rate)
 	}
 	return Result{Scenario: name, Ops: int(delivered.Load()), Errors: errs, Elapsed: elapsed, CPU: t.cpu() - cpu0,
-		Latencies: lat, Lost: int(expected - delivered.Load()), RssAnon: rssAnon}
+		Latencies: lat, Early: len(early), FromSend: fromSend, Lost: int(expected - delivered.Load()), RssAnon: rssAnon}
 }
 
 // cpu is the CPU time the target's processes have used (user + system,
@@ -444,4 +472,29 @@ func (t Target) status(field string) int64 {
 		}
 	}
 	return total
+}
+
+// Profile writes the target's CPU profile over the next d to path (the
+// server's /debug/pprof/profile, as its admin). It blocks for d.
+func (t Target) Profile(ctx context.Context, d time.Duration, path string) error {
+	c := t.client()
+	c.Timeout = d + 30*time.Second
+	defer c.CloseIdleConnections()
+	req, err := http.NewRequestWithContext(ctx, "GET", fmt.Sprintf("%s/debug/pprof/profile?seconds=%d", t.Host, int(d.Seconds())), nil)
+	if err != nil {
+		return err
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("profile: %s: %s", resp.Status, b)
+	}
+	return os.WriteFile(path, b, 0o644)
 }
