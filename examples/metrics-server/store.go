@@ -334,7 +334,7 @@ func (s *Store) PodList(_ context.Context, namespace string, opts rest.ListOptio
 func (s *Store) NodeEvents(ctx context.Context, sink rest.EventSink) error {
 	put := map[string]uint64{} // node -> the batch it was last put at
 	size := 256
-	return follow(ctx, s, func(snap *snapshot) error {
+	return follow(ctx, s, sink, func(snap *snapshot) error {
 		var errs []error
 		for name, e := range snap.nodes {
 			if !e.ok {
@@ -364,7 +364,7 @@ func (s *Store) NodeEvents(ctx context.Context, sink rest.EventSink) error {
 func (s *Store) PodEvents(ctx context.Context, sink rest.EventSink) error {
 	put := map[podKey]uint64{}
 	size := 256
-	return follow(ctx, s, func(snap *snapshot) error {
+	return follow(ctx, s, sink, func(snap *snapshot) error {
 		var errs []error
 		for key, e := range snap.pods {
 			if !e.ok {
@@ -389,13 +389,18 @@ func (s *Store) PodEvents(ctx context.Context, sink rest.EventSink) error {
 	})
 }
 
-// follow calls emit with the current snapshot, then again after every
-// batch added, until ctx ends: the events of a watch of the metrics.
-func follow(ctx context.Context, s *Store, emit func(*snapshot) error) error {
-	for {
+// follow calls emit with the current snapshot (then tells sink it has the
+// state), then again after every batch added, until ctx ends: the events
+// of a watch of the metrics. The library runs it only while someone
+// watches.
+func follow(ctx context.Context, s *Store, sink rest.EventSink, emit func(*snapshot) error) error {
+	for synced := false; ; synced = true {
 		next := s.nextBatch()
 		if err := emit(s.snapshot()); err != nil {
 			s.log.Warn("emitting metrics events failed", zap.Error(err))
+		}
+		if !synced {
+			sink.Synced()
 		}
 		select {
 		case <-ctx.Done():
