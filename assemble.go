@@ -270,7 +270,8 @@ func (a *assembly) feedComputed() error {
 		od, err := watch.NewOnDemand(watch.OnDemandConfig{Group: r.Group, Resource: r.Plural,
 			Source: func(ctx context.Context, feed *watch.Feed) error { return events.Run(ctx, feed) },
 			Cache: watch.Config{Resource: resource, Registerer: a.c.Observability.Registerer,
-				Logger: a.s.log.Named("watch-cache").With(zap.String("resource", resource))}})
+				Logger: a.s.log.Named("watch-cache").With(zap.String("resource", resource))},
+			Linger: a.c.Storage.ComputedWatchLinger})
 		if err != nil {
 			return fmt.Errorf("watch cache for %s: %w", resource, err)
 		}

@@ -79,9 +79,14 @@ type OnDemand struct {
 	cfg OnDemandConfig // with defaults
 	log *zap.Logger
 
+	// base is the parent of the sessions' contexts; Start's end cancels
+	// it.
+	base       context.Context
+	cancelBase context.CancelFunc
+
 	mu sync.Mutex // guards the fields below
-	// run is Start's context; nil before Start and once it has returned.
-	run context.Context
+	// started and stopped: Start was called, and has ended.
+	started, stopped bool
 	// rev is the last revision of the sessions that ended: the next
 	// session's revisions follow it.
 	rev uint64
@@ -109,7 +114,9 @@ type session struct {
 
 var _ storage.RevisionReader = (*OnDemand)(nil)
 
-// NewOnDemand returns an OnDemand; it serves watches once Start runs.
+// NewOnDemand returns an OnDemand. It serves watches until Start has
+// returned (a watch that comes before Start runs is served: Start's end
+// stops its session).
 func NewOnDemand(cfg OnDemandConfig) (*OnDemand, error) {
 	if cfg.Resource == "" {
 		return nil, errors.New("watch: OnDemandConfig.Resource is required")
@@ -130,22 +137,25 @@ func NewOnDemand(cfg OnDemandConfig) (*OnDemand, error) {
 	if cfg.SyncWait <= 0 {
 		cfg.SyncWait = DefaultSyncWait
 	}
-	return &OnDemand{cfg: cfg, log: cc.Logger}, nil
+	base, cancel := context.WithCancel(context.Background())
+	return &OnDemand{cfg: cfg, log: cc.Logger, base: base, cancelBase: cancel}, nil
 }
 
-// Start lets watches start sessions, until ctx is done; it then ends the
-// current session, waits for its Source and cache to return, and returns
-// nil. Start may be called once.
+// Start waits until ctx is done; it then ends the current session, waits
+// for its Source and cache to return, and returns nil. Later watches fail
+// with ErrNotReady. Start may be called once.
 func (o *OnDemand) Start(ctx context.Context) error {
 	o.mu.Lock()
-	if o.run != nil {
+	if o.started {
 		o.mu.Unlock()
 		return errors.New("watch: OnDemand.Start called twice")
 	}
-	o.run = ctx
+	o.started = true
 	o.mu.Unlock()
 	<-ctx.Done()
 	o.mu.Lock()
+	o.stopped = true
+	o.cancelBase()
 	s := o.cur
 	if s != nil {
 		o.endLocked(s)
@@ -158,8 +168,8 @@ func (o *OnDemand) Start(ctx context.Context) error {
 }
 
 // Watch starts a session if none runs, waits for its cache to be ready,
-// and watches it (see Cacher.Watch for the resource version rules). Before
-// Start, and after it returned, it fails with ErrNotReady.
+// and watches it (see Cacher.Watch for the resource version rules). Once
+// Start has returned, it fails with ErrNotReady.
 func (o *OnDemand) Watch(ctx context.Context, key string, opts storage.WatchOptions) (storage.Watcher, error) {
 	s, err := o.acquire()
 	if err != nil {
@@ -213,7 +223,7 @@ func (w *onDemandWatcher) Stop() {
 func (o *OnDemand) acquire() (*session, error) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	if o.run == nil || o.run.Err() != nil {
+	if o.stopped {
 		return nil, ErrNotReady
 	}
 	if o.cur == nil {
@@ -257,7 +267,7 @@ func (o *OnDemand) startLocked() (*session, error) {
 	if err != nil {
 		return nil, err
 	}
-	ctx, cancel := context.WithCancel(o.run)
+	ctx, cancel := context.WithCancel(o.base)
 	s := &session{feed: feed, cache: cache, cancel: cancel, ready: make(chan struct{}), done: make(chan struct{})}
 	o.sessions++
 	o.log.Debug("watch session starts", zap.String("resource", o.cfg.Cache.Prefix), zap.Uint64("after", o.rev))
