@@ -92,10 +92,10 @@ type Kubelets struct {
 	nodes  map[string]kubeletNode
 	labels map[podKey]Labels // a pod's labels
 
-	// parsing holds a token for each answer being parsed: every kubelet
-	// is asked at once, but only as many answers are parsed at a time as
-	// there are CPUs, so that a thousand parsers' garbage is not alive at
-	// once.
+	// parsing holds a token for each answer being read and parsed: every
+	// kubelet is asked at once, but only as many answers are read and
+	// parsed at a time as there are CPUs, so that a thousand answers and
+	// their parsers' garbage are not alive at once.
 	parsing chan struct{}
 
 	// nodesListed and podsListed are closed once the cluster's nodes and
@@ -407,18 +407,14 @@ func (k *Kubelets) scrapeNode(ctx context.Context, name string, n kubeletNode) (
 		body, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
 		return nil, nil, fmt.Errorf("GET /metrics/resource: %s: %s", resp.Status, strings.TrimSpace(string(body)))
 	}
-	buf := bodies.Get().(*bytes.Buffer)
-	defer bodies.Put(buf)
-	buf.Reset()
-	if _, err := buf.ReadFrom(resp.Body); err != nil {
-		return nil, nil, fmt.Errorf("read /metrics/resource: %w", err)
-	}
+	// The answer is read only when it can be parsed at once: the others
+	// wait in their sockets, not in a thousand buffers.
 	select {
 	case k.parsing <- struct{}{}:
 	case <-ctx.Done():
 		return nil, nil, ctx.Err()
 	}
-	node, pods, err := decodeText(buf.Bytes(), start)
+	node, pods, err := decodeResourceMetrics(resp.Body, start)
 	<-k.parsing
 	if err != nil {
 		return nil, nil, err
