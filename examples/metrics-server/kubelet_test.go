@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"io"
 	"os"
 	"strings"
@@ -91,5 +92,46 @@ func TestSourceFlags(t *testing.T) {
 		if _, err := parseFlags(tc.args, io.Discard); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%q: %v, want %q", tc.args, err, tc.want)
 		}
+	}
+}
+
+// TestResourceParserReused: a scrape's parser reads one answer after
+// another; each answer's pods keep their containers in order (a pod's
+// sidecar included, an incomplete pod left out), and an answer's result
+// is not changed by the next one's.
+func TestResourceParserReused(t *testing.T) {
+	p := newResourceParser()
+	start := time.Unix(1700000000, 0)
+	_, a, err := p.decode(strings.NewReader(`container_cpu_usage_seconds_total{container="app",namespace="n",pod="p1"} 1
+container_cpu_usage_seconds_total{container="x",namespace="n",pod="bad"} 1
+container_cpu_usage_seconds_total{container="sidecar",namespace="n",pod="p1"} 2
+container_cpu_usage_seconds_total{container="app",namespace="m",pod="p2"} 3
+container_memory_working_set_bytes{container="app",namespace="n",pod="p1"} 10
+container_memory_working_set_bytes{container="sidecar",namespace="n",pod="p1"} 20
+container_memory_working_set_bytes{container="app",namespace="m",pod="p2"} 30
+`), start)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, b, err := p.decode(strings.NewReader(`container_cpu_usage_seconds_total{container="c",namespace="o",pod="p3"} 4
+container_memory_working_set_bytes{container="c",namespace="o",pod="p3"} 40
+`), start)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := func(pods []PodSample) string {
+		var parts []string
+		for _, pod := range pods {
+			for _, c := range pod.Containers {
+				parts = append(parts, fmt.Sprintf("%s/%s/%s=%d,%d", pod.Namespace, pod.Name, c.Name, c.Usage.CPUNanoseconds/1e9, c.Usage.MemoryBytes))
+			}
+		}
+		return strings.Join(parts, " ")
+	}
+	if g, want := got(a), "n/p1/app=1,10 n/p1/sidecar=2,20 m/p2/app=3,30"; g != want {
+		t.Errorf("first answer: %s, want %s", g, want)
+	}
+	if g, want := got(b), "o/p3/c=4,40"; g != want {
+		t.Errorf("second answer: %s, want %s", g, want)
 	}
 }
