@@ -151,10 +151,16 @@ func (s *Store) Add(b *Batch) {
 		next.nodes[n.Name] = e
 	}
 	pods := make([]podEntry, len(b.Pods))
+	n := 0
+	for i := range b.Pods {
+		n += len(b.Pods[i].Containers)
+	}
+	slab := make([]containerEntry, n) // one allocation for every container
 	for i := range b.Pods {
 		p, e := &b.Pods[i], &pods[i]
 		key := podKey{p.Namespace, p.Name}
-		*e = podEntry{namespace: p.Namespace, name: p.Name, labels: p.Labels, containers: make([]containerEntry, len(p.Containers))}
+		*e = podEntry{namespace: p.Namespace, name: p.Name, labels: p.Labels, containers: slab[:len(p.Containers):len(p.Containers)]}
+		slab = slab[len(p.Containers):]
 		before := prev.pods[key]
 		e.ok = before != nil && len(p.Containers) > 0
 		for j, c := range p.Containers {
