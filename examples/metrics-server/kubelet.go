@@ -14,6 +14,7 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"crypto/tls"
@@ -24,7 +25,6 @@ import (
 	"io"
 	"math"
 	"net"
-	"net/http"
 	"os"
 	"runtime"
 	"slices"
@@ -81,7 +81,7 @@ func (o KubeletOptions) validate() error {
 type Kubelets struct {
 	opts    KubeletOptions
 	cluster *kubeclient.Client
-	http    *http.Client
+	conns   *kubeletConns
 	// token is the server's own bearer token for the kubelets (as
 	// metrics-server uses its in-cluster credentials), "" for none.
 	token func() (string, error)
@@ -164,15 +164,11 @@ func NewKubelets(opts KubeletOptions, cluster *kubeclient.Client, creds *kubecli
 			return strings.TrimSpace(string(b)), err
 		}
 	}
-	// HTTP/1.1, one kept-alive connection per kubelet: an HTTP/2 client
-	// connection holds a framer's buffers and header tables besides TLS's,
-	// tens of megabytes at a thousand nodes, and multiplexing buys nothing
-	// for one request per node per resolution. An answer also stays in the
-	// socket until it is read, rather than in the transport's buffers.
-	k.http = &http.Client{Timeout: opts.RequestTimeout, Transport: &http.Transport{
-		TLSClientConfig: tc, ForceAttemptHTTP2: false, MaxIdleConnsPerHost: 1, IdleConnTimeout: 5 * time.Minute,
-		DialContext: (&net.Dialer{Timeout: opts.RequestTimeout}).DialContext,
-	}}
+	// HTTP/1.1, one kept-alive connection per kubelet (kubeletconn.go): an
+	// HTTP/2 client connection holds a framer's buffers and header tables
+	// besides TLS's, tens of megabytes at a thousand nodes, and
+	// multiplexing buys nothing for one request per node per resolution.
+	k.conns = newKubeletConns(tc, opts.RequestTimeout)
 	k.parsing = make(chan *resourceParser, runtime.GOMAXPROCS(0))
 	for range cap(k.parsing) {
 		k.parsing <- newResourceParser()
@@ -372,6 +368,7 @@ func (k *Kubelets) Scrape(ctx context.Context) (*Batch, error) {
 	for _, err := range failed {
 		k.log.Warn("scraping a kubelet failed", zap.Error(err))
 	}
+	k.conns.closeIdle() // those of nodes gone
 	if len(failed) > 0 && len(failed) == len(nodes) {
 		return nil, errors.Join(failed...)
 	}
@@ -389,26 +386,16 @@ func (k *Kubelets) scrapeNode(ctx context.Context, name string, n kubeletNode) (
 	if err != nil {
 		return nil, nil, err
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "https://"+addr+"/metrics/resource", nil)
-	if err != nil {
-		return nil, nil, err
-	}
+	var tok string
 	if k.token != nil {
-		tok, err := k.token()
-		if err != nil {
+		if tok, err = k.token(); err != nil {
 			return nil, nil, fmt.Errorf("bearer token: %w", err)
 		}
-		req.Header.Set("Authorization", "Bearer "+tok)
 	}
 	start := k.now()
-	resp, err := k.http.Do(req)
+	req, err := k.conns.send(ctx, addr, "/metrics/resource", tok)
 	if err != nil {
 		return nil, nil, err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		body, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
-		return nil, nil, fmt.Errorf("GET /metrics/resource: %s: %s", resp.Status, strings.TrimSpace(string(body)))
 	}
 	// The answer is read only when it can be parsed at once: the others
 	// wait in their sockets, not in a thousand buffers.
@@ -416,9 +403,21 @@ func (k *Kubelets) scrapeNode(ctx context.Context, name string, n kubeletNode) (
 	select {
 	case p = <-k.parsing:
 	case <-ctx.Done():
+		req.close()
 		return nil, nil, ctx.Err()
 	}
-	node, pods, err := p.decode(resp.Body, start)
+	var node *NodeSample
+	var pods []PodSample
+	decode := func(body io.Reader) (err error) {
+		node, pods, err = p.decode(body, start)
+		return err
+	}
+	err = req.read(p.br, decode)
+	if errors.Is(err, errStaleConn) {
+		if req, err = k.conns.send(ctx, addr, "/metrics/resource", tok); err == nil {
+			err = req.read(p.br, decode)
+		}
+	}
 	k.parsing <- p
 	if err != nil {
 		return nil, nil, err
@@ -475,6 +474,7 @@ func decodeResourceMetrics(r io.Reader, start time.Time) (*NodeSample, []PodSamp
 // buffer and expfmt parser (its reader and token buffer) from one to the
 // next.
 type resourceParser struct {
+	br     *bufio.Reader // a kubelet's connection while its answer is read
 	buf    bytes.Buffer
 	text   expfmt.TextParser
 	reader bytes.Reader
@@ -486,7 +486,7 @@ type resourceParser struct {
 }
 
 func newResourceParser() *resourceParser {
-	return &resourceParser{text: expfmt.NewTextParser(model.UTF8Validation), containerIndex: map[containerKey]int{}, podIndex: map[podKey]int{}}
+	return &resourceParser{br: bufio.NewReader(nil), text: expfmt.NewTextParser(model.UTF8Validation), containerIndex: map[containerKey]int{}, podIndex: map[podKey]int{}}
 }
 
 // decode is decodeResourceMetrics with p's buffers.
