@@ -21,7 +21,10 @@ package e2e
 //
 //	cd e2e && ANNEX_SIDE_BY_SIDE_NODES=100,1000 go test -run TestMetricsServerSideBySide -timeout 90m -v .
 //
-// Both tables (a row per server and shape) are printed with t.Log.
+// ANNEX_SIDE_BY_SIDE_SERVERS runs one server alone, ANNEX_SIDE_BY_SIDE_PROFILE
+// saves their profiles, and ANNEX_SIDE_BY_SIDE_BASELINE=<binary> runs another
+// build of the example third (a before and after in one run). Both tables
+// (a row per server and shape) are printed with t.Log.
 
 import (
 	"bytes"
