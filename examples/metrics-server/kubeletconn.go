@@ -7,6 +7,11 @@
 // megabytes of stacks and buffers held through the whole resolution for a
 // request that takes a millisecond of it. Here a connection is read only
 // while its answer is parsed, into the parser's buffer.
+//
+// The request asks for no compression (net/http's Transport asked for gzip
+// unasked, and a kubelet's /metrics/resource honours it): ~35 KB of text a
+// node per resolution on the wire rather than a few, and no gunzip in the
+// scrape's CPU.
 
 package main
 
