@@ -27,6 +27,7 @@ package e2e
 // (a row per server and shape) are printed with t.Log.
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"crypto/tls"
@@ -398,6 +399,14 @@ func (e *sbsEnv) measure(server string, pid int, url string, logs *lockedBuffer)
 		return pods == sh.nodes*sh.podsPerNode
 	})
 	t.Logf("%s: %s serves every node and pod %v after it started", sh, server, time.Since(started).Round(100*time.Millisecond))
+	// ANNEX_SIDE_BY_SIDE_WATCHING measures annex with a watch of every
+	// PodMetrics open through the aggregator (metrics-server has none to
+	// open): what a scrape costs while someone watches.
+	stopWatch := func() {}
+	if os.Getenv("ANNEX_SIDE_BY_SIDE_WATCHING") != "" && strings.HasPrefix(server, "annex") {
+		r.server += " (watched)"
+		stopWatch = e.watchAll(server)
+	}
 	window(time.Duration(sh.settleCycles) * sh.resolution)
 
 	// Memory and CPU over cpuCycles scrape cycles, nothing else asked,
@@ -419,6 +428,7 @@ func (e *sbsEnv) measure(server string, pid int, url string, logs *lockedBuffer)
 	}
 	st := procStatus(t, pid)
 	rss, anon = append(rss, st["VmRSS"]), append(anon, st["RssAnon"])
+	stopWatch()
 	r.rss, r.rssAnon, r.hwm = mean(rss), mean(anon), st["VmHWM"]
 
 	// What both serve, checked against the kubelets' configuration.
@@ -479,6 +489,36 @@ func (e *sbsEnv) profile(server, url string, d time.Duration) (heap func()) {
 	return func() {
 		<-done
 		get("/debug/pprof/heap", "heap")
+	}
+}
+
+// watchAll opens a watch of every PodMetrics through kube-apiserver and
+// reads it until the returned function is called, which logs how many
+// events came.
+func (e *sbsEnv) watchAll(server string) (stop func()) {
+	t := e.t
+	ctx, cancel := context.WithCancel(context.Background())
+	code, body, stream, err := e.kas.watch(ctx, "/apis/metrics.k8s.io/v1beta1/pods?watch=true&allowWatchBookmarks=true")
+	if err != nil || code != http.StatusOK {
+		cancel()
+		t.Fatalf("%s: watch of every PodMetrics: %d %s %v", server, code, body, err)
+	}
+	var events atomic.Int64
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		defer stream.Close()
+		sc := bufio.NewScanner(stream)
+		sc.Buffer(make([]byte, 64<<10), 1<<20)
+		for sc.Scan() {
+			events.Add(1)
+		}
+	}()
+	start := time.Now()
+	return func() {
+		cancel()
+		<-done
+		t.Logf("%s: the watch of every PodMetrics got %d events in %v", server, events.Load(), time.Since(start).Round(time.Second))
 	}
 }
 
