@@ -257,24 +257,26 @@ func (a *assembly) addWatchCaches() error {
 	return nil
 }
 
-// feedComputed makes the computed resources with Events watchable: their
-// changes go to a feed, and a watch cache over it serves their watches. Run
-// starts both.
+// feedComputed makes the computed resources with Events watchable: a
+// watch.OnDemand runs their Events into a feed, and a watch cache over it
+// serves their watches, only while someone watches. Run starts it.
 func (a *assembly) feedComputed() error {
 	for i, r := range a.resources {
 		if r.Events == nil || r.WatchStorage != nil {
 			continue
 		}
 		resource := r.Plural + "." + r.Group
-		feed := watch.NewFeed(r.Group, r.Plural)
-		ch, err := watch.New(feed, watch.Config{Prefix: storage.ResourcePrefix(r.Group, r.Plural, ""), Resource: resource,
-			Registerer: a.c.Observability.Registerer, Logger: a.s.log.Named("watch-cache").With(zap.String("resource", resource))})
+		events := r.Events
+		od, err := watch.NewOnDemand(watch.OnDemandConfig{Group: r.Group, Resource: r.Plural,
+			Source: func(ctx context.Context, feed *watch.Feed) error { return events.Run(ctx, feed) },
+			Cache: watch.Config{Resource: resource, Registerer: a.c.Observability.Registerer,
+				Logger: a.s.log.Named("watch-cache").With(zap.String("resource", resource))},
+			Linger: a.c.Storage.ComputedWatchLinger})
 		if err != nil {
 			return fmt.Errorf("watch cache for %s: %w", resource, err)
 		}
-		a.resources[i].WatchStorage = ch
-		events := r.Events
-		a.s.runners = append(a.s.runners, ch.Start, func(ctx context.Context) error { return events.Run(ctx, feed) })
+		a.resources[i].WatchStorage = od
+		a.s.runners = append(a.s.runners, od.Start)
 	}
 	return nil
 }

@@ -249,6 +249,12 @@ type Storage struct {
 	// WatchCacheSizes sets the events kept by the watch cache of the
 	// resources it names, "plural.group" (--watch-cache-sizes).
 	WatchCacheSizes map[string]int
+	// ComputedWatchLinger is how long the watch cache of a computed
+	// resource with Events (rest.Resource) outlives its last watcher: it
+	// exists only while someone watches (watch.OnDemand), and a client that
+	// re-watches within it finds its resourceVersion still served. Zero
+	// means watch.DefaultLinger (30s); negative, once started it stays.
+	ComputedWatchLinger time.Duration
 	// DBMetricPollInterval is how often
 	// apiserver_storage_db_total_size_in_bytes is read from the stores that
 	// know their size (--etcd-db-metric-poll-interval). Zero means 30s;

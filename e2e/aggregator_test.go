@@ -15,6 +15,7 @@ package e2e
 
 import (
 	"bufio"
+	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
@@ -36,6 +37,13 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/dynamic/dynamicinformer"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/annexapi/annex/certs"
 	"github.com/annexapi/annex/e2e/internal/binaries"
@@ -429,6 +437,59 @@ func TestAggregatedMetricsServer(t *testing.T) {
 		}
 		if extra := fmt.Sprint(seen["extra"]); !strings.Contains(extra, "scopes:[metrics-view]") {
 			t.Errorf("extra seen by the example: %s", extra)
+		}
+	})
+
+	// client-go's informer over PodMetrics through the aggregator: it lists
+	// (no resourceVersion, as metrics-server's list), watches from there,
+	// syncs with the namespace's pods, and sees each new sample as an
+	// update. The example's watch cache exists only while a watch is open:
+	// this watch starts it.
+	t.Run("client_go_informer_of_podmetrics", func(t *testing.T) {
+		cfg, err := clientcmd.BuildConfigFromFlags("", p.kubeconfig(t, "admin", kasURL, p.admin))
+		if err != nil {
+			t.Fatal(err)
+		}
+		dc, err := dynamic.NewForConfig(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		podMetrics := schema.GroupVersionResource{Group: "metrics.k8s.io", Version: "v1beta1", Resource: "pods"}
+		inf := dynamicinformer.NewFilteredDynamicInformer(dc, podMetrics, "default", 0, cache.Indexers{}, nil).Informer()
+		// The samples of db-0 the updates carried, and their resourceVersions.
+		var mu sync.Mutex
+		stamps, rvs := map[string]bool{}, map[string]bool{}
+		if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{UpdateFunc: func(_, obj any) {
+			if u, ok := obj.(*unstructured.Unstructured); ok && u.GetName() == "db-0" {
+				stamp, _, _ := unstructured.NestedString(u.Object, "timestamp")
+				mu.Lock()
+				stamps[stamp], rvs[u.GetResourceVersion()] = true, true
+				mu.Unlock()
+			}
+		}}); err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() { defer close(done); inf.RunWithContext(ctx) }()
+		defer func() { cancel(); <-done }()
+		syncCtx, syncCancel := context.WithTimeout(ctx, 30*time.Second)
+		defer syncCancel()
+		if !cache.WaitForCacheSync(syncCtx.Done(), inf.HasSynced) {
+			t.Fatal("the PodMetrics informer did not sync")
+		}
+		if keys := strings.Join(inf.GetStore().ListKeys(), ","); !strings.Contains(keys, "default/db-0") || !strings.Contains(keys, "default/web-0") || strings.Contains(keys, "coredns") {
+			t.Fatalf("informer store %s, want default/db-0 and default/web-0", keys)
+		}
+		waitUntil(t, 20*time.Second, "updates of db-0 with two new samples (a sample a second)", exampleLogs, func() bool {
+			mu.Lock()
+			defer mu.Unlock()
+			return len(stamps) >= 2
+		})
+		mu.Lock()
+		defer mu.Unlock()
+		if rvs[""] || len(rvs) < 2 {
+			t.Errorf("updates' resourceVersions %v: each its own, none empty", rvs)
 		}
 	})
 

@@ -21,9 +21,13 @@ package e2e
 //
 //	cd e2e && ANNEX_SIDE_BY_SIDE_NODES=100,1000 go test -run TestMetricsServerSideBySide -timeout 90m -v .
 //
-// Both tables (a row per server and shape) are printed with t.Log.
+// ANNEX_SIDE_BY_SIDE_SERVERS runs one server alone, ANNEX_SIDE_BY_SIDE_PROFILE
+// saves their profiles, and ANNEX_SIDE_BY_SIDE_BASELINE=<binary> runs another
+// build of the example third (a before and after in one run). Both tables
+// (a row per server and shape) are printed with t.Log.
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"crypto/tls"
@@ -187,10 +191,14 @@ func TestMetricsServerSideBySide(t *testing.T) {
 	if servers["annex"] {
 		exampleBin = buildExample(t)
 	}
+	// ANNEX_SIDE_BY_SIDE_BASELINE names another build of the example (an
+	// older commit's) that runs third, as "annex (baseline)": a before and
+	// after measured in one run, on the same cluster and kubelets.
+	baseBin := os.Getenv("ANNEX_SIDE_BY_SIDE_BASELINE")
 	var table [][]sbsResult
 	for _, sh := range shapes {
 		t.Run(fmt.Sprintf("nodes_%d", sh.nodes), func(t *testing.T) {
-			rows := sideBySide(t, sh, msBin, exampleBin)
+			rows := sideBySide(t, sh, msBin, exampleBin, baseBin)
 			table = append(table, rows)
 			t.Logf("\n%s", sbsTable([]sbsShape{sh}, [][]sbsResult{rows}))
 		})
@@ -202,7 +210,7 @@ func TestMetricsServerSideBySide(t *testing.T) {
 
 // sideBySide runs one shape: a cluster, its kubelets, then each server
 // whose binary is given (metrics-server's, then annex's).
-func sideBySide(t *testing.T, sh sbsShape, msBin, exampleBin string) []sbsResult {
+func sideBySide(t *testing.T, sh sbsShape, msBin, exampleBin, baseBin string) []sbsResult {
 	p := newPKI(t)
 	kasURL, kasLogs := startKubeAPIServer(t, p, binaries.Etcd(t))
 	k := kubectltest.New(t, p.kubeconfig(t, "admin", kasURL, p.admin))
@@ -279,10 +287,15 @@ func sideBySide(t *testing.T, sh sbsShape, msBin, exampleBin string) []sbsResult
 		rows = append(rows, env.runMetricsServer(p, kasURL, msBin, caFile, timeout))
 	}
 	if exampleBin != "" {
-		rows = append(rows, env.runAnnex(p, kasURL, exampleBin, caFile, timeout))
+		rows = append(rows, env.runAnnex(p, kasURL, "annex", exampleBin, caFile, timeout))
 	}
-	if len(rows) == 2 {
-		compare(t, sh, rows[0], rows[1])
+	if baseBin != "" {
+		rows = append(rows, env.runAnnex(p, kasURL, "annex (baseline)", baseBin, caFile, timeout))
+	}
+	if len(rows) >= 2 && rows[0].server == "metrics-server" {
+		for _, r := range rows[1:] {
+			compare(t, sh, rows[0], r)
+		}
 	}
 	if t.Failed() {
 		t.Logf("kube-apiserver log tail:\n%s", tail(kasLogs.String(), 3000))
@@ -314,7 +327,7 @@ func (e *sbsEnv) runMetricsServer(p *pki, kasURL, msBin, caFile, timeout string)
 }
 
 // runAnnex runs annex's example, registering itself, and measures it.
-func (e *sbsEnv) runAnnex(p *pki, kasURL, exampleBin, caFile, timeout string) sbsResult {
+func (e *sbsEnv) runAnnex(p *pki, kasURL, server, exampleBin, caFile, timeout string) sbsResult {
 	t, sh := e.t, e.sh
 	port := freePort(t)
 	logs := &lockedBuffer{}
@@ -325,7 +338,7 @@ func (e *sbsEnv) runAnnex(p *pki, kasURL, exampleBin, caFile, timeout string) sb
 		"--service=metrics-server.kube-system", "--register-apiservice", "--apiservice-port="+strconv.Itoa(port),
 		"--source=kubelet", "--kubelet-use-node-status-port", "--kubelet-preferred-address-types=InternalIP",
 		"--kubelet-certificate-authority="+caFile, "--kubelet-request-timeout="+timeout, "--metric-resolution="+sh.resolution.String())
-	r := e.measure("annex", cmd.Process.Pid, "https://127.0.0.1:"+strconv.Itoa(port), logs)
+	r := e.measure(server, cmd.Process.Pid, "https://127.0.0.1:"+strconv.Itoa(port), logs)
 	stop()
 	return r
 }
@@ -386,6 +399,14 @@ func (e *sbsEnv) measure(server string, pid int, url string, logs *lockedBuffer)
 		return pods == sh.nodes*sh.podsPerNode
 	})
 	t.Logf("%s: %s serves every node and pod %v after it started", sh, server, time.Since(started).Round(100*time.Millisecond))
+	// ANNEX_SIDE_BY_SIDE_WATCHING measures annex with a watch of every
+	// PodMetrics open through the aggregator (metrics-server has none to
+	// open): what a scrape costs while someone watches.
+	stopWatch := func() {}
+	if os.Getenv("ANNEX_SIDE_BY_SIDE_WATCHING") != "" && strings.HasPrefix(server, "annex") {
+		r.server += " (watched)"
+		stopWatch = e.watchAll(server)
+	}
 	window(time.Duration(sh.settleCycles) * sh.resolution)
 
 	// Memory and CPU over cpuCycles scrape cycles, nothing else asked,
@@ -407,6 +428,7 @@ func (e *sbsEnv) measure(server string, pid int, url string, logs *lockedBuffer)
 	}
 	st := procStatus(t, pid)
 	rss, anon = append(rss, st["VmRSS"]), append(anon, st["RssAnon"])
+	stopWatch()
 	r.rss, r.rssAnon, r.hwm = mean(rss), mean(anon), st["VmHWM"]
 
 	// What both serve, checked against the kubelets' configuration.
@@ -456,7 +478,8 @@ func (e *sbsEnv) profile(server, url string, d time.Duration) (heap func()) {
 			t.Errorf("%s %s: %d %s", server, path, resp.StatusCode, tail(string(b), 300))
 			return
 		}
-		writeFile(t, filepath.Join(dir, fmt.Sprintf("%s-%d-%s.pprof", server, e.sh.nodes, file)), b)
+		name := strings.NewReplacer(" (", "-", ")", "").Replace(server)
+		writeFile(t, filepath.Join(dir, fmt.Sprintf("%s-%d-%s.pprof", name, e.sh.nodes, file)), b)
 	}
 	done := make(chan struct{})
 	go func() {
@@ -466,6 +489,36 @@ func (e *sbsEnv) profile(server, url string, d time.Duration) (heap func()) {
 	return func() {
 		<-done
 		get("/debug/pprof/heap", "heap")
+	}
+}
+
+// watchAll opens a watch of every PodMetrics through kube-apiserver and
+// reads it until the returned function is called, which logs how many
+// events came.
+func (e *sbsEnv) watchAll(server string) (stop func()) {
+	t := e.t
+	ctx, cancel := context.WithCancel(context.Background())
+	code, body, stream, err := e.kas.watch(ctx, "/apis/metrics.k8s.io/v1beta1/pods?watch=true&allowWatchBookmarks=true")
+	if err != nil || code != http.StatusOK {
+		cancel()
+		t.Fatalf("%s: watch of every PodMetrics: %d %s %v", server, code, body, err)
+	}
+	var events atomic.Int64
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		defer stream.Close()
+		sc := bufio.NewScanner(stream)
+		sc.Buffer(make([]byte, 64<<10), 1<<20)
+		for sc.Scan() {
+			events.Add(1)
+		}
+	}()
+	start := time.Now()
+	return func() {
+		cancel()
+		<-done
+		t.Logf("%s: the watch of every PodMetrics got %d events in %v", server, events.Load(), time.Since(start).Round(time.Second))
 	}
 }
 
@@ -587,8 +640,8 @@ wait:
 	for i := 1; i <= sh.latencyNodes; i++ {
 		e.kubelets[i].Set(e.states[i])
 	}
-	switch server {
-	case "annex":
+	switch {
+	case strings.HasPrefix(server, "annex"):
 		if r.watchEvent == 0 {
 			t.Errorf("annex: the watch of NodeMetrics node-1 got no event with the new usage (%s)", r.watch)
 		}
@@ -957,14 +1010,16 @@ func sbsTable(shapes []sbsShape, rows [][]sbsResult) string {
 				ms(percentile(r.top, 50)), ms(percentile(r.top, 99)), ms(percentile(r.get, 50)), ms(percentile(r.get, 99)),
 				ms(percentile(r.sampleToAPI, 50)), ms(percentile(r.changeToValue, 50)), watch)
 		}
-		if len(rows[i]) != 2 {
+		if len(rows[i]) < 2 || rows[i][0].server != "metrics-server" {
 			continue
 		}
-		m, a := rows[i][0], rows[i][1]
-		if m.rss > 0 && m.cpuPerCycle > 0 {
-			fmt.Fprintf(&b, "| %s | annex ÷ metrics-server | %.2f | %.2f | %.2f | %.2f | | | | | |\n", sh,
-				float64(a.rss)/float64(m.rss), float64(a.rssAnon)/float64(m.rssAnon), float64(a.hwm)/float64(m.hwm),
-				float64(a.cpuPerCycle)/float64(m.cpuPerCycle))
+		m := rows[i][0]
+		for _, a := range rows[i][1:] {
+			if m.rss > 0 && m.cpuPerCycle > 0 {
+				fmt.Fprintf(&b, "| %s | %s ÷ metrics-server | %.2f | %.2f | %.2f | %.2f | | | | | |\n", sh, a.server,
+					float64(a.rss)/float64(m.rss), float64(a.rssAnon)/float64(m.rssAnon), float64(a.hwm)/float64(m.hwm),
+					float64(a.cpuPerCycle)/float64(m.cpuPerCycle))
+			}
 		}
 	}
 	return b.String()

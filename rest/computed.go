@@ -59,9 +59,13 @@ var (
 	_ EventSource = EventSourceFunc(nil)
 )
 
-// EventSource feeds the watch of a computed resource: Run calls sink.Put
-// with an object's complete JSON when it appears or changes (an unchanged
-// object is no event) and sink.Remove when it goes away, until ctx ends.
+// EventSource feeds the watch of a computed resource. Run first puts every
+// object that exists (sink.Put with its complete JSON) and calls
+// sink.Synced; then, until ctx ends, it puts an object when it appears or
+// changes (an unchanged object is no event) and calls sink.Remove when one
+// goes away. Run is called only while someone watches the resource (the
+// Builder's watch.OnDemand), each time anew, so that nothing is spent on
+// the changes while nobody does; a watch waits for Synced.
 type EventSource interface {
 	Run(ctx context.Context, sink EventSink) error
 }
@@ -74,8 +78,22 @@ func (f EventSourceFunc) Run(ctx context.Context, sink EventSink) error { return
 
 // EventSink receives a computed resource's changes (watch.Feed is one).
 type EventSink interface {
+	// Put records an object's complete JSON as its current state.
 	Put(data []byte) error
+	// Remove records that an object is gone.
 	Remove(namespace, name string) error
+	// Synced says that every object that exists has been put.
+	Synced()
+}
+
+// WatchStore serves the watch of a computed resource (Resource's
+// WatchStorage): watch.OnDemand, or a watch.Cacher over a watch.Feed. The
+// returned Watcher is stopped by the handler when the watch ends. It may
+// also implement storage.RevisionReader (a watch from a resourceVersion
+// beyond it answers 504, as kube's) and InitialEventsSender (watch-lists).
+// Watch is called concurrently from request goroutines.
+type WatchStore interface {
+	Watch(ctx context.Context, key string, opts storage.WatchOptions) (storage.Watcher, error)
 }
 
 // ListOptions are the selectors of a list of a computed resource.

@@ -105,8 +105,13 @@
 // It serves get and list only, with label and field selectors applied to
 // what the Lister returns, Table output from its PrinterColumns, and list
 // metadata {} (no resourceVersion). Watch answers 405 as k8s does for a store
-// that cannot watch; writes answer the 405 MethodNotAllowed k8s.io/apiserver
-// gives a method without a route. Discovery lists only the served verbs.
+// that cannot watch, unless the resource has [Resource.Events]: its watch is
+// then served from a watch cache over those events (the Builder's
+// watch.OnDemand, which runs the events only while someone watches, priming
+// its cache from the [EventSource]'s current state each time), with
+// bookmarks and WatchList. Writes answer the 405 MethodNotAllowed
+// k8s.io/apiserver gives a method without a route. Discovery lists only the
+// served verbs.
 //
 // # Deletion
 //

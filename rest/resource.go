@@ -55,12 +55,14 @@ type Resource struct {
 	// object when it changes and removes those that go away, and watch is
 	// served from a watch cache over those changes, with bookmarks and
 	// WatchList, as for a stored resource (get and list stay the Getter's
-	// and Lister's). The Builder runs it and fills WatchStorage.
+	// and Lister's). The Builder fills WatchStorage with a watch.OnDemand,
+	// which runs Events only while someone watches.
 	Events EventSource
-	// WatchStorage serves the watch of a computed resource: a watch cache
-	// over a feed of its changes (watch.New(watch.NewFeed(...)); the
-	// Builder makes it from Events). Nil means watch answers 405.
-	WatchStorage storage.Interface
+	// WatchStorage serves the watch of a computed resource: a
+	// watch.OnDemand over Events (what the Builder makes), or a watch cache
+	// over a feed of its changes (watch.New(watch.NewFeed(...))). Nil means
+	// watch answers 405.
+	WatchStorage WatchStore
 	// Schema is the structural schema of the object (apiVersion, kind and
 	// metadata may be left out). It is published in OpenAPI, and writes are
 	// pruned and defaulted with it; unknown fields are then handled as the

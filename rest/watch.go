@@ -34,7 +34,7 @@ func (rh *resourceHandler) sendsInitialEvents() bool {
 
 // watchStorage is what a watch reads: the Storage, or a computed
 // resource's WatchStorage.
-func (rh *resourceHandler) watchStorage() storage.Interface {
+func (rh *resourceHandler) watchStorage() WatchStore {
 	if rh.computed() {
 		return rh.WatchStorage
 	}

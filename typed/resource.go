@@ -168,7 +168,10 @@ type Computed[T any] struct {
 	List func(ctx context.Context, namespace string, opts rest.ListOptions) ([]T, error)
 	// Changes, when set, makes the resource watchable (rest.Resource's
 	// Events): until ctx ends it calls put with each object when it appears
-	// or changes, and remove when one goes away.
+	// or changes, and remove when one goes away. It runs only while someone
+	// watches, each time after the objects List returns for every namespace
+	// have been put: putting them again is no change, and an object put
+	// with other values is one.
 	Changes func(ctx context.Context, put func(*T) error, remove func(namespace, name string) error) error
 }
 
@@ -222,13 +225,25 @@ func (c Computed[T]) Resource() (rest.Resource, error) {
 	})
 	if c.Changes != nil {
 		r.Events = rest.EventSourceFunc(func(ctx context.Context, sink rest.EventSink) error {
-			return c.Changes(ctx, func(v *T) error {
+			put := func(v *T) error {
 				b, err := envelope(v)
 				if err != nil {
 					return err
 				}
 				return sink.Put(b)
-			}, sink.Remove)
+			}
+			// The state first, from List: Changes says only what changes.
+			vs, err := c.List(ctx, "", rest.ListOptions{})
+			if err != nil {
+				return err
+			}
+			for i := range vs {
+				if err := put(&vs[i]); err != nil {
+					return err
+				}
+			}
+			sink.Synced()
+			return c.Changes(ctx, put, sink.Remove)
 		})
 	}
 	return r, nil

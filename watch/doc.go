@@ -101,6 +101,18 @@
 // Delete pass the cached state as Cached to save a read (only once the cache
 // has applied every write made through it, so the state is not known stale).
 //
+// # Computed resources
+//
+// A resource computed on read (not stored) is watched through a [Feed]: its
+// program puts each object when it changes, and a Cacher over the feed
+// serves the watches. [OnDemand] makes the feed and its Cacher only while
+// someone watches: the first watch runs the program's event source, which
+// primes a new feed with the current objects (no events) and calls
+// [Feed.Synced]; the session ends Linger after the last watcher, and with
+// it every copy of the objects. Revisions continue from one session to the
+// next, so a watch from a revision before the current session's priming is
+// ErrExpired, as kube's cache answers one it no longer holds.
+//
 // # Caveats
 //
 //   - Initial events are collected under the cacher's lock: a watch from ""

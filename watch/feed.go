@@ -4,7 +4,8 @@
 // changes and removes those that go away; the Feed numbers the changes,
 // keeps the current objects and serves List and Watch to a Cacher, which
 // serves the clients' watches with bookmarks and WatchList as for a stored
-// resource.
+// resource. An OnDemand (ondemand.go) makes a feed and its Cacher only while
+// someone watches; its feeds are primed quietly (see Synced).
 
 package watch
 
@@ -35,6 +36,18 @@ type Feed struct {
 	history  []storage.Event // the last changes, oldest first
 	watchers map[*feedWatcher]struct{}
 	seed     maphash.Seed
+	// quiet is set while an OnDemand session's feed is primed: Put and
+	// Remove change the objects and record no event until Synced.
+	quiet bool
+	// floor is the revision Synced ended the priming at: nothing before it
+	// can be replayed (a watch from further back is ErrExpired).
+	floor uint64
+	// closed is set when the OnDemand session ends: Put and Remove are
+	// then no-ops.
+	closed bool
+	// synced is closed by the first Synced.
+	synced     chan struct{}
+	syncedOnce sync.Once
 }
 
 // feedObject is an object the feed holds and the hash of the JSON it was
@@ -52,7 +65,40 @@ var (
 // NewFeed returns an empty feed for the objects of group and resource
 // (their storage keys are storage.ObjectKey's).
 func NewFeed(group, resource string) *Feed {
-	return &Feed{group: group, resource: resource, objects: map[string]feedObject{}, watchers: map[*feedWatcher]struct{}{}, seed: maphash.MakeSeed()}
+	return &Feed{group: group, resource: resource, objects: map[string]feedObject{}, watchers: map[*feedWatcher]struct{}{},
+		seed: maphash.MakeSeed(), synced: make(chan struct{})}
+}
+
+// newQuietFeed returns an empty feed whose revisions continue after rev,
+// recording no event until Synced: an OnDemand session's.
+func newQuietFeed(group, resource string, rev uint64) *Feed {
+	f := NewFeed(group, resource)
+	f.rev, f.quiet = rev, true
+	return f
+}
+
+// Synced tells the feed that every object that exists has been put. A
+// feed that an OnDemand primes records no event before it (a watch starts
+// from the state it holds then, and one from an earlier revision is
+// ErrExpired), and the session's watches wait for it. A feed made by
+// NewFeed needs no call: its watch cache lists it whenever it starts.
+func (f *Feed) Synced() {
+	f.mu.Lock()
+	if f.quiet {
+		f.quiet, f.floor = false, f.rev
+	}
+	f.mu.Unlock()
+	f.syncedOnce.Do(func() { close(f.synced) })
+}
+
+// close ends an OnDemand session's feed: later Puts and Removes change
+// nothing. It returns the feed's last revision, after which the next
+// session's continue.
+func (f *Feed) close() uint64 {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.closed = true
+	return f.rev
 }
 
 // errReadOnly refuses writes through storage.Interface.
@@ -82,6 +128,9 @@ func (f *Feed) Put(data []byte) error {
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if f.closed {
+		return nil
+	}
 	prev, had := f.objects[key]
 	if had && (sum == 0 || prev.sum == 0 || sum == prev.sum) && sameState(prev.Data, data) {
 		return nil
@@ -95,6 +144,9 @@ func (f *Feed) Put(data []byte) error {
 	m.ResourceVersion = storage.FormatResourceVersion(f.rev)
 	obj := storage.Object{Key: key, ResourceVersion: f.rev, Data: out, Meta: m}
 	f.objects[key] = feedObject{obj, sum}
+	if f.quiet {
+		return nil
+	}
 	ev := storage.Event{Type: storage.EventAdded, Object: obj}
 	if had {
 		ev.Type, ev.Prev = storage.EventModified, &prev.Object
@@ -110,7 +162,11 @@ func (f *Feed) Remove(namespace, name string) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	held, had := f.objects[key]
-	if !had {
+	if !had || f.closed {
+		return nil
+	}
+	if f.quiet {
+		delete(f.objects, key)
 		return nil
 	}
 	prev := held.Object
@@ -195,7 +251,8 @@ func (f *Feed) Delete(context.Context, string, storage.DeleteOptions) (storage.O
 }
 
 // Watch streams the changes after opts.ResourceVersion ("" or "0": from
-// now) under key; a revision older than the history kept is ErrExpired.
+// now) under key; a revision older than the history kept, or than the end
+// of a quiet feed's priming, is ErrExpired.
 func (f *Feed) Watch(ctx context.Context, key string, opts storage.WatchOptions) (storage.Watcher, error) {
 	rv, err := backend.ParseResourceVersion(opts.ResourceVersion)
 	if err != nil {
@@ -206,6 +263,9 @@ func (f *Feed) Watch(ctx context.Context, key string, opts storage.WatchOptions)
 	defer f.mu.Unlock()
 	if from == 0 {
 		from = f.rev
+	}
+	if from < f.floor {
+		return nil, &storage.Error{Err: storage.ErrExpired, ResourceVersion: f.floor}
 	}
 	if len(f.history) > 0 && from+1 < f.history[0].Object.ResourceVersion {
 		return nil, &storage.Error{Err: storage.ErrExpired, ResourceVersion: f.history[0].Object.ResourceVersion - 1}

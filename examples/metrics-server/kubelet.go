@@ -14,6 +14,7 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"crypto/tls"
@@ -24,7 +25,6 @@ import (
 	"io"
 	"math"
 	"net"
-	"net/http"
 	"os"
 	"runtime"
 	"slices"
@@ -81,7 +81,7 @@ func (o KubeletOptions) validate() error {
 type Kubelets struct {
 	opts    KubeletOptions
 	cluster *kubeclient.Client
-	http    *http.Client
+	conns   *kubeletConns
 	// token is the server's own bearer token for the kubelets (as
 	// metrics-server uses its in-cluster credentials), "" for none.
 	token func() (string, error)
@@ -92,11 +92,11 @@ type Kubelets struct {
 	nodes  map[string]kubeletNode
 	labels map[podKey]Labels // a pod's labels
 
-	// parsing holds a token for each answer being parsed: every kubelet
-	// is asked at once, but only as many answers are parsed at a time as
-	// there are CPUs, so that a thousand parsers' garbage is not alive at
-	// once.
-	parsing chan struct{}
+	// parsing holds a token for each answer being read and parsed: every
+	// kubelet is asked at once, but only as many answers are read and
+	// parsed at a time as there are CPUs, so that a thousand answers and
+	// their parsers' garbage are not alive at once.
+	parsing chan *resourceParser
 
 	// nodesListed and podsListed are closed once the cluster's nodes and
 	// pods have been listed.
@@ -164,16 +164,15 @@ func NewKubelets(opts KubeletOptions, cluster *kubeclient.Client, creds *kubecli
 			return strings.TrimSpace(string(b)), err
 		}
 	}
-	// HTTP/1.1, one kept-alive connection per kubelet: an HTTP/2 client
-	// connection holds a framer's buffers and header tables besides TLS's,
-	// tens of megabytes at a thousand nodes, and multiplexing buys nothing
-	// for one request per node per resolution. An answer also stays in the
-	// socket until it is read, rather than in the transport's buffers.
-	k.http = &http.Client{Timeout: opts.RequestTimeout, Transport: &http.Transport{
-		TLSClientConfig: tc, ForceAttemptHTTP2: false, MaxIdleConnsPerHost: 1, IdleConnTimeout: 5 * time.Minute,
-		DialContext: (&net.Dialer{Timeout: opts.RequestTimeout}).DialContext,
-	}}
-	k.parsing = make(chan struct{}, runtime.GOMAXPROCS(0))
+	// HTTP/1.1, one kept-alive connection per kubelet (kubeletconn.go): an
+	// HTTP/2 client connection holds a framer's buffers and header tables
+	// besides TLS's, tens of megabytes at a thousand nodes, and
+	// multiplexing buys nothing for one request per node per resolution.
+	k.conns = newKubeletConns(tc, opts.RequestTimeout)
+	k.parsing = make(chan *resourceParser, runtime.GOMAXPROCS(0))
+	for range cap(k.parsing) {
+		k.parsing <- newResourceParser()
+	}
 	return k, nil
 }
 
@@ -369,6 +368,7 @@ func (k *Kubelets) Scrape(ctx context.Context) (*Batch, error) {
 	for _, err := range failed {
 		k.log.Warn("scraping a kubelet failed", zap.Error(err))
 	}
+	k.conns.closeIdle() // those of nodes gone
 	if len(failed) > 0 && len(failed) == len(nodes) {
 		return nil, errors.Join(failed...)
 	}
@@ -386,40 +386,39 @@ func (k *Kubelets) scrapeNode(ctx context.Context, name string, n kubeletNode) (
 	if err != nil {
 		return nil, nil, err
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "https://"+addr+"/metrics/resource", nil)
-	if err != nil {
-		return nil, nil, err
-	}
+	var tok string
 	if k.token != nil {
-		tok, err := k.token()
-		if err != nil {
+		if tok, err = k.token(); err != nil {
 			return nil, nil, fmt.Errorf("bearer token: %w", err)
 		}
-		req.Header.Set("Authorization", "Bearer "+tok)
 	}
 	start := k.now()
-	resp, err := k.http.Do(req)
+	req, err := k.conns.send(ctx, addr, "/metrics/resource", tok)
 	if err != nil {
 		return nil, nil, err
 	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		body, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
-		return nil, nil, fmt.Errorf("GET /metrics/resource: %s: %s", resp.Status, strings.TrimSpace(string(body)))
-	}
-	buf := bodies.Get().(*bytes.Buffer)
-	defer bodies.Put(buf)
-	buf.Reset()
-	if _, err := buf.ReadFrom(resp.Body); err != nil {
-		return nil, nil, fmt.Errorf("read /metrics/resource: %w", err)
-	}
+	// The answer is read only when it can be parsed at once: the others
+	// wait in their sockets, not in a thousand buffers.
+	var p *resourceParser
 	select {
-	case k.parsing <- struct{}{}:
+	case p = <-k.parsing:
 	case <-ctx.Done():
+		req.close()
 		return nil, nil, ctx.Err()
 	}
-	node, pods, err := decodeText(buf.Bytes(), start)
-	<-k.parsing
+	var node *NodeSample
+	var pods []PodSample
+	decode := func(body io.Reader) (err error) {
+		node, pods, err = p.decode(body, start)
+		return err
+	}
+	err = req.read(p.br, decode)
+	if errors.Is(err, errStaleConn) {
+		if req, err = k.conns.send(ctx, addr, "/metrics/resource", tok); err == nil {
+			err = req.read(p.br, decode)
+		}
+	}
+	k.parsing <- p
 	if err != nil {
 		return nil, nil, err
 	}
@@ -437,9 +436,6 @@ var resourceFamilies = [][]byte{
 	[]byte("container_cpu_usage_seconds_total"), []byte("container_memory_working_set_bytes"),
 	[]byte("node_cpu_usage_seconds_total"), []byte("node_memory_working_set_bytes"),
 }
-
-// bodies recycles the buffers kubelets' answers are read into.
-var bodies = sync.Pool{New: func() any { return new(bytes.Buffer) }}
 
 // keepFamilies keeps, in place, the lines of the exposition text data that
 // belong to resourceFamilies: their samples (the metric name, then "{" or
@@ -471,25 +467,42 @@ func keepFamilies(data []byte) []byte {
 // unless both its counters are there and non-zero; a pod is left out when
 // one of its containers lacks either counter, as metrics-server does.
 func decodeResourceMetrics(r io.Reader, start time.Time) (*NodeSample, []PodSample, error) {
-	buf := bodies.Get().(*bytes.Buffer)
-	defer bodies.Put(buf)
-	buf.Reset()
-	if _, err := buf.ReadFrom(r); err != nil {
-		return nil, nil, fmt.Errorf("read /metrics/resource: %w", err)
-	}
-	return decodeText(buf.Bytes(), start)
+	return newResourceParser().decode(r, start)
 }
 
-// decodeText is decodeResourceMetrics of text, which it changes (the
-// families not read are cut out in place).
-func decodeText(text []byte, start time.Time) (*NodeSample, []PodSample, error) {
+// resourceParser reads and parses answers one at a time, reusing its
+// buffer and expfmt parser (its reader and token buffer) from one to the
+// next.
+type resourceParser struct {
+	br     *bufio.Reader // a kubelet's connection while its answer is read
+	buf    bytes.Buffer
+	text   expfmt.TextParser
+	reader bytes.Reader
+
+	containers     []containerAcc
+	containerIndex map[containerKey]int
+	pods           []podAcc
+	podIndex       map[podKey]int
+}
+
+func newResourceParser() *resourceParser {
+	return &resourceParser{br: bufio.NewReader(nil), text: expfmt.NewTextParser(model.UTF8Validation), containerIndex: map[containerKey]int{}, podIndex: map[podKey]int{}}
+}
+
+// decode is decodeResourceMetrics with p's buffers.
+func (p *resourceParser) decode(r io.Reader, start time.Time) (*NodeSample, []PodSample, error) {
+	p.buf.Reset()
+	if _, err := p.buf.ReadFrom(r); err != nil {
+		return nil, nil, fmt.Errorf("read /metrics/resource: %w", err)
+	}
+	text := p.buf.Bytes()
 	blank := len(bytes.TrimSpace(text)) == 0
 	kept := keepFamilies(text)
 	if len(kept) == 0 && !blank {
 		return nil, nil, errors.New("parse /metrics/resource: none of the resource metrics in the answer")
 	}
-	parser := expfmt.NewTextParser(model.UTF8Validation)
-	families, err := parser.TextToMetricFamilies(bytes.NewReader(kept))
+	p.reader.Reset(kept)
+	families, err := p.text.TextToMetricFamilies(&p.reader)
 	if err != nil {
 		return nil, nil, fmt.Errorf("parse /metrics/resource: %w", err)
 	}
@@ -517,9 +530,10 @@ func decodeText(text []byte, start time.Time) (*NodeSample, []PodSample, error) 
 			node = &NodeSample{Usage: Usage{Time: at(c), CPUNanoseconds: nanos(v), MemoryBytes: uint64(w)}}
 		}
 	}
-	type containerKey struct{ ns, pod, container string }
-	containers := map[containerKey]*ContainerSample{}
-	var order []containerKey
+	// The containers in the order first seen, with both samples; the
+	// parser's slices and maps serve every answer it reads.
+	p.containers = p.containers[:0]
+	clear(p.containerIndex)
 	add := func(family string, set func(*ContainerSample, *dto.Metric)) {
 		f := families[family]
 		if f == nil {
@@ -537,13 +551,13 @@ func decodeText(text []byte, start time.Time) (*NodeSample, []PodSample, error) 
 					key.container = l.GetValue()
 				}
 			}
-			c := containers[key]
-			if c == nil {
-				c = &ContainerSample{Name: key.container}
-				containers[key] = c
-				order = append(order, key)
+			i, ok := p.containerIndex[key]
+			if !ok {
+				i = len(p.containers)
+				p.containerIndex[key] = i
+				p.containers = append(p.containers, containerAcc{key: key, sample: ContainerSample{Name: key.container}})
 			}
-			set(c, m)
+			set(&p.containers[i].sample, m)
 		}
 	}
 	add("container_cpu_usage_seconds_total", func(c *ContainerSample, m *dto.Metric) {
@@ -552,31 +566,69 @@ func decodeText(text []byte, start time.Time) (*NodeSample, []PodSample, error) 
 	add("container_memory_working_set_bytes", func(c *ContainerSample, m *dto.Metric) {
 		c.Usage.MemoryBytes, c.Usage.Time = uint64(value(m)), at(m)
 	})
-	pods := map[string]*PodSample{}
-	incomplete := map[string]bool{}
-	var podOrder []string
-	for _, key := range order {
-		c := containers[key]
-		id := key.ns + "/" + key.pod
-		p := pods[id]
-		if p == nil {
-			p = &PodSample{Namespace: key.ns, Name: key.pod}
-			pods[id] = p
-			podOrder = append(podOrder, id)
+	// The pods in the order first seen; one with an incomplete container
+	// is left out.
+	p.pods = p.pods[:0]
+	clear(p.podIndex)
+	for i := range p.containers {
+		c := &p.containers[i]
+		pk := podKey{c.key.ns, c.key.pod}
+		j, ok := p.podIndex[pk]
+		if !ok {
+			j = len(p.pods)
+			p.podIndex[pk] = j
+			p.pods = append(p.pods, podAcc{key: pk})
 		}
-		if c.Usage.CPUNanoseconds == 0 || c.Usage.MemoryBytes == 0 {
-			incomplete[id] = true
-			continue
+		c.pod = j
+		if c.sample.Usage.CPUNanoseconds == 0 || c.sample.Usage.MemoryBytes == 0 {
+			p.pods[j].incomplete = true
+		} else {
+			p.pods[j].n++
 		}
-		p.Containers = append(p.Containers, *c)
 	}
-	out := make([]PodSample, 0, len(podOrder))
-	for _, id := range podOrder {
-		if !incomplete[id] && len(pods[id].Containers) > 0 {
-			out = append(out, *pods[id])
+	// One allocation for the kept pods and one for all their containers.
+	total, served := 0, 0
+	for j := range p.pods {
+		if pa := &p.pods[j]; !pa.incomplete && pa.n > 0 {
+			pa.start = total
+			total += pa.n
+			served++
+		}
+	}
+	slab := make([]ContainerSample, total)
+	for i := range p.containers {
+		c := &p.containers[i]
+		if pa := &p.pods[c.pod]; !pa.incomplete && c.sample.Usage.CPUNanoseconds != 0 && c.sample.Usage.MemoryBytes != 0 {
+			slab[pa.start+pa.filled] = c.sample
+			pa.filled++
+		}
+	}
+	out := make([]PodSample, 0, served)
+	for _, pa := range p.pods {
+		if !pa.incomplete && pa.n > 0 {
+			out = append(out, PodSample{Namespace: pa.key.namespace, Name: pa.key.name, Containers: slab[pa.start : pa.start+pa.n : pa.start+pa.n]})
 		}
 	}
 	return node, out, nil
+}
+
+// containerKey names a container in an answer.
+type containerKey struct{ ns, pod, container string }
+
+// containerAcc is a container's samples as an answer is read, and the index
+// of its pod in resourceParser.pods.
+type containerAcc struct {
+	key    containerKey
+	sample ContainerSample
+	pod    int
+}
+
+// podAcc is a pod as an answer is read: how many complete containers it
+// has, whether one is incomplete, and where its containers go.
+type podAcc struct {
+	key              podKey
+	n, start, filled int
+	incomplete       bool
 }
 
 // nanos converts a counter in seconds to whole nanoseconds, to the nearest

@@ -1,11 +1,24 @@
 package main
 
 import (
+	"context"
+	"encoding/pem"
+	"fmt"
 	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
 	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"go.uber.org/zap"
 )
 
 // TestDecodeResourceMetrics reads a kubelet's /metrics/resource (the format
@@ -91,5 +104,123 @@ func TestSourceFlags(t *testing.T) {
 		if _, err := parseFlags(tc.args, io.Discard); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%q: %v, want %q", tc.args, err, tc.want)
 		}
+	}
+}
+
+// TestResourceParserReused: a scrape's parser reads one answer after
+// another; each answer's pods keep their containers in order (a pod's
+// sidecar included, an incomplete pod left out), and an answer's result
+// is not changed by the next one's.
+func TestResourceParserReused(t *testing.T) {
+	p := newResourceParser()
+	start := time.Unix(1700000000, 0)
+	_, a, err := p.decode(strings.NewReader(`container_cpu_usage_seconds_total{container="app",namespace="n",pod="p1"} 1
+container_cpu_usage_seconds_total{container="x",namespace="n",pod="bad"} 1
+container_cpu_usage_seconds_total{container="sidecar",namespace="n",pod="p1"} 2
+container_cpu_usage_seconds_total{container="app",namespace="m",pod="p2"} 3
+container_memory_working_set_bytes{container="app",namespace="n",pod="p1"} 10
+container_memory_working_set_bytes{container="sidecar",namespace="n",pod="p1"} 20
+container_memory_working_set_bytes{container="app",namespace="m",pod="p2"} 30
+`), start)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, b, err := p.decode(strings.NewReader(`container_cpu_usage_seconds_total{container="c",namespace="o",pod="p3"} 4
+container_memory_working_set_bytes{container="c",namespace="o",pod="p3"} 40
+`), start)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := func(pods []PodSample) string {
+		var parts []string
+		for _, pod := range pods {
+			for _, c := range pod.Containers {
+				parts = append(parts, fmt.Sprintf("%s/%s/%s=%d,%d", pod.Namespace, pod.Name, c.Name, c.Usage.CPUNanoseconds/1e9, c.Usage.MemoryBytes))
+			}
+		}
+		return strings.Join(parts, " ")
+	}
+	if g, want := got(a), "n/p1/app=1,10 n/p1/sidecar=2,20 m/p2/app=3,30"; g != want {
+		t.Errorf("first answer: %s, want %s", g, want)
+	}
+	if g, want := got(b), "o/p3/c=4,40"; g != want {
+		t.Errorf("second answer: %s, want %s", g, want)
+	}
+}
+
+// TestScrapeKubeletConnections scrapes an HTTPS kubelet (the fixture's
+// answer, chunked as a kubelet sends it) as the scrape does: the bearer
+// token is sent, the connection is kept for the next scrape and reused,
+// one the kubelet closed meanwhile is replaced at once, and an answer that
+// is not 200 is an error with its status.
+func TestScrapeKubeletConnections(t *testing.T) {
+	fixture, err := os.ReadFile("testdata/metrics-resource.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var conns, requests atomic.Int32
+	var status atomic.Int32
+	status.Store(http.StatusOK)
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		requests.Add(1)
+		if r.URL.Path != "/metrics/resource" || r.Header.Get("Authorization") != "Bearer tok" {
+			http.Error(w, "want /metrics/resource with the token", http.StatusUnauthorized)
+			return
+		}
+		if code := int(status.Load()); code != http.StatusOK {
+			http.Error(w, "nope", code)
+			return
+		}
+		w.Header().Set("Content-Type", "text/plain; version=0.0.4")
+		for chunk := range slices.Chunk(fixture, 1000) { // chunked, flushed as it goes
+			_, _ = w.Write(chunk)
+			w.(http.Flusher).Flush()
+		}
+	}))
+	srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+		if s == http.StateNew {
+			conns.Add(1)
+		}
+	}
+	srv.StartTLS()
+	defer srv.Close()
+	caFile := filepath.Join(t.TempDir(), "ca.crt")
+	if err := os.WriteFile(caFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	k, err := NewKubelets(KubeletOptions{CAFile: caFile, UseNodeStatusPort: true, PreferredAddressTypes: []string{"InternalIP"}}, nil, nil, zap.NewNop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	k.token = func() (string, error) { return "tok", nil }
+	u, _ := url.Parse(srv.URL)
+	port, _ := strconv.Atoi(u.Port())
+	node := kubeletNode{addresses: map[string]string{"InternalIP": u.Hostname()}, statusPort: port}
+	scrape := func() error {
+		t.Helper()
+		n, pods, err := k.scrapeNode(context.Background(), "node-1", node)
+		if err == nil && (n == nil || n.Name != "node-1" || len(pods) != 2) {
+			t.Fatalf("scrape: node %+v, %d pods", n, len(pods))
+		}
+		return err
+	}
+	for range 3 {
+		if err := scrape(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := conns.Load(); n != 1 {
+		t.Errorf("%d connections for three scrapes, want 1 kept", n)
+	}
+	srv.CloseClientConnections() // the kubelet restarted
+	if err := scrape(); err != nil {
+		t.Fatalf("after the kept connection was closed: %v", err)
+	}
+	if n, r := conns.Load(), requests.Load(); n != 2 || r != 4 {
+		t.Errorf("%d connections, %d requests; want 2, 4", n, r)
+	}
+	status.Store(http.StatusForbidden)
+	if err := scrape(); err == nil || !strings.Contains(err.Error(), "403 Forbidden: nope") {
+		t.Errorf("a 403: %v", err)
 	}
 }

@@ -111,6 +111,7 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.StringVar(&o.kubelet.ClientCertFile, "kubelet-client-certificate", "", "Path to a client cert file for TLS.")
 	fs.StringVar(&o.kubelet.ClientKeyFile, "kubelet-client-key", "", "Path to a client key file for TLS.")
 	fs.DurationVar(&o.kubelet.RequestTimeout, "kubelet-request-timeout", 10*time.Second, "The length of time to wait before giving up on a single request to Kubelet. Non-zero values should contain a corresponding time unit (e.g. 1s, 2m, 3h).")
+	fs.DurationVar(&o.builder.Storage.ComputedWatchLinger, "watch-linger", 0, "How long the watch cache of NodeMetrics and PodMetrics outlives its last watcher; it exists only while someone watches (0: 30s; negative: once started, it stays).")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}

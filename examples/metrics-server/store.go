@@ -10,7 +10,9 @@ import (
 	"context"
 	"errors"
 	"math"
+	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -45,7 +47,10 @@ type snapshot struct {
 	batches int       // how many batches the store had taken
 	at      time.Time // when it was computed: its objects' creationTimestamp in the watch
 	nodes   map[string]*nodeEntry
-	pods    map[podKey]*podEntry
+	// pods are sorted by namespace and name: a pod is found by a binary
+	// search and a list needs no sort. A map of 30,000 pods took more
+	// memory than their entries.
+	pods []podEntry
 	// served counts the nodes and pods with metrics (a valid pair).
 	served int
 }
@@ -91,7 +96,7 @@ func NewStore(src Source, resolution time.Duration, log *zap.Logger) *Store {
 		log = zap.NewNop()
 	}
 	return &Store{src: src, resolution: resolution, log: log, now: time.Now, added: make(chan struct{}),
-		snap: &snapshot{nodes: map[string]*nodeEntry{}, pods: map[podKey]*podEntry{}}}
+		snap: &snapshot{nodes: map[string]*nodeEntry{}}}
 }
 
 // Start scrapes now, again after a second (so metrics exist soon after start
@@ -136,8 +141,7 @@ func (s *Store) Add(b *Batch) {
 	s.addMu.Lock()
 	defer s.addMu.Unlock()
 	prev := s.snapshot()
-	next := &snapshot{batches: prev.batches + 1, at: s.now(),
-		nodes: make(map[string]*nodeEntry, len(b.Nodes)), pods: make(map[podKey]*podEntry, len(b.Pods))}
+	next := &snapshot{batches: prev.batches + 1, at: s.now(), nodes: make(map[string]*nodeEntry, len(b.Nodes))}
 	entries := make([]nodeEntry, len(b.Nodes)) // one allocation for every node
 	for i := range b.Nodes {
 		n, e := &b.Nodes[i], &entries[i]
@@ -150,13 +154,35 @@ func (s *Store) Add(b *Batch) {
 		}
 		next.nodes[n.Name] = e
 	}
-	pods := make([]podEntry, len(b.Pods))
+	// The batch's pods in key order (a pod reported twice: the last), each
+	// matched with the same pod of the snapshot before by a merge.
+	order := make([]int32, len(b.Pods))
+	for i := range order {
+		order[i] = int32(i)
+	}
+	slices.SortStableFunc(order, func(i, j int32) int { return comparePods(&b.Pods[i], &b.Pods[j]) })
+	n := 0
 	for i := range b.Pods {
-		p, e := &b.Pods[i], &pods[i]
-		key := podKey{p.Namespace, p.Name}
-		*e = podEntry{namespace: p.Namespace, name: p.Name, labels: p.Labels, containers: make([]containerEntry, len(p.Containers))}
-		before := prev.pods[key]
-		e.ok = before != nil && len(p.Containers) > 0
+		n += len(b.Pods[i].Containers)
+	}
+	slab := make([]containerEntry, n) // one allocation for every container
+	next.pods = make([]podEntry, 0, len(b.Pods))
+	before := prev.pods
+	for k, i := range order {
+		p := &b.Pods[i]
+		if k+1 < len(order) && comparePods(p, &b.Pods[order[k+1]]) == 0 {
+			continue
+		}
+		for len(before) > 0 && before[0].compare(p.Namespace, p.Name) < 0 {
+			before = before[1:]
+		}
+		var prevPod *podEntry
+		if len(before) > 0 && before[0].compare(p.Namespace, p.Name) == 0 {
+			prevPod = &before[0]
+		}
+		e := podEntry{namespace: p.Namespace, name: p.Name, labels: p.Labels, containers: slab[:len(p.Containers):len(p.Containers)]}
+		slab = slab[len(p.Containers):]
+		e.ok = prevPod != nil && len(p.Containers) > 0
 		for j, c := range p.Containers {
 			ce := &e.containers[j]
 			*ce = containerEntry{name: c.Name, cur: c.Usage}
@@ -164,7 +190,7 @@ func (s *Store) Add(b *Batch) {
 				continue
 			}
 			var window time.Duration
-			ce.cpu, window, e.ok = rate(c.Usage, before.container(c.Name))
+			ce.cpu, window, e.ok = rate(c.Usage, prevPod.container(c.Name))
 			if e.ok && c.Usage.Time.After(e.time) {
 				e.time, e.window = c.Usage.Time, window
 			}
@@ -172,13 +198,38 @@ func (s *Store) Add(b *Batch) {
 		if e.ok {
 			next.served++
 		}
-		next.pods[key] = e
+		next.pods = append(next.pods, e)
 	}
 	s.mu.Lock()
 	s.snap = next
 	close(s.added)
 	s.added = make(chan struct{})
 	s.mu.Unlock()
+}
+
+// comparePods orders pod samples by namespace, then name.
+func comparePods(a, b *PodSample) int {
+	if c := strings.Compare(a.Namespace, b.Namespace); c != 0 {
+		return c
+	}
+	return strings.Compare(a.Name, b.Name)
+}
+
+// compare orders p against the pod namespace/name.
+func (p *podEntry) compare(namespace, name string) int {
+	if c := strings.Compare(p.namespace, namespace); c != 0 {
+		return c
+	}
+	return strings.Compare(p.name, name)
+}
+
+// pod is the entry of the pod namespace/name, or nil.
+func (s *snapshot) pod(namespace, name string) *podEntry {
+	i, found := slices.BinarySearchFunc(s.pods, podKey{namespace, name}, func(e podEntry, k podKey) int { return e.compare(k.namespace, k.name) })
+	if !found {
+		return nil
+	}
+	return &s.pods[i]
 }
 
 // container is the newest sample of the container name (zero when the pod
@@ -297,7 +348,7 @@ func (s *Store) NodeList(_ context.Context, _ string, opts rest.ListOptions) ([]
 // Pod is the JSON of the pod namespace/name's metrics; NotFound when it has
 // none yet.
 func (s *Store) Pod(_ context.Context, namespace, name string) ([]byte, error) {
-	e := s.snapshot().pods[podKey{namespace, name}]
+	e := s.snapshot().pod(namespace, name)
 	if e == nil || !e.ok {
 		return nil, rest.NotFound(namespace, name)
 	}
@@ -305,24 +356,23 @@ func (s *Store) Pod(_ context.Context, namespace, name string) ([]byte, error) {
 }
 
 // PodList is the JSON of the metrics of the pods of namespace ("" for all)
-// the selector matches, by namespace and name.
+// the selector matches, by namespace and name (the snapshot's order).
 func (s *Store) PodList(_ context.Context, namespace string, opts rest.ListOptions) ([][]byte, error) {
 	snap, now := s.snapshot(), s.now()
-	keys := make([]podKey, 0, len(snap.pods))
-	for k, e := range snap.pods {
-		if e.ok && (namespace == "" || k.namespace == namespace) && opts.Labels.MatchesSet(e.labels) {
-			keys = append(keys, k)
+	pods := snap.pods
+	if namespace != "" {
+		lo, _ := slices.BinarySearchFunc(pods, namespace, func(e podEntry, ns string) int { return strings.Compare(e.namespace, ns) })
+		hi := lo
+		for hi < len(pods) && pods[hi].namespace == namespace {
+			hi++
 		}
+		pods = pods[lo:hi]
 	}
-	sort.Slice(keys, func(i, j int) bool {
-		if keys[i].namespace != keys[j].namespace {
-			return keys[i].namespace < keys[j].namespace
+	var out [][]byte
+	for i := range pods {
+		if e := &pods[i]; e.ok && opts.Labels.MatchesSet(e.labels) {
+			out = append(out, appendPodJSON(nil, e, now))
 		}
-		return keys[i].name < keys[j].name
-	})
-	out := make([][]byte, len(keys))
-	for i, k := range keys {
-		out[i] = appendPodJSON(nil, snap.pods[k], now)
 	}
 	return out, nil
 }
@@ -334,7 +384,7 @@ func (s *Store) PodList(_ context.Context, namespace string, opts rest.ListOptio
 func (s *Store) NodeEvents(ctx context.Context, sink rest.EventSink) error {
 	put := map[string]uint64{} // node -> the batch it was last put at
 	size := 256
-	return follow(ctx, s, func(snap *snapshot) error {
+	return follow(ctx, s, sink, func(snap *snapshot) error {
 		var errs []error
 		for name, e := range snap.nodes {
 			if !e.ok {
@@ -364,13 +414,14 @@ func (s *Store) NodeEvents(ctx context.Context, sink rest.EventSink) error {
 func (s *Store) PodEvents(ctx context.Context, sink rest.EventSink) error {
 	put := map[podKey]uint64{}
 	size := 256
-	return follow(ctx, s, func(snap *snapshot) error {
+	return follow(ctx, s, sink, func(snap *snapshot) error {
 		var errs []error
-		for key, e := range snap.pods {
+		for i := range snap.pods {
+			e := &snap.pods[i]
 			if !e.ok {
 				continue
 			}
-			put[key] = uint64(snap.batches)
+			put[podKey{e.namespace, e.name}] = uint64(snap.batches)
 			data := appendPodJSON(make([]byte, 0, size), e, snap.at)
 			size = len(data)
 			if err := sink.Put(data); err != nil {
@@ -389,13 +440,18 @@ func (s *Store) PodEvents(ctx context.Context, sink rest.EventSink) error {
 	})
 }
 
-// follow calls emit with the current snapshot, then again after every
-// batch added, until ctx ends: the events of a watch of the metrics.
-func follow(ctx context.Context, s *Store, emit func(*snapshot) error) error {
-	for {
+// follow calls emit with the current snapshot (then tells sink it has the
+// state), then again after every batch added, until ctx ends: the events
+// of a watch of the metrics. The library runs it only while someone
+// watches.
+func follow(ctx context.Context, s *Store, sink rest.EventSink, emit func(*snapshot) error) error {
+	for synced := false; ; synced = true {
 		next := s.nextBatch()
 		if err := emit(s.snapshot()); err != nil {
 			s.log.Warn("emitting metrics events failed", zap.Error(err))
+		}
+		if !synced {
+			sink.Synced()
 		}
 		select {
 		case <-ctx.Done():
