@@ -915,8 +915,6 @@ func (m *MutatingPolicies) Reinvocable() bool {
 	return false
 }
 
-type mapStateKey struct{}
-
 // Mutate applies every matching policy's mutations in order. On the
 // reinvocation pass only IfNeeded policies run again.
 func (m *MutatingPolicies) Mutate(ctx context.Context, a *Attributes) error {
