@@ -354,8 +354,15 @@ func (o *OnDemand) runSession(ctx context.Context, s *session) {
 		<-srcDone
 	}
 	<-cacheDone
-	s.cache.m.objects.Set(0)
-	s.cache.m.stored.Set(0)
+	// The sessions' caches share their gauges: zero them only when no
+	// later session has started (one that starts after this check sets
+	// them when it loads).
+	o.mu.Lock()
+	if o.cur == nil {
+		s.cache.m.objects.Set(0)
+		s.cache.m.stored.Set(0)
+	}
+	o.mu.Unlock()
 }
 
 // waitReady waits until the cache has loaded its list, or ctx ends.
