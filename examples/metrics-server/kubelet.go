@@ -23,7 +23,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"net"
 	"os"
 	"runtime"
@@ -631,7 +630,7 @@ type podAcc struct {
 	incomplete       bool
 }
 
-// nanos converts a counter in seconds to whole nanoseconds, to the nearest
-// one: the text format's shortest decimal does not always multiply back to
-// an integer, and truncating would make a constant usage read 1n high or low.
-func nanos(seconds float64) uint64 { return uint64(math.Round(seconds * 1e9)) }
+// nanos converts a counter in seconds to whole nanoseconds, truncated as
+// metrics-server truncates it, so that both compute the same rate from the
+// same answer.
+func nanos(seconds float64) uint64 { return uint64(seconds * 1e9) }

@@ -9,7 +9,6 @@ package main
 import (
 	"context"
 	"errors"
-	"math"
 	"slices"
 	"sort"
 	"strings"
@@ -278,13 +277,17 @@ func (s *Store) Ready(context.Context) error {
 
 // rate is the CPU usage in nanocores between two samples, the window
 // between them, and whether they make a valid pair (time moved forward, the
-// counter did not reset).
+// counter did not reset). The rate is truncated to whole nanocores, as
+// metrics-server truncates it: kubectl top rounds each container's
+// quantity up to a millicore and sums them, so a pod whose containers each
+// read a fraction of a nanocore high would show 1m more than metrics-server
+// shows for it.
 func rate(cur, prev Usage) (int64, time.Duration, bool) {
 	window := cur.Time.Sub(prev.Time)
 	if prev.Time.IsZero() || window <= 0 || cur.CPUNanoseconds < prev.CPUNanoseconds {
 		return 0, 0, false
 	}
-	return int64(math.Round(float64(cur.CPUNanoseconds-prev.CPUNanoseconds) * 1e9 / float64(window.Nanoseconds()))), window, true
+	return int64(float64(cur.CPUNanoseconds-prev.CPUNanoseconds) * 1e9 / float64(window.Nanoseconds())), window, true
 }
 
 // The objects of metrics.k8s.io/v1beta1 (wire.md §8.3), as Go types: their

@@ -77,3 +77,22 @@ func TestStorePods(t *testing.T) {
 		}
 	}
 }
+
+// TestRateTruncatesAsMetricsServer: a container using 44m/3 of a core reads
+// 14666666n, as metrics-server computes it, so kubectl top (which rounds
+// each container up to a millicore and sums them) shows the pod at 44m on
+// both servers. Rounded to the nearest nanocore it read 14666667n, and the
+// pod showed 45m.
+func TestRateTruncatesAsMetricsServer(t *testing.T) {
+	t0 := time.Unix(1700000000, 0)
+	window := 15 * time.Second
+	prev := Usage{Time: t0, CPUNanoseconds: nanos(1234.5)}
+	cur := Usage{Time: t0.Add(window), CPUNanoseconds: prev.CPUNanoseconds + 220_000_000} // 0.22 s in 15 s
+	got, w, ok := rate(cur, prev)
+	if !ok || w != window || got != 14666666 {
+		t.Fatalf("rate = %d, %v, %v; want 14666666n over %v", got, w, ok, window)
+	}
+	if got := nanos(0.1); got != 100000000 {
+		t.Fatalf("nanos(0.1) = %d", got)
+	}
+}
