@@ -334,18 +334,13 @@ func (t Target) watch(ctx context.Context, writer Target, watchers, perConn int,
 			sc.Buffer(make([]byte, 64<<10), 16<<20)
 			for sc.Scan() {
 				now := time.Now()
-				var ev struct {
-					Type   string `json:"type"`
-					Object struct {
-						Metadata struct{ Name string } `json:"metadata"`
-					} `json:"object"`
-				}
-				if json.Unmarshal(sc.Bytes(), &ev) != nil || ev.Type != "ADDED" || !strings.HasPrefix(ev.Object.Metadata.Name, prefix) {
+				name, ok := addedName(sc.Bytes(), prefix)
+				if !ok {
 					continue
 				}
 				delivered.Add(1)
-				at, ok := acks.Load(ev.Object.Metadata.Name)
-				sent, _ := sends.Load(ev.Object.Metadata.Name)
+				at, ok := acks.Load(name)
+				sent, _ := sends.Load(name)
 				mu.Lock()
 				if sent != nil {
 					fromSend = append(fromSend, now.Sub(sent.(time.Time)))
@@ -355,7 +350,7 @@ func (t Target) watch(ctx context.Context, writer Target, watchers, perConn int,
 				} else {
 					// Delivered before the writer read its 201: a
 					// latency of 0 once the write is known acknowledged.
-					early = append(early, ev.Object.Metadata.Name)
+					early = append(early, name)
 				}
 				mu.Unlock()
 			}
@@ -497,4 +492,32 @@ func (t Target) Profile(ctx context.Context, d time.Duration, path string) error
 		return fmt.Errorf("profile: %s: %s", resp.Status, b)
 	}
 	return os.WriteFile(path, b, 0o644)
+}
+
+// addedName is the name of the object of an ADDED watch event line when it
+// starts with prefix. The watchers of a fan-out read 100,000 events a
+// second on the cores the server uses, so the name is found without
+// decoding the object when the line has the shape kube's and annex's
+// encoders give it (the event's type first, the object's metadata opening
+// with its name); any other line is decoded in full.
+func addedName(line []byte, prefix string) (string, bool) {
+	const head, meta = `{"type":"ADDED","object":{`, `"metadata":{"name":"`
+	if bytes.HasPrefix(line, []byte(head)) {
+		if i := bytes.Index(line, []byte(meta)); i >= 0 {
+			rest := line[i+len(meta):]
+			if j := bytes.IndexByte(rest, '"'); j >= 0 && bytes.HasPrefix(rest[:j], []byte(prefix)) && bytes.IndexByte(rest[:j], '\\') < 0 {
+				return string(rest[:j]), true
+			}
+		}
+	}
+	var ev struct {
+		Type   string `json:"type"`
+		Object struct {
+			Metadata struct{ Name string } `json:"metadata"`
+		} `json:"object"`
+	}
+	if json.Unmarshal(line, &ev) != nil || ev.Type != "ADDED" || !strings.HasPrefix(ev.Object.Metadata.Name, prefix) {
+		return "", false
+	}
+	return ev.Object.Metadata.Name, true
 }
