@@ -1,0 +1,90 @@
+// This file holds the limit on the cores that long scans of the cache take
+// at once, so that short requests always find a free core.
+
+package watch
+
+import "runtime"
+
+// Scans limits how many long scans of watch caches (a LIST that walks many
+// objects, most of them not selected: a label selector over a large
+// collection) run on a core at once. One Scans is shared by every cache of
+// a server; a Cacher whose Config has none makes its own.
+//
+// # Why
+//
+// Go's scheduler reads the network (which connections have bytes waiting)
+// when a core runs out of goroutines to run, and otherwise only from its
+// monitor thread, every 10 ms. While CPU-bound scans keep every core busy,
+// a GET that arrived waits those 10 ms before its connection is even read,
+// however often the scans yield: runtime.Gosched puts a scan straight back
+// on the run queue, so no core ever runs out of work. Holding the scans to
+// fewer cores than GOMAXPROCS leaves a core that, between short requests,
+// is idle and so waits in the network poller: a GET that arrives is read
+// at once, whatever the scans do.
+//
+// # How
+//
+// A scan runs its first yieldEvery objects freely (a short LIST never
+// waits), then takes a slot, and every yieldEvery objects after that it
+// gives its slot to the longest waiting scan and queues again (first come,
+// first served: the scans share the limited cores in turns of some tens of
+// microseconds). A scan that hands an object to its consumer (a streamed
+// LIST encoding it) gives its slot up first: a slot is held only while
+// walking, never while writing to a client.
+//
+// Scans is safe for concurrent use.
+type Scans struct {
+	slots chan struct{}
+	// gosched: no core is left free (GOMAXPROCS is 1, or cores were asked
+	// for all of them): a scan also yields with runtime.Gosched between two
+	// turns, as it did before there was a limit.
+	gosched bool
+}
+
+// NewScans returns a limit of cores long scans may take at once. Zero or
+// less means GOMAXPROCS-1 (at least 1), read now.
+func NewScans(cores int) *Scans {
+	procs := runtime.GOMAXPROCS(0)
+	if cores <= 0 {
+		cores = max(1, procs-1)
+	}
+	return &Scans{slots: make(chan struct{}, cores), gosched: cores >= procs}
+}
+
+// Cores is the limit.
+func (s *Scans) Cores() int { return cap(s.slots) }
+
+// scan is one walk's use of a Scans. Not safe for concurrent use: one
+// goroutine walks.
+type scan struct {
+	s       *Scans
+	visited int  // objects since the last turn
+	held    bool // the walk holds a slot
+}
+
+// visit is called for every object the walk reads; every yieldEvery
+// objects it ends the walk's turn on a core (if it had one) and waits for
+// the next.
+func (w *scan) visit() {
+	if w.visited++; w.visited < yieldEvery {
+		return
+	}
+	w.visited = 0
+	if w.held {
+		<-w.s.slots // the longest waiting scan, if any, takes it
+		if w.s.gosched {
+			runtime.Gosched()
+		}
+	}
+	w.s.slots <- struct{}{}
+	w.held = true
+}
+
+// pause gives the walk's slot up, if it holds one: before it hands an
+// object to a consumer that may block, and when it ends.
+func (w *scan) pause() {
+	if w.held {
+		<-w.s.slots
+		w.held = false
+	}
+}
