@@ -282,7 +282,8 @@ func (c *Cacher) countFrom(snap *tree, req backend.ListRequest) int64 {
 }
 
 // yieldEvery is how many objects a list walks before it takes a turn on
-// the scans' cores, and in each turn (some tens of microseconds of work).
+// the scans' cores, and between two looks at the time of its turn (some
+// tens of microseconds of work).
 const yieldEvery = 1024
 
 // spanOf is how many objects of snap lie under prefix when the cache knows

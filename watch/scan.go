@@ -3,7 +3,10 @@
 
 package watch
 
-import "runtime"
+import (
+	"runtime"
+	"time"
+)
 
 // Scans limits how many long scans of watch caches (a LIST that walks many
 // objects, most of them not selected: a label selector over a large
@@ -25,12 +28,17 @@ import "runtime"
 // # How
 //
 // A scan runs its first yieldEvery objects freely (a short LIST never
-// waits), then takes a slot, and every yieldEvery objects after that it
-// gives its slot to the longest waiting scan and queues again (first come,
-// first served: the scans share the limited cores in turns of some tens of
-// microseconds). A scan that hands an object to its consumer (a streamed
-// LIST encoding it) gives its slot up first: a slot is held only while
-// walking, never while writing to a client.
+// waits), then takes a slot; once it has held it for scanTurn, it gives it
+// to the longest waiting scan and queues again (first come, first served).
+// Turns of milliseconds rather than microseconds matter under a flood: the
+// scans of a few tens of thousands of objects then mostly run one after
+// another and finish one at a time, so the seats of priority and fairness
+// that they hold free one at a time too, and a request waiting for a seat
+// gets the next within about one scan; in finer turns they all progress
+// together and finish together, and that request waits for the whole
+// round. A scan that hands an object to its consumer (a streamed LIST
+// encoding it) gives its slot up first: a slot is held only while walking,
+// never while writing to a client.
 //
 // Scans is safe for concurrent use.
 type Scans struct {
@@ -58,26 +66,33 @@ func (s *Scans) Cores() int { return cap(s.slots) }
 // goroutine walks.
 type scan struct {
 	s       *Scans
-	visited int  // objects since the last turn
-	held    bool // the walk holds a slot
+	visited int       // objects since the last check
+	held    bool      // the walk holds a slot
+	since   time.Time // when it took it
 }
 
-// visit is called for every object the walk reads; every yieldEvery
-// objects it ends the walk's turn on a core (if it had one) and waits for
-// the next.
+// scanTurn is how long a scan keeps its slot while others wait for one.
+const scanTurn = 4 * time.Millisecond
+
+// visit is called for every object the walk reads. Every yieldEvery
+// objects it takes a slot if it has none, and ends its turn if it has held
+// one for scanTurn.
 func (w *scan) visit() {
 	if w.visited++; w.visited < yieldEvery {
 		return
 	}
 	w.visited = 0
+	if w.s.gosched {
+		runtime.Gosched() // no free core: let short requests in now and then
+	}
 	if w.held {
-		<-w.s.slots // the longest waiting scan, if any, takes it
-		if w.s.gosched {
-			runtime.Gosched()
+		if time.Since(w.since) < scanTurn {
+			return
 		}
+		<-w.s.slots // the longest waiting scan, if any, takes it
 	}
 	w.s.slots <- struct{}{}
-	w.held = true
+	w.held, w.since = true, time.Now()
 }
 
 // pause gives the walk's slot up, if it holds one: before it hands an
