@@ -36,27 +36,25 @@ import (
 // request waiting for a seat gets the next within about one scan; in turns
 // of 1,024 objects (tens of microseconds) they all progressed together and
 // finished together, and that request waited for the whole round. Short
-// requests never wait for a turn: they run on the cores left free. A scan that hands an object to its consumer (a streamed LIST
-// encoding it) gives its slot up first: a slot is held only while walking,
-// never while writing to a client.
+// requests never wait for a turn: they run on the cores left free, and a
+// scan yields its core with runtime.Gosched every yieldEvery objects so
+// that a short request queued on it is not left there. A scan that hands
+// an object to its consumer (a streamed LIST encoding it) gives its slot up
+// first: a slot is held only while walking, never while writing to a
+// client.
 //
 // Scans is safe for concurrent use.
 type Scans struct {
 	slots chan struct{}
-	// gosched: no core is left free (GOMAXPROCS is 1, or cores were asked
-	// for all of them): a scan also yields with runtime.Gosched between two
-	// turns, as it did before there was a limit.
-	gosched bool
 }
 
 // NewScans returns a limit of cores long scans may take at once. Zero or
 // less means GOMAXPROCS-1 (at least 1), read now.
 func NewScans(cores int) *Scans {
-	procs := runtime.GOMAXPROCS(0)
 	if cores <= 0 {
-		cores = max(1, procs-1)
+		cores = max(1, runtime.GOMAXPROCS(0)-1)
 	}
-	return &Scans{slots: make(chan struct{}, cores), gosched: cores >= procs}
+	return &Scans{slots: make(chan struct{}, cores)}
 }
 
 // Cores is the limit.
@@ -86,9 +84,12 @@ func (w *scan) visit() {
 		return
 	}
 	w.visited = 0
-	if w.s.gosched {
-		runtime.Gosched() // no free core: let short requests in now and then
-	}
+	// Let the goroutines queued on this core run first: the scan that
+	// took the slot from this one was woken on this core, ahead of a GET
+	// woken here a moment before, which Go's scheduler then leaves in the
+	// core's queue until the scan's 10 ms slice ends unless an idle core
+	// steals it first.
+	runtime.Gosched()
 	if w.held {
 		if time.Since(w.since) < scanTurn {
 			return
