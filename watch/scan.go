@@ -37,8 +37,8 @@ import (
 // of 1,024 objects (tens of microseconds) they all progressed together and
 // finished together, and that request waited for the whole round. Short
 // requests never wait for a turn: they run on the cores left free, and a
-// scan yields its core with runtime.Gosched every yieldEvery objects so
-// that a short request queued on it is not left there. A scan that hands
+// scan yields its core with runtime.Gosched every scanYield so that a
+// short request queued on it is not left there. A scan that hands
 // an object to its consumer (a streamed LIST encoding it) gives its slot up
 // first: a slot is held only while walking, never while writing to a
 // client.
@@ -67,7 +67,14 @@ type scan struct {
 	visited int       // objects since the last check
 	held    bool      // the walk holds a slot
 	since   time.Time // when it took it
+	yielded time.Time // when it last yielded its core (runtime.Gosched)
 }
+
+// scanYield is how often a scan holding a slot yields its core to the
+// goroutines queued on it. Each runtime.Gosched also wakes an idle core to
+// look for work (which spins and costs CPU), so not every yieldEvery
+// objects.
+const scanYield = 200 * time.Microsecond
 
 // scanTurn is how long a scan keeps its slot while others wait for one:
 // longer than a scan of tens of thousands of objects (a few milliseconds),
@@ -89,14 +96,18 @@ func (w *scan) visit() {
 // turn is visit's work every yieldEvery objects.
 func (w *scan) turn() {
 	w.visited = 0
-	// Let the goroutines queued on this core run first: the scan that
-	// took the slot from this one was woken on this core, ahead of a GET
-	// woken here a moment before, which Go's scheduler then leaves in the
-	// core's queue until the scan's 10 ms slice ends unless an idle core
-	// steals it first.
-	runtime.Gosched()
+	now := time.Now()
+	if now.Sub(w.yielded) >= scanYield {
+		// Let the goroutines queued on this core run first: the scan
+		// that took the slot from this one was woken on this core, ahead
+		// of a GET woken here a moment before, which Go's scheduler then
+		// leaves in the core's queue until the scan's 10 ms slice ends
+		// unless an idle core steals it first.
+		runtime.Gosched()
+		w.yielded = now
+	}
 	if w.held {
-		if time.Since(w.since) < scanTurn {
+		if now.Sub(w.since) < scanTurn {
 			return
 		}
 		<-w.s.slots // the longest waiting scan, if any, takes it
