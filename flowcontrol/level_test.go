@@ -15,10 +15,10 @@ func (c *fakeClock) advance(d time.Duration) { c.t = c.t.Add(d) }
 // TestNewFlowIsNotQueuedBehindABacklog: a flow that keeps 60 requests in
 // flight in a level of 3 seats, each running 5 ms, and another flow that
 // sends one request. Fair queuing serves the newcomer within one round of
-// the seats, whatever the backlog: its queue's virtual start is now, and the
-// flood's queues, charged G at dispatch and corrected by the real execution
-// time, are not far behind it. First come first served would make it wait
-// for the flood's 57 waiting requests.
+// the seats, whatever the backlog: its queue's virtual start is now (or
+// just before the flood's earliest queue), and the flood's queues, charged
+// for what they ran, are not far behind it. First come first served would
+// make it wait for the flood's 57 waiting requests.
 func TestNewFlowIsNotQueuedBehindABacklog(t *testing.T) {
 	clock := &fakeClock{t: time.Unix(1_700_000_000, 0)}
 	l := newLevel("global-default", clock.now, nil)
