@@ -49,6 +49,19 @@ type assembly struct {
 	fd        *frontDoor
 	tls       *tls.Config
 	handler   http.Handler
+	// scanLimit is the one limit of cores for the long scans of all the
+	// server's watch caches (scans).
+	scanLimit *watch.Scans
+}
+
+// scans returns the server's limit of cores for long scans of its watch
+// caches, made on first use: one for all of them, so that a flood of
+// selector LISTs over several resources still leaves a core free.
+func (a *assembly) scans() *watch.Scans {
+	if a.scanLimit == nil {
+		a.scanLimit = watch.NewScans(0)
+	}
+	return a.scanLimit
 }
 
 // assemble runs the steps of the second phase in order.
@@ -230,6 +243,7 @@ func (a *assembly) addWatchCaches() error {
 	s := a.s
 	// The versions of a resource share its store, and so its cache.
 	caches := map[string]*watch.Cacher{}
+	scans := a.scans()
 	for i, r := range a.resources {
 		if r.Storage == nil { // computed on read: nothing to cache
 			continue
@@ -243,6 +257,7 @@ func (a *assembly) addWatchCaches() error {
 			Prefix:     storage.ResourcePrefix(r.Group, r.Plural, ""),
 			Resource:   resource,
 			RingSize:   a.c.Storage.WatchCacheSizes[resource],
+			Scans:      scans,
 			Registerer: a.c.Observability.Registerer,
 			Logger:     s.log.Named("watch-cache").With(zap.String("resource", resource)),
 		})
@@ -269,7 +284,7 @@ func (a *assembly) feedComputed() error {
 		events := r.Events
 		od, err := watch.NewOnDemand(watch.OnDemandConfig{Group: r.Group, Resource: r.Plural,
 			Source: func(ctx context.Context, feed *watch.Feed) error { return events.Run(ctx, feed) },
-			Cache: watch.Config{Resource: resource, Registerer: a.c.Observability.Registerer,
+			Cache: watch.Config{Resource: resource, Registerer: a.c.Observability.Registerer, Scans: a.scans(),
 				Logger: a.s.log.Named("watch-cache").With(zap.String("resource", resource))},
 			Linger: a.c.Storage.ComputedWatchLinger})
 		if err != nil {

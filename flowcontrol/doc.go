@@ -49,7 +49,13 @@
 // A Queue level deals each flow (schema and distinguisher: user, namespace,
 // or none) a hand of queues from a hash of the flow, and enqueues to the
 // hand's queue with the least waiting work; dispatch picks the queue whose
-// oldest request has the smallest virtual finish time. A request is
+// oldest request has the smallest virtual finish time. Two departures from
+// kube's queueset, both so that a flow that was idle gets the next free
+// seat while another floods the level with long requests: a queue's
+// virtual start counts the time its running requests have run so far
+// (kube charges G = 3 ms at dispatch and corrects it only when the request
+// finishes), and a queue that becomes active starts at the current virtual
+// time or, when earlier, one G before the earliest waiting queue. A request is
 // rejected when its queue is full and the seats are taken; one that waits a
 // quarter of its time to its deadline (15s without one) is rejected and
 // never runs. A Reject level runs what fits and rejects the rest. The exempt

@@ -87,6 +87,10 @@ type queue struct {
 	executing     int
 	seatsInUse    int
 	nextDispatchR float64
+	// running is what the queue's executing requests have run beyond the
+	// G each was charged at dispatch, in seat-seconds, as of the current
+	// dispatchLocked (runningLocked).
+	running float64
 }
 
 func (q *queue) active() bool { return len(q.waiting) > 0 || q.executing > 0 }
@@ -196,7 +200,7 @@ func (l *level) start(req *request, hash uint64) string {
 		return reasonQueueFull
 	}
 	if !q.active() {
-		q.nextDispatchR = l.r
+		q.nextDispatchR = l.newQueueStartLocked()
 		l.activeQueues++
 	}
 	req.q, req.arrivalR = q, l.r
@@ -242,7 +246,18 @@ func (l *level) chooseQueueLocked(hash uint64) *queue {
 
 // dispatchLocked starts as many waiting requests as the seats allow, each
 // time from the queue whose oldest request finishes first in virtual time.
+//
+// A queue's virtual start counts the time its executing requests have run
+// so far, not only the G each was charged at dispatch (kube's queueset
+// corrects a request's charge only when it finishes). Requests that run
+// many times G (LISTs sharing the cores with the others that run) would
+// otherwise make their queues look less served than they are until they
+// finish, and a newly active flow, starting at the current virtual time,
+// would wait for several of them to finish before it gets a seat.
 func (l *level) dispatchLocked() {
+	if l.waiting > 0 && (l.seatsInUse < l.currentCL || l.executing == 0) {
+		l.runningLocked()
+	}
 	for l.waiting > 0 && (l.seatsInUse < l.currentCL || l.executing == 0) {
 		var best *queue
 		bestFinish := math.Inf(1)
@@ -254,7 +269,7 @@ func (l *level) dispatchLocked() {
 			if len(q.waiting) == 0 {
 				continue
 			}
-			if f := q.nextDispatchR + q.waiting[0].work; f < bestFinish {
+			if f := q.nextDispatchR + q.running + q.waiting[0].work; f < bestFinish {
 				best, bestFinish = q, f
 				l.robin = idx
 			}
@@ -279,6 +294,48 @@ func (l *level) dispatchLocked() {
 		l.queuedSeatsInUse += req.seats
 		l.boundLocked(best)
 		l.executeLocked(req)
+	}
+}
+
+// newQueueStartLocked is the virtual start of a queue that becomes active:
+// the current virtual time R, as in kube's queueset, or, when that is
+// later, one G before the earliest start of the queues that wait (counting
+// what their running requests have run so far). A newly active flow's
+// first request is so served at the next free seat. With kube's R it waited
+// for every waiting queue whose start lagged R: a flood's queues (one
+// flow's requests are spread over its hand of queues by shuffle sharding)
+// spread around R by about a request each, and the newcomer waited for
+// several of the flood's requests to finish, each holding a seat for many
+// times G. The head start is bounded: after its first request the new
+// queue is level with the earliest waiting queue, and it is served in turn
+// from then on.
+func (l *level) newQueueStartLocked() float64 {
+	start := l.r
+	if l.waiting == 0 {
+		return start
+	}
+	l.runningLocked()
+	for _, q := range l.queues {
+		if len(q.waiting) > 0 {
+			start = min(start, q.nextDispatchR+q.running-serviceGuess)
+		}
+	}
+	return start
+}
+
+// runningLocked sets each queue's running: the seat-seconds its executing
+// requests have run beyond their G, at the last sync.
+func (l *level) runningLocked() {
+	for _, q := range l.queues {
+		q.running = 0
+	}
+	for r := range l.running {
+		if r.q == nil {
+			continue
+		}
+		if over := l.lastSync.Sub(r.started).Seconds() - serviceGuess; over > 0 {
+			r.q.running += float64(r.initial) * over
+		}
 	}
 }
 

@@ -71,6 +71,10 @@ type Config struct {
 	// them is visited only by events whose old or new object has that value.
 	// "metadata.name" is always indexed.
 	IndexFields map[string]IndexFunc
+	// Scans limits the cores that long LIST scans of this cache take at
+	// once (see Scans); share one between the caches of a server. Nil
+	// means a limit of this cache's own, NewScans(0): GOMAXPROCS-1 cores.
+	Scans *Scans
 	// Registerer receives the cache's metrics, labelled with Resource; nil
 	// means no metrics.
 	Registerer prometheus.Registerer
@@ -141,6 +145,9 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.DispatchBudget <= 0 {
 		c.DispatchBudget = 100_000
+	}
+	if c.Scans == nil {
+		c.Scans = NewScans(0)
 	}
 	idx := map[string]IndexFunc{nameField: func(o *storage.Object) string { return o.Meta.Name }}
 	for k, f := range c.IndexFields {

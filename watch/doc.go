@@ -101,6 +101,11 @@
 // Delete pass the cached state as Cached to save a read (only once the cache
 // has applied every write made through it, so the state is not known stale).
 //
+// A long LIST walk (a label selector over many objects) runs in turns on at
+// most [Scans].Cores cores, GOMAXPROCS-1 by default, shared by every cache
+// of a server through [Config].Scans: a core stays free for short requests,
+// and Go reads the network at once only on a core that runs out of work.
+//
 // # Computed resources
 //
 // A resource computed on read (not stored) is watched through a [Feed]: its

@@ -7,7 +7,6 @@ package watch
 import (
 	"context"
 	"fmt"
-	"runtime"
 	"strings"
 	"time"
 
@@ -239,26 +238,28 @@ func (c *Cacher) List(ctx context.Context, prefix string, opts storage.ListOptio
 		return c.store.List(ctx, prefix, opts)
 	}
 	if opts.Stream && req.Limit == 0 {
-		return storage.ListResult{ResourceVersion: at, Each: each(snap, req.Prefix, req.Start, req.Predicate)}, nil
+		return storage.ListResult{ResourceVersion: at, Each: each(c.cfg.Scans, snap, req.Prefix, req.Start, req.Predicate)}, nil
 	}
-	return page(snap, at, req.Prefix, req.Start, req.Limit, req.Predicate, from, span)
+	return page(c.cfg.Scans, snap, at, req.Prefix, req.Start, req.Limit, req.Predicate, from, span)
 }
 
 // each yields the objects of snap under prefix pr from start on that pred
-// selects (all when nil): a whole list, never collected.
-func each(snap *tree, pr, start string, pred storage.Predicate) func(yield func(*storage.Object) bool) {
+// selects (all when nil): a whole list, never collected. A long walk takes
+// turns on the scans' cores, and gives its core up before it hands an
+// object to yield (which encodes it and may wait for the client).
+func each(scans *Scans, snap *tree, pr, start string, pred storage.Predicate) func(yield func(*storage.Object) bool) {
 	return func(yield func(*storage.Object) bool) {
-		visited := 0
+		w := scan{s: scans}
+		defer w.pause()
 		snap.AscendGreaterOrEqual(&entry{obj: storage.Object{Key: start}}, func(en *entry) bool {
 			if !strings.HasPrefix(en.obj.Key, pr) {
 				return false
 			}
-			if visited++; visited%yieldEvery == 0 {
-				runtime.Gosched() // as page does
-			}
+			w.visit()
 			if pred != nil && !pred.Matches(&en.obj) {
 				return true
 			}
+			w.pause()
 			return yield(&en.obj)
 		})
 	}
@@ -280,8 +281,9 @@ func (c *Cacher) countFrom(snap *tree, req backend.ListRequest) int64 {
 	return -1
 }
 
-// yieldEvery is how many objects a list walks between two yields of its
-// core (some tens of microseconds of work).
+// yieldEvery is how many objects a list walks before it takes a turn on
+// the scans' cores, and between two looks at the time of its turn (some
+// tens of microseconds of work).
 const yieldEvery = 1024
 
 // spanOf is how many objects of snap lie under prefix when the cache knows
@@ -304,7 +306,7 @@ func (c *Cacher) spanOf(snap *tree, prefix string) int64 {
 // number of objects under pr, start being pr: the walk then stops after
 // them without reading their keys (a selector's scan touches each
 // object's labels only).
-func page(snap *tree, rev uint64, pr, start string, limit int64, pred storage.Predicate, from, span int64) (storage.ListResult, error) {
+func page(scans *Scans, snap *tree, rev uint64, pr, start string, limit int64, pred storage.Predicate, from, span int64) (storage.ListResult, error) {
 	res := storage.ListResult{ResourceVersion: rev}
 	if from > 0 { // the page's size is known: no growing copies of it
 		n := from
@@ -316,6 +318,8 @@ func page(snap *tree, rev uint64, pr, start string, limit int64, pred storage.Pr
 	more := false
 	var remaining int64
 	visited := int64(0)
+	w := scan{s: scans}
+	defer w.pause()
 	snap.AscendGreaterOrEqual(&entry{obj: storage.Object{Key: start}}, func(en *entry) bool {
 		visited++
 		if span >= 0 {
@@ -325,13 +329,10 @@ func page(snap *tree, rev uint64, pr, start string, limit int64, pred storage.Pr
 		} else if !strings.HasPrefix(en.obj.Key, pr) {
 			return false
 		}
-		if visited%yieldEvery == 0 {
-			// A long scan (a selector over a large cache) gives the
-			// cores to short requests now and then: Go's scheduler
-			// would otherwise let it run up to 10 ms before a GET
-			// that arrived meanwhile gets a turn.
-			runtime.Gosched()
-		}
+		// A long scan (a selector over a large cache) runs in turns on
+		// fewer cores than Go has, so that a GET that arrives is read
+		// at once (Scans).
+		w.visit()
 		full := limit > 0 && int64(len(res.Items)) == limit
 		switch {
 		case !full:
