@@ -181,6 +181,12 @@ func floodRow(ctx context.Context, dir string, c FloodConfig, flags []string, fl
 		return r, err
 	}
 	defer stop()
+	// A starts once the server is ready (its watch cache loaded), as an
+	// operator's server is before it gets traffic: the collection answers
+	// a page of one earlier, and A's LISTs then fell through to bbolt.
+	if _, err := t.WaitReadyz(2 * time.Minute); err != nil {
+		return r, err
+	}
 	kubeconfig := filepath.Join(dir, "data", "kubeconfig")
 	listURL := t.Collection + "?labelSelector=" + "app%3Dnobody"
 	var a *flooder
