@@ -49,6 +49,7 @@ func postgresCmd(args []string) error {
 	rowsFlag := fs.String("rows", "", "comma-separated sizes of the large-collection phase (10000,1000000); empty skips it")
 	watchOnly := fs.Bool("watch-only", false, "only the one-process watch fan-out, on each backend and on bbolt as the reference")
 	profile := fs.String("profile", "", "with --watch-only: write each server's CPU profile over each watch scenario into this directory")
+	across := fs.Bool("across", false, "with --watch-only: the watchers on a second replica of each backend, the writes on the first (where kine polls)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -111,7 +112,10 @@ func postgresCmd(args []string) error {
 			}},
 	}
 	if *watchOnly {
-		return watchOnlyPasses(ctx, pg, append(backends, bboltReference), dir, sizes, *passes, *profile)
+		if *across { // bbolt has no second replica
+			return watchOnlyPasses(ctx, pg, backends, dir, sizes, *passes, *profile, true)
+		}
+		return watchOnlyPasses(ctx, pg, append(backends, bboltReference), dir, sizes, *passes, *profile, false)
 	}
 	mkdir := func(parts ...string) (string, error) {
 		d := filepath.Join(append([]string{dir}, parts...)...)
@@ -259,11 +263,12 @@ var bboltReference = pgBackend{name: "annex on bbolt (reference)", db: "bbolt",
 
 // watchOnlyPasses runs `annexload postgres --watch-only`: the one-process
 // watch fan-out scenario on each backend (a fresh database or data
-// directory each time), in rotating order, passes times; then the median
+// directory each time), or with across the watchers on a second replica
+// of the first's database, in rotating order, passes times; then the median
 // table, each pass, and the p99 ratios of each pass (within one pass the
 // backends ran back to back on the same machine). With profileDir, each
 // server's CPU profile over its watch scenario is written there.
-func watchOnlyPasses(ctx context.Context, pg *binaries.PostgresServer, backends []pgBackend, dir string, sizes load.Sizes, passes int, profileDir string) error {
+func watchOnlyPasses(ctx context.Context, pg *binaries.PostgresServer, backends []pgBackend, dir string, sizes load.Sizes, passes int, profileDir string, across bool) error {
 	if profileDir != "" {
 		if err := os.MkdirAll(profileDir, 0o755); err != nil {
 			return err
@@ -286,15 +291,33 @@ func watchOnlyPasses(ctx context.Context, pg *binaries.PostgresServer, backends 
 			if err != nil {
 				return fmt.Errorf("%s: %w", b.name, err)
 			}
+			watched, stopWatched := t, func() {}
+			if across {
+				d2 := filepath.Join(d, "b")
+				if err := os.MkdirAll(d2, 0o755); err != nil {
+					stop()
+					return err
+				}
+				if watched, stopWatched, err = b.start(ctx, dsn, d2); err != nil {
+					stop()
+					return fmt.Errorf("%s, second replica: %w", b.name, err)
+				}
+			}
 			profiled := make(chan error, 1)
 			if profileDir != "" {
 				path := filepath.Join(profileDir, fmt.Sprintf("%s-pass%d.pprof", b.db, n+1))
-				go func() { profiled <- t.Profile(ctx, sizes.WatchFor, path) }()
+				go func() { profiled <- watched.Profile(ctx, sizes.WatchFor, path) }()
 			} else {
 				profiled <- nil
 			}
-			r := t.Watch(ctx, sizes.Watchers, sizes.WriteRate, sizes.WatchFor)
+			var r load.Result
+			if across {
+				r = watched.WatchAcross(ctx, t, sizes.Watchers, sizes.WriteRate, sizes.WatchFor)
+			} else {
+				r = t.Watch(ctx, sizes.Watchers, sizes.WriteRate, sizes.WatchFor)
+			}
 			err = <-profiled
+			stopWatched()
 			stop()
 			if err != nil {
 				return fmt.Errorf("%s: %w", b.name, err)
