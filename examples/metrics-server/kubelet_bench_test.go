@@ -3,9 +3,14 @@ package main
 import (
 	"bytes"
 	"fmt"
+	"maps"
+	"slices"
 	"strconv"
 	"testing"
 	"time"
+
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
 )
 
 // kubeletText is node i's /metrics/resource at t, as a kubelet writes it.
@@ -52,18 +57,53 @@ func kubeletText(i, pods int, t time.Time) []byte {
 	return b.Bytes()
 }
 
+// protoAnswer is text (the exposition text format) re-encoded in the
+// delimited protobuf format, as a kubelet answers a scraper that asks for
+// it: the same families, parsed and encoded by expfmt.
+func protoAnswer(tb testing.TB, text []byte, only ...string) []byte {
+	tb.Helper()
+	p := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := p.TextToMetricFamilies(bytes.NewReader(text))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	var out bytes.Buffer
+	enc := expfmt.NewEncoder(&out, expfmt.FmtProtoDelim)
+	for _, name := range slices.Sorted(maps.Keys(families)) {
+		if len(only) > 0 && !slices.Contains(only, name) {
+			continue
+		}
+		if err := enc.Encode(families[name]); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	return out.Bytes()
+}
+
 // BenchmarkDecodeResourceMetrics decodes one node's /metrics/resource with
 // 30 pods (40 containers), as every scrape does for every node (with one
-// of the scrape's parsers, reused).
+// of the scrape's parsers, reused), in each format a kubelet serves.
 func BenchmarkDecodeResourceMetrics(b *testing.B) {
 	text := kubeletText(1, 30, time.Now())
-	p := newResourceParser()
-	b.ReportAllocs()
-	b.SetBytes(int64(len(text)))
-	for b.Loop() {
-		node, pods, err := p.decode(bytes.NewReader(text), time.Now())
-		if err != nil || node == nil || len(pods) != 30 {
-			b.Fatalf("%v %v %d", err, node, len(pods))
-		}
+	for _, tc := range []struct {
+		name   string
+		format expfmt.Format
+		answer []byte
+	}{
+		{"text", expfmt.FmtText, text},
+		{"protobuf", expfmt.FmtProtoDelim, protoAnswer(b, text)},
+		{"protobuf_named", expfmt.FmtProtoDelim, protoAnswer(b, text, resourceFamilyNames...)},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			p := newResourceParser()
+			b.ReportAllocs()
+			b.SetBytes(int64(len(tc.answer)))
+			for b.Loop() {
+				node, pods, err := p.decode(bytes.NewReader(tc.answer), tc.format, time.Now())
+				if err != nil || node == nil || len(pods) != 30 {
+					b.Fatalf("%v %v %d", err, node, len(pods))
+				}
+			}
+		})
 	}
 }

@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/common/expfmt"
 	"go.uber.org/zap"
 )
 
@@ -121,13 +122,13 @@ container_cpu_usage_seconds_total{container="app",namespace="m",pod="p2"} 3
 container_memory_working_set_bytes{container="app",namespace="n",pod="p1"} 10
 container_memory_working_set_bytes{container="sidecar",namespace="n",pod="p1"} 20
 container_memory_working_set_bytes{container="app",namespace="m",pod="p2"} 30
-`), start)
+`), expfmt.FmtText, start)
 	if err != nil {
 		t.Fatal(err)
 	}
 	_, b, err := p.decode(strings.NewReader(`container_cpu_usage_seconds_total{container="c",namespace="o",pod="p3"} 4
 container_memory_working_set_bytes{container="c",namespace="o",pod="p3"} 40
-`), start)
+`), expfmt.FmtText, start)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -73,6 +73,7 @@ func (c *kubeletConns) send(ctx context.Context, addr, path, token string) (*kub
 	if err != nil {
 		return nil, err
 	}
+	req.Header.Set("Accept", kubeletAccept)
 	if token != "" {
 		req.Header.Set("Authorization", "Bearer "+token)
 	}
@@ -128,9 +129,9 @@ func (c *kubeletConns) dial(ctx context.Context, addr string) (*tls.Conn, error)
 }
 
 // read reads the answer through br (reset to the connection) and hands
-// its body to body when the status is 200 OK; body must read it to its
-// end. The connection is kept for the next scrape when the answer allows.
-func (r *kubeletRequest) read(br *bufio.Reader, body func(io.Reader) error) error {
+// its body and header to body when the status is 200 OK; body must read
+// the body to its end. The connection is kept for the next scrape when the answer allows.
+func (r *kubeletRequest) read(br *bufio.Reader, body func(io.Reader, http.Header) error) error {
 	br.Reset(r.conn)
 	resp, err := http.ReadResponse(br, r.req)
 	if err != nil {
@@ -150,7 +151,7 @@ func (r *kubeletRequest) read(br *bufio.Reader, body func(io.Reader) error) erro
 		r.close()
 		return fmt.Errorf("GET %s: %s: %s", r.req.URL.Path, resp.Status, strings.TrimSpace(string(msg)))
 	}
-	err = body(resp.Body)
+	err = body(resp.Body, resp.Header)
 	// Reusable: the body was read to its end (a further read says EOF at
 	// once), nothing follows it, and the kubelet did not ask to close.
 	n, _ := resp.Body.Read(make([]byte, 1))
