@@ -9,8 +9,8 @@ import (
 	"maps"
 	"net/http"
 	"slices"
-	"strings"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
