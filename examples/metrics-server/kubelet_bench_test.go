@@ -107,3 +107,33 @@ func BenchmarkDecodeResourceMetrics(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkStoreAdd adds the batch of a scrape of 1,000 kubelets with 30
+// pods each (the pods in the order the answers arrive), alternating two
+// batches a resolution apart, as the store does every resolution.
+func BenchmarkStoreAdd(b *testing.B) {
+	t0 := time.Now()
+	var batches [2]*Batch
+	for k := range batches {
+		batch := &Batch{}
+		p := newResourceParser()
+		for i := range 1000 {
+			node, pods, err := p.decode(bytes.NewReader(kubeletText(i, 30, t0.Add(time.Duration(k)*15*time.Second))), expfmt.FmtText, t0)
+			if err != nil {
+				b.Fatal(err)
+			}
+			node.Name = fmt.Sprintf("node-%d", i)
+			batch.Nodes = append(batch.Nodes, *node)
+			batch.Pods = append(batch.Pods, pods...)
+		}
+		batches[k] = batch
+	}
+	st := NewStore(nil, 15*time.Second, nil)
+	st.Add(batches[0])
+	b.ReportAllocs()
+	k := 1
+	for b.Loop() {
+		st.Add(batches[k])
+		k = 1 - k
+	}
+}
