@@ -1,7 +1,9 @@
 // This file holds the kubelet source (--source kubelet): the cluster's nodes
 // and pods followed through kubeclient (list + watch), and every resolution
-// each node's /metrics/resource scraped over HTTPS at the kubelet's port, its
-// Prometheus text parsed with expfmt, as metrics-server does: the same flags
+// each node's /metrics/resource scraped over HTTPS at the kubelet's port and
+// parsed with expfmt (in the delimited protobuf format, which the kubelet's
+// promhttp handler serves when asked, or the text format, which
+// metrics-server reads), as metrics-server does: the same flags
 // (--kubelet-port, --kubelet-use-node-status-port,
 // --kubelet-preferred-address-types, --kubelet-insecure-tls,
 // --kubelet-certificate-authority, --kubelet-client-certificate,

@@ -9,9 +9,10 @@
 // while its answer is parsed, into the parser's buffer.
 //
 // The request asks for no compression (net/http's Transport asked for gzip
-// unasked, and a kubelet's /metrics/resource honours it): ~35 KB of text a
-// node per resolution on the wire rather than a few, and no gunzip in the
-// scrape's CPU.
+// unasked, and a kubelet's /metrics/resource honours it): tens of KB a node
+// per resolution on the wire rather than a few, and no gunzip in the
+// scrape's CPU. It asks for the delimited protobuf format first
+// (kubeletAccept).
 
 package main
 
