@@ -3,9 +3,14 @@ package main
 import (
 	"bytes"
 	"fmt"
+	"maps"
+	"slices"
 	"strconv"
 	"testing"
 	"time"
+
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
 )
 
 // kubeletText is node i's /metrics/resource at t, as a kubelet writes it.
@@ -52,18 +57,83 @@ func kubeletText(i, pods int, t time.Time) []byte {
 	return b.Bytes()
 }
 
+// protoAnswer is text (the exposition text format) re-encoded in the
+// delimited protobuf format, as a kubelet answers a scraper that asks for
+// it: the same families, parsed and encoded by expfmt.
+func protoAnswer(tb testing.TB, text []byte, only ...string) []byte {
+	tb.Helper()
+	p := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := p.TextToMetricFamilies(bytes.NewReader(text))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	var out bytes.Buffer
+	enc := expfmt.NewEncoder(&out, expfmt.FmtProtoDelim)
+	for _, name := range slices.Sorted(maps.Keys(families)) {
+		if len(only) > 0 && !slices.Contains(only, name) {
+			continue
+		}
+		if err := enc.Encode(families[name]); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	return out.Bytes()
+}
+
 // BenchmarkDecodeResourceMetrics decodes one node's /metrics/resource with
 // 30 pods (40 containers), as every scrape does for every node (with one
-// of the scrape's parsers, reused).
+// of the scrape's parsers, reused), in each format a kubelet serves.
 func BenchmarkDecodeResourceMetrics(b *testing.B) {
 	text := kubeletText(1, 30, time.Now())
-	p := newResourceParser()
-	b.ReportAllocs()
-	b.SetBytes(int64(len(text)))
-	for b.Loop() {
-		node, pods, err := p.decode(bytes.NewReader(text), time.Now())
-		if err != nil || node == nil || len(pods) != 30 {
-			b.Fatalf("%v %v %d", err, node, len(pods))
+	for _, tc := range []struct {
+		name   string
+		format expfmt.Format
+		answer []byte
+	}{
+		{"text", expfmt.FmtText, text},
+		{"protobuf", expfmt.FmtProtoDelim, protoAnswer(b, text)},
+		{"protobuf_named", expfmt.FmtProtoDelim, protoAnswer(b, text, resourceFamilyNames...)},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			p := newResourceParser()
+			b.ReportAllocs()
+			b.SetBytes(int64(len(tc.answer)))
+			for b.Loop() {
+				node, pods, err := p.decode(bytes.NewReader(tc.answer), tc.format, time.Now())
+				if err != nil || node == nil || len(pods) != 30 {
+					b.Fatalf("%v %v %d", err, node, len(pods))
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkStoreAdd adds the batch of a scrape of 1,000 kubelets with 30
+// pods each (the pods in the order the answers arrive), alternating two
+// batches a resolution apart, as the store does every resolution.
+func BenchmarkStoreAdd(b *testing.B) {
+	t0 := time.Now()
+	var batches [2]*Batch
+	for k := range batches {
+		batch := &Batch{}
+		p := newResourceParser()
+		for i := range 1000 {
+			node, pods, err := p.decode(bytes.NewReader(kubeletText(i, 30, t0.Add(time.Duration(k)*15*time.Second))), expfmt.FmtText, t0)
+			if err != nil {
+				b.Fatal(err)
+			}
+			node.Name = fmt.Sprintf("node-%d", i)
+			batch.Nodes = append(batch.Nodes, *node)
+			batch.Pods = append(batch.Pods, pods...)
 		}
+		batches[k] = batch
+	}
+	st := NewStore(nil, 15*time.Second, nil)
+	st.Add(batches[0])
+	b.ReportAllocs()
+	k := 1
+	for b.Loop() {
+		st.Add(batches[k])
+		k = 1 - k
 	}
 }

@@ -1,16 +1,20 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/pem"
+	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -18,6 +22,9 @@ import (
 	"testing"
 	"time"
 
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
 	"go.uber.org/zap"
 )
 
@@ -121,13 +128,13 @@ container_cpu_usage_seconds_total{container="app",namespace="m",pod="p2"} 3
 container_memory_working_set_bytes{container="app",namespace="n",pod="p1"} 10
 container_memory_working_set_bytes{container="sidecar",namespace="n",pod="p1"} 20
 container_memory_working_set_bytes{container="app",namespace="m",pod="p2"} 30
-`), start)
+`), expfmt.FmtText, start)
 	if err != nil {
 		t.Fatal(err)
 	}
 	_, b, err := p.decode(strings.NewReader(`container_cpu_usage_seconds_total{container="c",namespace="o",pod="p3"} 4
 container_memory_working_set_bytes{container="c",namespace="o",pod="p3"} 40
-`), start)
+`), expfmt.FmtText, start)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -222,5 +229,105 @@ func TestScrapeKubeletConnections(t *testing.T) {
 	status.Store(http.StatusForbidden)
 	if err := scrape(); err == nil || !strings.Contains(err.Error(), "403 Forbidden: nope") {
 		t.Errorf("a 403: %v", err)
+	}
+}
+
+// TestScrapeProtobufAndText scrapes two kubelets serving the same fixture:
+// one negotiates the format as a kubelet's promhttp handler does (and gets
+// the delimited protobuf format asked for first), the other writes the
+// text whatever is asked (as a proxy or an older kubelet might). The
+// samples are the same, and are the fixture's.
+func TestScrapeProtobufAndText(t *testing.T) {
+	fixture, err := os.ReadFile("testdata/metrics-resource.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := parser.TextToMetricFamilies(bytes.NewReader(fixture))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var served atomic.Value
+	kubelet := func(negotiate bool) *httptest.Server {
+		return httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			format := expfmt.Format(expfmt.FmtText)
+			if negotiate {
+				format = expfmt.NegotiateAccept(r.Header, expfmt.DefaultAcceptedFormats()...)
+			}
+			served.Store(format)
+			w.Header().Set("Content-Type", string(format))
+			enc := expfmt.NewEncoder(w, format)
+			for _, name := range slices.Sorted(maps.Keys(families)) {
+				if err := enc.Encode(families[name]); err != nil {
+					t.Error(err)
+				}
+			}
+		}))
+	}
+	k, err := NewKubelets(KubeletOptions{InsecureTLS: true, PreferredAddressTypes: []string{"InternalIP"}}, nil, nil, zap.NewNop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	scrape := func(srv *httptest.Server) (*NodeSample, []PodSample, expfmt.Format) {
+		t.Helper()
+		defer srv.Close()
+		u, _ := url.Parse(srv.URL)
+		port, _ := strconv.Atoi(u.Port())
+		k.opts.Port = port
+		node, pods, err := k.scrapeNode(context.Background(), "node-1", kubeletNode{addresses: map[string]string{"InternalIP": u.Hostname()}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return node, pods, served.Load().(expfmt.Format)
+	}
+	pbNode, pbPods, pbFormat := scrape(kubelet(true))
+	textNode, textPods, textFormat := scrape(kubelet(false))
+	if pbFormat.FormatType() != expfmt.TypeProtoDelim || textFormat.FormatType() != expfmt.TypeTextPlain {
+		t.Fatalf("served %q and %q, want the delimited protobuf format and the text", pbFormat, textFormat)
+	}
+	if !reflect.DeepEqual(pbNode, textNode) || !reflect.DeepEqual(pbPods, textPods) {
+		t.Errorf("protobuf: %+v %+v\ntext: %+v %+v", pbNode, pbPods, textNode, textPods)
+	}
+	// The fixture's values (TestDecodeResourceMetrics reads them from the text).
+	if pbNode == nil || pbNode.Usage.CPUNanoseconds != 357354910000 || pbNode.Usage.MemoryBytes != 1616273408 ||
+		len(pbPods) != 2 || pbPods[0].Containers[0].Usage.CPUNanoseconds != 4710169000 || pbPods[1].Containers[0].Usage.MemoryBytes != 21430272 {
+		t.Errorf("node %+v, pods %+v", pbNode, pbPods)
+	}
+}
+
+// TestKeepProtoFamilies: only the families the scrape reads are kept, and
+// an answer cut short is an error, not a silent partial batch.
+func TestKeepProtoFamilies(t *testing.T) {
+	var b bytes.Buffer
+	enc := expfmt.NewEncoder(&b, expfmt.FmtProtoDelim)
+	for _, name := range []string{"container_cpu_usage_seconds_total", "container_start_time_seconds", "node_memory_working_set_bytes", "node_memory_working_set_bytes_x"} {
+		typ := dto.MetricType_GAUGE
+		f := &dto.MetricFamily{Name: &name, Help: &name, Type: &typ, Metric: []*dto.Metric{{Gauge: &dto.Gauge{Value: new(float64)}}}}
+		if err := enc.Encode(f); err != nil {
+			t.Fatal(err)
+		}
+	}
+	answer := b.Bytes()
+	kept, err := keepProtoFamilies(slices.Clone(answer))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	dec := expfmt.NewDecoder(bytes.NewReader(kept), expfmt.FmtProtoDelim)
+	for {
+		var f dto.MetricFamily
+		if err := dec.Decode(&f); err != nil {
+			if !errors.Is(err, io.EOF) {
+				t.Fatal(err)
+			}
+			break
+		}
+		names = append(names, f.GetName())
+	}
+	if got, want := strings.Join(names, " "), "container_cpu_usage_seconds_total node_memory_working_set_bytes"; got != want {
+		t.Errorf("kept %s, want %s", got, want)
+	}
+	if _, err := keepProtoFamilies(slices.Clone(answer[:len(answer)-3])); err == nil {
+		t.Error("an answer cut short was read")
 	}
 }

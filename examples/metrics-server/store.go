@@ -7,6 +7,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"slices"
@@ -155,11 +156,7 @@ func (s *Store) Add(b *Batch) {
 	}
 	// The batch's pods in key order (a pod reported twice: the last), each
 	// matched with the same pod of the snapshot before by a merge.
-	order := make([]int32, len(b.Pods))
-	for i := range order {
-		order[i] = int32(i)
-	}
-	slices.SortStableFunc(order, func(i, j int32) int { return comparePods(&b.Pods[i], &b.Pods[j]) })
+	order := podOrder(b.Pods)
 	n := 0
 	for i := range b.Pods {
 		n += len(b.Pods[i].Containers)
@@ -167,9 +164,9 @@ func (s *Store) Add(b *Batch) {
 	slab := make([]containerEntry, n) // one allocation for every container
 	next.pods = make([]podEntry, 0, len(b.Pods))
 	before := prev.pods
-	for k, i := range order {
-		p := &b.Pods[i]
-		if k+1 < len(order) && comparePods(p, &b.Pods[order[k+1]]) == 0 {
+	for k, o := range order {
+		p := &b.Pods[o.i]
+		if k+1 < len(order) && order[k+1].ns == o.ns && order[k+1].name == o.name {
 			continue
 		}
 		for len(before) > 0 && before[0].compare(p.Namespace, p.Name) < 0 {
@@ -206,12 +203,50 @@ func (s *Store) Add(b *Batch) {
 	s.mu.Unlock()
 }
 
-// comparePods orders pod samples by namespace, then name.
-func comparePods(a, b *PodSample) int {
-	if c := strings.Compare(a.Namespace, b.Namespace); c != 0 {
-		return c
+// podKeyOrder is a pod of a batch as it is sorted: its namespace's rank
+// among the batch's namespaces, its name, and its index in the batch.
+type podKeyOrder struct {
+	name  string
+	ns, i int32
+}
+
+// podOrder is pods sorted by namespace, then name, then index. A batch has
+// few namespaces and many pods: each namespace is ranked once, and a pod's
+// comparison is of two integers and, within a namespace, of names. (A
+// stable sort of indexes comparing both strings took ~30 ms of every
+// resolution at 30,000 pods.)
+func podOrder(pods []PodSample) []podKeyOrder {
+	rank := map[string]int32{}
+	var namespaces []string
+	for i := range pods {
+		if _, ok := rank[pods[i].Namespace]; !ok {
+			rank[pods[i].Namespace] = 0
+			namespaces = append(namespaces, pods[i].Namespace)
+		}
 	}
-	return strings.Compare(a.Name, b.Name)
+	slices.Sort(namespaces)
+	for r, ns := range namespaces {
+		rank[ns] = int32(r)
+	}
+	order := make([]podKeyOrder, len(pods))
+	last, lastRank := "", int32(0) // a kubelet's answer groups its pods' namespaces
+	for i := range pods {
+		ns := pods[i].Namespace
+		if i == 0 || ns != last {
+			last, lastRank = ns, rank[ns]
+		}
+		order[i] = podKeyOrder{name: pods[i].Name, ns: lastRank, i: int32(i)}
+	}
+	slices.SortFunc(order, func(a, b podKeyOrder) int {
+		if a.ns != b.ns {
+			return cmp.Compare(a.ns, b.ns)
+		}
+		if c := strings.Compare(a.name, b.name); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.i, b.i)
+	})
+	return order
 }
 
 // compare orders p against the pod namespace/name.

@@ -1,6 +1,7 @@
 package fakekubelet
 
 import (
+	"bytes"
 	"crypto/tls"
 	"crypto/x509"
 	"fmt"
@@ -8,11 +9,13 @@ import (
 	"net"
 	"net/http"
 	"sort"
-	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/annexapi/annex/certs"
 )
@@ -160,15 +163,61 @@ func containerLabels(p Pod, c Container) string {
 	return fmt.Sprintf(`container=%q,namespace=%q,pod=%q`, c.Name, p.Namespace, p.Name)
 }
 
-// serve writes the exposition text as a kubelet does: families in name
-// order, series in label order.
-func (k *Kubelet) serve(w http.ResponseWriter, _ *http.Request) {
+// serve writes /metrics/resource as a kubelet does: its families in name
+// order, series in label order, encoded by expfmt in the format negotiated
+// from the Accept header as promhttp negotiates it (the kubelet's
+// component-base metrics.HandlerFor is promhttp.HandlerFor): the delimited
+// protobuf format when asked for it, the text format otherwise.
+func (k *Kubelet) serve(w http.ResponseWriter, r *http.Request) {
+	families := k.families()
+	format := expfmt.NegotiateAccept(r.Header, expfmt.DefaultAcceptedFormats()...)
+	var b bytes.Buffer
+	enc := expfmt.NewEncoder(&b, format)
+	for _, f := range families {
+		if err := enc.Encode(f); err != nil {
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+			return
+		}
+	}
+	w.Header().Add("Vary", "Accept")
+	w.Header().Set("Content-Type", string(format))
+	_, _ = w.Write(b.Bytes())
+	k.Scrapes.Add(1)
+}
+
+// families is what the kubelet reports now, as metric families.
+func (k *Kubelet) families() []*dto.MetricFamily {
 	k.mu.Lock()
+	defer k.mu.Unlock()
 	// At the millisecond the timestamps say, so that a rate between two
 	// samples is exactly the configured one.
 	now := k.now().Truncate(time.Millisecond)
-	ts := strconv.FormatInt(now.UnixMilli(), 10)
-	var cpu, mem, start, podCPU, podMem []string
+	ts := now.UnixMilli()
+	family := func(name string, typ dto.MetricType, help string) *dto.MetricFamily {
+		return &dto.MetricFamily{Name: proto.String(name), Help: proto.String("[STABLE] " + help), Type: typ.Enum()}
+	}
+	// sample adds a series; labels are name, value pairs in name order.
+	sample := func(f *dto.MetricFamily, v float64, labels ...string) {
+		m := &dto.Metric{TimestampMs: proto.Int64(ts)}
+		for i := 0; i < len(labels); i += 2 {
+			m.Label = append(m.Label, &dto.LabelPair{Name: proto.String(labels[i]), Value: proto.String(labels[i+1])})
+		}
+		if f.GetType() == dto.MetricType_COUNTER {
+			m.Counter = &dto.Counter{Value: proto.Float64(v)}
+		} else {
+			m.Gauge = &dto.Gauge{Value: proto.Float64(v)}
+		}
+		f.Metric = append(f.Metric, m)
+	}
+	counter, gauge := dto.MetricType_COUNTER, dto.MetricType_GAUGE
+	cpu := family("container_cpu_usage_seconds_total", counter, "Cumulative cpu time consumed by the container in core-seconds")
+	mem := family("container_memory_working_set_bytes", gauge, "Current working set of the container in bytes")
+	start := family("container_start_time_seconds", gauge, "Start time of the container since unix epoch in seconds")
+	nodeCPU := family("node_cpu_usage_seconds_total", counter, "Cumulative cpu time consumed by the node in core-seconds")
+	nodeMem := family("node_memory_working_set_bytes", gauge, "Current working set of the node in bytes")
+	podCPU := family("pod_cpu_usage_seconds_total", counter, "Cumulative cpu time consumed by the pod in core-seconds")
+	podMem := family("pod_memory_working_set_bytes", gauge, "Current working set of the pod in bytes")
+	scrapeErr := family("resource_scrape_error", gauge, "1 if there was an error while getting container metrics, 0 otherwise")
 	pods := append([]Pod(nil), k.state.Pods...)
 	sort.Slice(pods, func(i, j int) bool {
 		return pods[i].Namespace+"/"+pods[i].Name < pods[j].Namespace+"/"+pods[j].Name
@@ -177,47 +226,24 @@ func (k *Kubelet) serve(w http.ResponseWriter, _ *http.Request) {
 		var pc float64
 		var pm uint64
 		for _, c := range p.Containers {
-			l := containerLabels(p, c)
-			v := k.counters[l].at(now)
+			ctr := k.counters[containerLabels(p, c)]
+			v := ctr.at(now)
 			pc += v
 			pm += c.MemoryBytes
-			cpu = append(cpu, fmt.Sprintf("container_cpu_usage_seconds_total{%s} %s %s", l, float(v), ts))
-			mem = append(mem, fmt.Sprintf("container_memory_working_set_bytes{%s} %s %s", l, float(float64(c.MemoryBytes)), ts))
-			start = append(start, fmt.Sprintf("container_start_time_seconds{%s} %s %s", l, float(float64(k.counters[l].started.Unix())), ts))
+			labels := []string{"container", c.Name, "namespace", p.Namespace, "pod", p.Name}
+			sample(cpu, v, labels...)
+			sample(mem, float64(c.MemoryBytes), labels...)
+			sample(start, float64(ctr.started.Unix()), labels...)
 		}
-		pl := fmt.Sprintf(`namespace=%q,pod=%q`, p.Namespace, p.Name)
-		podCPU = append(podCPU, fmt.Sprintf("pod_cpu_usage_seconds_total{%s} %s %s", pl, float(pc), ts))
-		podMem = append(podMem, fmt.Sprintf("pod_memory_working_set_bytes{%s} %s %s", pl, float(float64(pm)), ts))
+		sample(podCPU, pc, "namespace", p.Namespace, "pod", p.Name)
+		sample(podMem, float64(pm), "namespace", p.Namespace, "pod", p.Name)
 	}
-	node := k.counters[""].at(now)
-	nodeMem := k.state.Node.MemoryBytes
+	sample(nodeCPU, k.counters[""].at(now))
+	sample(nodeMem, float64(k.state.Node.MemoryBytes))
+	sample(scrapeErr, 0)
+	scrapeErr.Metric[0].TimestampMs = nil // the kubelet's has none
 	if k.sampled.IsZero() {
 		k.sampled = now
 	}
-	k.mu.Unlock()
-
-	var b strings.Builder
-	family := func(name, typ, help string, series []string) {
-		fmt.Fprintf(&b, "# HELP %s [STABLE] %s\n# TYPE %s %s\n", name, help, name, typ)
-		for _, s := range series {
-			b.WriteString(s)
-			b.WriteByte('\n')
-		}
-	}
-	family("container_cpu_usage_seconds_total", "counter", "Cumulative cpu time consumed by the container in core-seconds", cpu)
-	family("container_memory_working_set_bytes", "gauge", "Current working set of the container in bytes", mem)
-	family("container_start_time_seconds", "gauge", "Start time of the container since unix epoch in seconds", start)
-	family("node_cpu_usage_seconds_total", "counter", "Cumulative cpu time consumed by the node in core-seconds",
-		[]string{"node_cpu_usage_seconds_total " + float(node) + " " + ts})
-	family("node_memory_working_set_bytes", "gauge", "Current working set of the node in bytes",
-		[]string{"node_memory_working_set_bytes " + float(float64(nodeMem)) + " " + ts})
-	family("pod_cpu_usage_seconds_total", "counter", "Cumulative cpu time consumed by the pod in core-seconds", podCPU)
-	family("pod_memory_working_set_bytes", "gauge", "Current working set of the pod in bytes", podMem)
-	family("resource_scrape_error", "gauge", "1 if there was an error while getting container metrics, 0 otherwise", []string{"resource_scrape_error 0"})
-	w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
-	_, _ = w.Write([]byte(b.String()))
-	k.Scrapes.Add(1)
+	return []*dto.MetricFamily{cpu, mem, start, nodeCPU, nodeMem, podCPU, podMem, scrapeErr}
 }
-
-// float formats v as the Prometheus client does (Go's shortest 'g').
-func float(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }
