@@ -38,7 +38,7 @@ type RequestInfoResolver struct {
 // Every other path (/api, /api/v1, /apis/{group}/{version}, /healthz, ...)
 // is a non-resource request whose Verb is the lower-cased HTTP method.
 func (res RequestInfoResolver) Resolve(r *http.Request) (*RequestInfo, error) {
-	info := &RequestInfo{Path: r.URL.Path, Verb: strings.ToLower(r.Method)}
+	info := &RequestInfo{Path: r.URL.Path, Verb: lowerMethod(r.Method)}
 
 	prefixes, groupless := res.APIPrefixes, res.GrouplessAPIPrefixes
 	if prefixes == nil {
@@ -136,6 +136,28 @@ func (res RequestInfoResolver) Resolve(r *http.Request) (*RequestInfo, error) {
 		}
 	}
 	return info, nil
+}
+
+// lowerMethod is strings.ToLower(method) without an allocation for the
+// methods clients send.
+func lowerMethod(method string) string {
+	switch method {
+	case http.MethodGet:
+		return "get"
+	case http.MethodPost:
+		return "post"
+	case http.MethodPut:
+		return "put"
+	case http.MethodPatch:
+		return "patch"
+	case http.MethodDelete:
+		return "delete"
+	case http.MethodHead:
+		return "head"
+	case http.MethodOptions:
+		return "options"
+	}
+	return strings.ToLower(method)
 }
 
 func methodVerb(method string) string {
