@@ -99,3 +99,35 @@ func TestValuesLayer(t *testing.T) {
 		t.Fatal("an empty user slot answered")
 	}
 }
+
+// TestStartRequest checks that StartRequest gives what NewTrace,
+// ContextWithTrace and WrapResponseWriter give: the trace in the context's
+// values layer (whose slots the setters then fill without a layer of their
+// own), a writer that records the status, and an existing *ResponseWriter
+// kept as it is.
+func TestStartRequest(t *testing.T) {
+	stages := []string{"a", "b"}
+	rec := httptest.NewRecorder()
+	ctx, tr, rw := StartRequest(context.Background(), rec, stages, time.Time{})
+	if TraceFrom(ctx) != tr || tr == nil {
+		t.Fatalf("TraceFrom = %p, want the trace %p", TraceFrom(ctx), tr)
+	}
+	if got := ContextWithAuditID(ctx, "id"); got != ctx {
+		t.Errorf("ContextWithAuditID added a layer over StartRequest's values layer")
+	}
+	if id := AuditIDFrom(ctx); id != "id" {
+		t.Errorf("AuditIDFrom = %q, want id", id)
+	}
+	tr.Enter(0)
+	tr.Enter(2)
+	if !tr.HandlerReached() {
+		t.Errorf("the trace of two stages did not record reaching the handler")
+	}
+	rw.WriteHeader(418)
+	if rw.Status() != 418 || rec.Code != 418 {
+		t.Errorf("status recorded %d, sent %d, want 418", rw.Status(), rec.Code)
+	}
+	if _, _, again := StartRequest(ctx, rw, stages, time.Time{}); again != rw {
+		t.Errorf("StartRequest wrapped a *ResponseWriter again")
+	}
+}
