@@ -26,10 +26,15 @@ func WithCacheControl(cfg CacheControlConfig) func(http.Handler) http.Handler {
 	if value == "" {
 		value = "no-cache, private"
 	}
+	// One value slice for every response, as flowcontrol shares its
+	// header values: its capacity equals its length, so an append copies,
+	// and Set and Del replace it.
+	values := []string{value}[:1:1]
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			if _, ok := w.Header()["Cache-Control"]; !ok {
-				w.Header().Set("Cache-Control", value)
+			h := w.Header()
+			if _, ok := h["Cache-Control"]; !ok {
+				h["Cache-Control"] = values
 			}
 			next.ServeHTTP(w, r)
 		})
