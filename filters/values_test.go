@@ -2,6 +2,7 @@ package filters
 
 import (
 	"context"
+	"net/http"
 	"net/http/httptest"
 	"testing"
 	"time"
@@ -129,5 +130,37 @@ func TestStartRequest(t *testing.T) {
 	}
 	if _, _, again := StartRequest(ctx, rw, stages, time.Time{}); again != rw {
 		t.Errorf("StartRequest wrapped a *ResponseWriter again")
+	}
+}
+
+// TestRoomInValuesLayer checks that the request info and the warning
+// recorder built in the values layer's room behave as allocated ones: the
+// handler finds them, warnings reach the response, a nested recorder gets
+// one of its own (and its warnings), and every request its own room.
+func TestRoomInValuesLayer(t *testing.T) {
+	var infos []*RequestInfo
+	h := WithRequestInfoResolver(RequestInfoResolver{})(
+		WithWarningRecorder(WarningRecorderConfig{})(
+			WithWarningRecorder(WarningRecorderConfig{})(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				info, ok := RequestInfoFrom(r.Context())
+				if !ok {
+					t.Fatal("no request info")
+				}
+				infos = append(infos, info)
+				AddWarning(r.Context(), "careful")
+				w.WriteHeader(http.StatusOK)
+			}))))
+	for _, name := range []string{"a", "b"} {
+		rec := httptest.NewRecorder()
+		r := httptest.NewRequest(http.MethodGet, "/apis/g/v/namespaces/ns/things/"+name, nil)
+		ctx, _, _ := StartRequest(r.Context(), rec, nil, time.Time{})
+		h.ServeHTTP(rec, r.WithContext(ctx))
+		if got := rec.Header().Values("Warning"); len(got) != 1 || got[0] != `299 - "careful"` {
+			t.Errorf("%s: Warning = %q, want one 299 careful", name, got)
+		}
+	}
+	if len(infos) != 2 || infos[0] == infos[1] || infos[0].Name != "a" || infos[1].Name != "b" ||
+		infos[0].Verb != "get" || infos[0].Namespace != "ns" || infos[0].Resource != "things" {
+		t.Errorf("request infos = %+v, want a and b, each its own", infos)
 	}
 }
