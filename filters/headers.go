@@ -68,8 +68,16 @@ func WithAuditID(cfg AuditIDConfig) func(http.Handler) http.Handler {
 			if id == "" {
 				id = newID()
 			}
-			if w.Header().Get(AuditIDHeader) == "" {
-				w.Header().Set(AuditIDHeader, id)
+			if h := w.Header(); h.Get(AuditIDHeader) == "" {
+				// The header's value lives in the request's values layer
+				// when there is one, capped so that an append copies.
+				if v, ok := r.Context().Value(valuesKey{}).(*values); ok && v.roomUsed&roomAuditIDHeader == 0 {
+					v.roomUsed |= roomAuditIDHeader
+					v.auditIDHeader[0] = id
+					h[AuditIDHeader] = v.auditIDHeader[:1:1]
+				} else {
+					h.Set(AuditIDHeader, id)
+				}
 			}
 			next.ServeHTTP(w, RequestWithContext(r, ContextWithAuditID(r.Context(), id)))
 		})

@@ -45,12 +45,15 @@ type values struct {
 	// allocating each.
 	infoRoom     RequestInfo
 	warningsRoom headerWarningRecorder
-	roomUsed     uint8 // roomInfo, roomWarnings
+	// auditIDHeader is the Audit-Id response header's value (WithAuditID).
+	auditIDHeader [1]string
+	roomUsed      uint8 // roomInfo, roomWarnings, roomAuditIDHeader
 }
 
 const (
 	roomInfo uint8 = 1 << iota
 	roomWarnings
+	roomAuditIDHeader
 )
 
 // room returns ctx's values layer when its slot for key is free and its

@@ -139,7 +139,9 @@ func TestStartRequest(t *testing.T) {
 // one of its own (and its warnings), and every request its own room.
 func TestRoomInValuesLayer(t *testing.T) {
 	var infos []*RequestInfo
-	h := WithRequestInfoResolver(RequestInfoResolver{})(
+	ids := 0
+	newID := func() string { ids++; return string(rune('0' + ids)) }
+	h := WithAuditID(AuditIDConfig{NewID: newID})(WithRequestInfoResolver(RequestInfoResolver{})(
 		WithWarningRecorder(WarningRecorderConfig{})(
 			WithWarningRecorder(WarningRecorderConfig{})(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 				info, ok := RequestInfoFrom(r.Context())
@@ -149,7 +151,7 @@ func TestRoomInValuesLayer(t *testing.T) {
 				infos = append(infos, info)
 				AddWarning(r.Context(), "careful")
 				w.WriteHeader(http.StatusOK)
-			}))))
+			})))))
 	for _, name := range []string{"a", "b"} {
 		rec := httptest.NewRecorder()
 		r := httptest.NewRequest(http.MethodGet, "/apis/g/v/namespaces/ns/things/"+name, nil)
@@ -157,6 +159,9 @@ func TestRoomInValuesLayer(t *testing.T) {
 		h.ServeHTTP(rec, r.WithContext(ctx))
 		if got := rec.Header().Values("Warning"); len(got) != 1 || got[0] != `299 - "careful"` {
 			t.Errorf("%s: Warning = %q, want one 299 careful", name, got)
+		}
+		if got, want := rec.Header().Values(AuditIDHeader), string(rune('0'+ids)); len(got) != 1 || got[0] != want {
+			t.Errorf("%s: Audit-Id = %q, want [%s]", name, got, want)
 		}
 	}
 	if len(infos) != 2 || infos[0] == infos[1] || infos[0].Name != "a" || infos[1].Name != "b" ||
