@@ -308,14 +308,13 @@ func Chain(stages []Stage, h http.Handler, opts ChainOptions) (http.Handler, err
 		if timed {
 			start = time.Now()
 		}
-		t := filters.NewTrace(names, start)
+		ctx, t, rw := filters.StartRequest(r.Context(), w, names, start)
 		t.TimeFrom(timedFrom)
 		if report == nil {
-			inner.ServeHTTP(w, r.WithContext(filters.ContextWithTrace(r.Context(), t)))
+			inner.ServeHTTP(w, r.WithContext(ctx))
 			return
 		}
-		rw := filters.WrapResponseWriter(w)
-		inner.ServeHTTP(rw, r.WithContext(filters.ContextWithTrace(r.Context(), t)))
+		inner.ServeHTTP(rw, r.WithContext(ctx))
 		if stage := t.RejectedBy(rw.Status()); stage != "" {
 			report(r, stage, rw.Status())
 		}

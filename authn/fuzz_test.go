@@ -70,6 +70,12 @@ func FuzzBearerToken(f *testing.F) {
 		if ok && (u.Name != "alice" || err != nil) {
 			t.Fatalf("%q: %+v %v", header, u, err)
 		}
+		// Kubernetes' reading: trimmed, split on spaces into at most
+		// three parts, the second is the token.
+		parts := strings.SplitN(strings.TrimSpace(header), " ", 3)
+		if want := len(parts) >= 2 && strings.EqualFold(parts[0], "bearer") && parts[1] == "good"; ok != want {
+			t.Fatalf("%q: ok=%v, Kubernetes' reading gives %v", header, ok, want)
+		}
 		if header != "" && ok != (r.Header.Get("Authorization") == "") {
 			t.Fatalf("%q: ok=%v but header is %q", header, ok, r.Header.Get("Authorization"))
 		}

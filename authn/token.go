@@ -64,11 +64,14 @@ func (b *BearerToken) Authenticate(r *http.Request) (*filters.User, bool, error)
 	if auth == "" {
 		return nil, false, nil
 	}
-	parts := strings.SplitN(auth, " ", 3)
-	if len(parts) < 2 || !strings.EqualFold(parts[0], "bearer") {
+	// The scheme, then the token up to the next space, if any: what
+	// strings.SplitN(auth, " ", 3) gives as its first two parts, without
+	// the slice.
+	scheme, rest, found := strings.Cut(auth, " ")
+	if !found || !strings.EqualFold(scheme, "bearer") {
 		return nil, false, nil
 	}
-	token := parts[1]
+	token, _, _ := strings.Cut(rest, " ")
 	if token == "" {
 		// "Authorization: Bearer  <token>": Kubernetes warns and ignores it.
 		return nil, false, nil

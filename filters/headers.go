@@ -26,10 +26,15 @@ func WithCacheControl(cfg CacheControlConfig) func(http.Handler) http.Handler {
 	if value == "" {
 		value = "no-cache, private"
 	}
+	// One value slice for every response, as flowcontrol shares its
+	// header values: its capacity equals its length, so an append copies,
+	// and Set and Del replace it.
+	values := []string{value}[:1:1]
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			if _, ok := w.Header()["Cache-Control"]; !ok {
-				w.Header().Set("Cache-Control", value)
+			h := w.Header()
+			if _, ok := h["Cache-Control"]; !ok {
+				h["Cache-Control"] = values
 			}
 			next.ServeHTTP(w, r)
 		})
@@ -63,8 +68,16 @@ func WithAuditID(cfg AuditIDConfig) func(http.Handler) http.Handler {
 			if id == "" {
 				id = newID()
 			}
-			if w.Header().Get(AuditIDHeader) == "" {
-				w.Header().Set(AuditIDHeader, id)
+			if h := w.Header(); h.Get(AuditIDHeader) == "" {
+				// The header's value lives in the request's values layer
+				// when there is one, capped so that an append copies.
+				if v, ok := r.Context().Value(valuesKey{}).(*values); ok && v.roomUsed&roomAuditIDHeader == 0 {
+					v.roomUsed |= roomAuditIDHeader
+					v.auditIDHeader[0] = id
+					h[AuditIDHeader] = v.auditIDHeader[:1:1]
+				} else {
+					h.Set(AuditIDHeader, id)
+				}
 			}
 			next.ServeHTTP(w, RequestWithContext(r, ContextWithAuditID(r.Context(), id)))
 		})

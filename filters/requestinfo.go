@@ -38,7 +38,13 @@ type RequestInfoResolver struct {
 // Every other path (/api, /api/v1, /apis/{group}/{version}, /healthz, ...)
 // is a non-resource request whose Verb is the lower-cased HTTP method.
 func (res RequestInfoResolver) Resolve(r *http.Request) (*RequestInfo, error) {
-	info := &RequestInfo{Path: r.URL.Path, Verb: strings.ToLower(r.Method)}
+	info := &RequestInfo{}
+	return info, res.resolve(r, info)
+}
+
+// resolve is Resolve into info, which is zero.
+func (res RequestInfoResolver) resolve(r *http.Request, info *RequestInfo) error {
+	info.Path, info.Verb = r.URL.Path, lowerMethod(r.Method)
 
 	prefixes, groupless := res.APIPrefixes, res.GrouplessAPIPrefixes
 	if prefixes == nil {
@@ -50,14 +56,14 @@ func (res RequestInfoResolver) Resolve(r *http.Request) (*RequestInfo, error) {
 
 	parts := splitPath(r.URL.Path)
 	if len(parts) < 3 || !slices.Contains(prefixes, parts[0]) {
-		return info, nil
+		return nil
 	}
 	info.APIPrefix = parts[0]
 	parts = parts[1:]
 	if !slices.Contains(groupless, info.APIPrefix) {
 		// The prefix is consumed, so this asks for four segments in all.
 		if len(parts) < 3 {
-			return info, nil
+			return nil
 		}
 		info.APIGroup = parts[0]
 		parts = parts[1:]
@@ -70,7 +76,7 @@ func (res RequestInfoResolver) Resolve(r *http.Request) (*RequestInfo, error) {
 	switch parts[0] {
 	case "watch", "proxy":
 		if len(parts) < 2 {
-			return info, fmt.Errorf("%w, %v", ErrUnresolvablePath, r.URL)
+			return fmt.Errorf("%w, %v", ErrUnresolvablePath, r.URL)
 		}
 		info.Verb = parts[0]
 		parts = parts[1:]
@@ -135,7 +141,29 @@ func (res RequestInfoResolver) Resolve(r *http.Request) (*RequestInfo, error) {
 			info.LabelSelector = v[0]
 		}
 	}
-	return info, nil
+	return nil
+}
+
+// lowerMethod is strings.ToLower(method) without an allocation for the
+// methods clients send.
+func lowerMethod(method string) string {
+	switch method {
+	case http.MethodGet:
+		return "get"
+	case http.MethodPost:
+		return "post"
+	case http.MethodPut:
+		return "put"
+	case http.MethodPatch:
+		return "patch"
+	case http.MethodDelete:
+		return "delete"
+	case http.MethodHead:
+		return "head"
+	case http.MethodOptions:
+		return "options"
+	}
+	return strings.ToLower(method)
 }
 
 func methodVerb(method string) string {
@@ -180,8 +208,13 @@ func isPathSegmentName(name string) bool {
 func WithRequestInfoResolver(res RequestInfoResolver) func(http.Handler) http.Handler {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			info, err := res.Resolve(r)
-			if err != nil {
+			var info *RequestInfo
+			if v := room(r.Context(), requestInfoKey{}, roomInfo); v != nil {
+				info = &v.infoRoom
+			} else {
+				info = &RequestInfo{}
+			}
+			if err := res.resolve(r, info); err != nil {
 				WriteStatus(w, &meta.Status{Kind: "Status", APIVersion: "v1", Status: meta.StatusFailure,
 					Message: "the server could not find the requested resource", Reason: meta.StatusReasonNotFound,
 					Details: &meta.StatusDetails{}, Code: http.StatusNotFound})

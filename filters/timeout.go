@@ -80,12 +80,26 @@ func WithRequestTimeout(cfg RequestTimeoutConfig) func(http.Handler) http.Handle
 				next.ServeHTTP(w, r)
 				return
 			}
-			tw := &timeoutWriter{w: w, header: w.Header().Clone(), r: r, ctx: ctx, onTimeout: cfg.OnTimeout}
+			tw := &timeoutWriter{w: w, header: copyHeader(w.Header()), r: r, ctx: ctx, onTimeout: cfg.OnTimeout}
 			tw.stop = context.AfterFunc(ctx, tw.expire)
 			defer tw.finish(cfg.OnPostTimeout)
 			next.ServeHTTP(tw, r)
 		})
 	}
+}
+
+// copyHeader is the handler's header map: a map of its own, whose values
+// start as src's slices, capped at their length so that an append (Add)
+// makes a new slice rather than write into src's. Header.Clone would copy
+// the values too, one allocation more per request; the slices are shared
+// anyway once the first write copies the map back (sendHeaderLocked), and
+// Set and Del replace a slice rather than change it.
+func copyHeader(src http.Header) http.Header {
+	h := make(http.Header, len(src))
+	for k, v := range src {
+		h[k] = v[:len(v):len(v)]
+	}
+	return h
 }
 
 // timeoutWriter is the writer the handler of a request under

@@ -366,3 +366,43 @@ func TestRequestTimeoutRunsHandlerInline(t *testing.T) {
 		t.Fatalf("handler ran on another goroutine:\n%s", stack)
 	}
 }
+
+// TestTimeoutWriterHeaderIsItsOwn checks that the handler's header map under
+// the timeout starts as the outer one and that what the handler adds, even
+// with Add to a value the outer map holds, stays out of the outer map until
+// the response starts: a 504 answered meanwhile must not carry it.
+func TestTimeoutWriterHeaderIsItsOwn(t *testing.T) {
+	outer := httptest.NewRecorder()
+	// Room in the value's backing array: an append in place would show
+	// in the outer map's slice.
+	outer.Header()["Vary"] = append(make([]string, 0, 4), "Accept")
+	outer.Header().Set("Audit-Id", "a")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	r := httptest.NewRequest(http.MethodGet, "/apis/g/v/things/x", nil).WithContext(ctx)
+	var seenVary, seenAudit []string
+	h := WithRequestTimeout(RequestTimeoutConfig{})(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		seenVary, seenAudit = w.Header()["Vary"], w.Header()["Audit-Id"]
+		w.Header().Add("Vary", "Accept-Encoding")
+		w.Header().Set("X-Handler", "1")
+		w.Header().Del("Audit-Id")
+		if got := outer.Header()["Vary"]; len(got) != 1 || got[:2][1] != "" {
+			t.Errorf("outer Vary while the handler runs = %q (backing %q), want [Accept] untouched", got, got[:2])
+		}
+		if outer.Header().Get("X-Handler") != "" || outer.Header().Get("Audit-Id") != "a" {
+			t.Errorf("outer header changed before the response started: %v", outer.Header())
+		}
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	h.ServeHTTP(outer, r)
+	if len(seenVary) != 1 || seenVary[0] != "Accept" || len(seenAudit) != 1 || seenAudit[0] != "a" {
+		t.Errorf("handler saw Vary %q Audit-Id %q, want [Accept] [a]", seenVary, seenAudit)
+	}
+	got := outer.Result().Header
+	if v := got.Values("Vary"); len(v) != 2 || v[1] != "Accept-Encoding" {
+		t.Errorf("Vary sent = %q, want [Accept Accept-Encoding]", v)
+	}
+	if got.Get("X-Handler") != "1" || got.Get("Audit-Id") != "" {
+		t.Errorf("sent header = %v, want X-Handler and no Audit-Id", got)
+	}
+}

@@ -10,6 +10,7 @@ package filters
 import (
 	"context"
 	"iter"
+	"net/http"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -78,13 +79,19 @@ type Trace struct {
 // yields only the handler's steps); which stage the request reached and
 // which rejected it are known either way.
 func NewTrace(stages []string, start time.Time) *Trace {
-	t := &Trace{start: start, stages: stages}
+	t := &Trace{}
+	t.init(stages, start)
+	return t
+}
+
+// init makes t the new trace NewTrace returns.
+func (t *Trace) init(stages []string, start time.Time) {
+	t.start, t.stages = start, stages
 	if n := len(stages) + 1; n <= inlineStages {
 		t.entered = t.inline[:n]
 	} else {
 		t.entered = make([]int64, n)
 	}
-	return t
 }
 
 // Enter records that the request entered stage i (an index into the stages
@@ -239,6 +246,29 @@ func (t *Trace) appendSteps(dst []Step) []Step {
 // (see values). Chain calls it for every request.
 func ContextWithTrace(ctx context.Context, t *Trace) context.Context {
 	return &values{Context: ctx, trace: t}
+}
+
+// StartRequest is what a chain does first for each request, in one
+// allocation instead of three: it returns ctx with a new trace of the
+// request in it (NewTrace(stages, start) and ContextWithTrace), the trace,
+// and w wrapped as WrapResponseWriter(w) would.
+func StartRequest(ctx context.Context, w http.ResponseWriter, stages []string, start time.Time) (context.Context, *Trace, *ResponseWriter) {
+	st := &requestStart{}
+	st.trace.init(stages, start)
+	st.values.Context, st.values.trace = ctx, &st.trace
+	rw, ok := w.(*ResponseWriter)
+	if !ok {
+		st.rw.w = w
+		rw = &st.rw
+	}
+	return &st.values, &st.trace, rw
+}
+
+// requestStart holds what StartRequest returns, allocated together.
+type requestStart struct {
+	values values
+	trace  Trace
+	rw     ResponseWriter
 }
 
 // TraceFrom returns the trace in ctx, or nil (whose methods do nothing).

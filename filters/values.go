@@ -38,6 +38,35 @@ type values struct {
 	has         uint8 // the set slots among auditID, received and sliExcluded
 	// sliExcluded accumulates the time the SLI does not count (sli.go).
 	sliExcluded atomic.Int64
+
+	// Room for the values this package's filters make once per request,
+	// allocated with the layer: WithRequestInfoResolver and
+	// WithWarningRecorder build theirs here (see room) instead of
+	// allocating each.
+	infoRoom     RequestInfo
+	warningsRoom headerWarningRecorder
+	// auditIDHeader is the Audit-Id response header's value (WithAuditID).
+	auditIDHeader [1]string
+	roomUsed      uint8 // roomInfo, roomWarnings, roomAuditIDHeader
+}
+
+const (
+	roomInfo uint8 = 1 << iota
+	roomWarnings
+	roomAuditIDHeader
+)
+
+// room returns ctx's values layer when its slot for key is free and its
+// room for that value (bit) is unused, marking the room used; nil
+// otherwise. The caller builds the value in the room and then fills the
+// slot with it.
+func room(ctx context.Context, key any, bit uint8) *values {
+	v := slots(ctx, key)
+	if v == nil || v.roomUsed&bit != 0 {
+		return nil
+	}
+	v.roomUsed |= bit
+	return v
 }
 
 const (

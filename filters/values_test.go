@@ -2,6 +2,7 @@ package filters
 
 import (
 	"context"
+	"net/http"
 	"net/http/httptest"
 	"testing"
 	"time"
@@ -97,5 +98,74 @@ func TestValuesLayer(t *testing.T) {
 	}
 	if _, ok := UserFrom(fresh); ok {
 		t.Fatal("an empty user slot answered")
+	}
+}
+
+// TestStartRequest checks that StartRequest gives what NewTrace,
+// ContextWithTrace and WrapResponseWriter give: the trace in the context's
+// values layer (whose slots the setters then fill without a layer of their
+// own), a writer that records the status, and an existing *ResponseWriter
+// kept as it is.
+func TestStartRequest(t *testing.T) {
+	stages := []string{"a", "b"}
+	rec := httptest.NewRecorder()
+	ctx, tr, rw := StartRequest(context.Background(), rec, stages, time.Time{})
+	if TraceFrom(ctx) != tr || tr == nil {
+		t.Fatalf("TraceFrom = %p, want the trace %p", TraceFrom(ctx), tr)
+	}
+	if got := ContextWithAuditID(ctx, "id"); got != ctx {
+		t.Errorf("ContextWithAuditID added a layer over StartRequest's values layer")
+	}
+	if id := AuditIDFrom(ctx); id != "id" {
+		t.Errorf("AuditIDFrom = %q, want id", id)
+	}
+	tr.Enter(0)
+	tr.Enter(2)
+	if !tr.HandlerReached() {
+		t.Errorf("the trace of two stages did not record reaching the handler")
+	}
+	rw.WriteHeader(418)
+	if rw.Status() != 418 || rec.Code != 418 {
+		t.Errorf("status recorded %d, sent %d, want 418", rw.Status(), rec.Code)
+	}
+	if _, _, again := StartRequest(ctx, rw, stages, time.Time{}); again != rw {
+		t.Errorf("StartRequest wrapped a *ResponseWriter again")
+	}
+}
+
+// TestRoomInValuesLayer checks that the request info and the warning
+// recorder built in the values layer's room behave as allocated ones: the
+// handler finds them, warnings reach the response, a nested recorder gets
+// one of its own (and its warnings), and every request its own room.
+func TestRoomInValuesLayer(t *testing.T) {
+	var infos []*RequestInfo
+	ids := 0
+	newID := func() string { ids++; return string(rune('0' + ids)) }
+	h := WithAuditID(AuditIDConfig{NewID: newID})(WithRequestInfoResolver(RequestInfoResolver{})(
+		WithWarningRecorder(WarningRecorderConfig{})(
+			WithWarningRecorder(WarningRecorderConfig{})(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				info, ok := RequestInfoFrom(r.Context())
+				if !ok {
+					t.Fatal("no request info")
+				}
+				infos = append(infos, info)
+				AddWarning(r.Context(), "careful")
+				w.WriteHeader(http.StatusOK)
+			})))))
+	for _, name := range []string{"a", "b"} {
+		rec := httptest.NewRecorder()
+		r := httptest.NewRequest(http.MethodGet, "/apis/g/v/namespaces/ns/things/"+name, nil)
+		ctx, _, _ := StartRequest(r.Context(), rec, nil, time.Time{})
+		h.ServeHTTP(rec, r.WithContext(ctx))
+		if got := rec.Header().Values("Warning"); len(got) != 1 || got[0] != `299 - "careful"` {
+			t.Errorf("%s: Warning = %q, want one 299 careful", name, got)
+		}
+		if got, want := rec.Header().Values(AuditIDHeader), string(rune('0'+ids)); len(got) != 1 || got[0] != want {
+			t.Errorf("%s: Audit-Id = %q, want [%s]", name, got, want)
+		}
+	}
+	if len(infos) != 2 || infos[0] == infos[1] || infos[0].Name != "a" || infos[1].Name != "b" ||
+		infos[0].Verb != "get" || infos[0].Namespace != "ns" || infos[0].Resource != "things" {
+		t.Errorf("request infos = %+v, want a and b, each its own", infos)
 	}
 }

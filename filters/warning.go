@@ -84,7 +84,13 @@ func WithWarningRecorder(cfg WarningRecorderConfig) func(http.Handler) http.Hand
 	}
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			rec := &headerWarningRecorder{w: w, maxTotal: total, maxItem: item}
+			var rec *headerWarningRecorder
+			if v := room(r.Context(), warningsKey{}, roomWarnings); v != nil {
+				rec = &v.warningsRoom
+			} else {
+				rec = &headerWarningRecorder{}
+			}
+			rec.w, rec.maxTotal, rec.maxItem = w, total, item
 			next.ServeHTTP(w, RequestWithContext(r, ContextWithWarningRecorder(r.Context(), rec)))
 		})
 	}

@@ -25,12 +25,17 @@ import (
 // handler serves the declared resources and discovery. It is immutable after
 // NewHandler, so it is safe for concurrent use.
 type handler struct {
-	resources  map[resourceKey]*resourceHandler
-	discovery  *discoveryDocs
-	openapi    *openapiDocs
-	minTimeout time.Duration
-	shutdown   <-chan struct{}
-	admission  Admitter
+	resources map[resourceKey]*resourceHandler
+	// contentTypeJSON is the Content-Type value of a JSON response, shared
+	// by every response as flowcontrol shares its header values: its
+	// capacity equals its length, so an append by a filter copies, and Set
+	// and Del replace it. nil (a handler made by a test) means Set.
+	contentTypeJSON []string
+	discovery       *discoveryDocs
+	openapi         *openapiDocs
+	minTimeout      time.Duration
+	shutdown        <-chan struct{}
+	admission       Admitter
 	// watchEvents is Config.WatchEvents.
 	watchEvents func(group, version, kind string) func(size int)
 	// deleteWorkers is Config.DeleteCollectionWorkers, at least 1.
@@ -100,7 +105,7 @@ func NewHandler(cfg Config) (http.Handler, error) {
 	if err := validateResources(cfg.Resources); err != nil {
 		return nil, err
 	}
-	h := &handler{resources: map[resourceKey]*resourceHandler{}, minTimeout: cfg.MinRequestTimeout, admission: cfg.Admission, watchEvents: cfg.WatchEvents,
+	h := &handler{resources: map[resourceKey]*resourceHandler{}, contentTypeJSON: []string{mediaJSON}[:1:1], minTimeout: cfg.MinRequestTimeout, admission: cfg.Admission, watchEvents: cfg.WatchEvents,
 		deleteWorkers: max(cfg.DeleteCollectionWorkers, 1), noCompression: cfg.DisableResponseCompression}
 	if h.minTimeout <= 0 {
 		h.minTimeout = defaultMinRequestTimeout
@@ -398,11 +403,21 @@ func resourceVersionOf(data []byte) uint64 {
 	return n
 }
 
+// setContentTypeJSON sets Content-Type: application/json without an
+// allocation.
+func (h *handler) setContentTypeJSON(hd http.Header) {
+	if h.contentTypeJSON == nil {
+		hd.Set("Content-Type", mediaJSON)
+		return
+	}
+	hd["Content-Type"] = h.contentTypeJSON
+}
+
 // writeObject writes a stored object's bytes as the response, followed by a
 // newline as k8s's JSON encoder writes; gzipped when gz and it is large
 // (see startBody).
 func (h *handler) writeObject(w http.ResponseWriter, gz bool, code int, data []byte) {
-	w.Header().Set("Content-Type", mediaJSON)
+	h.setContentTypeJSON(w.Header())
 	body, done := h.startBody(w, gz, code, len(data)+1)
 	_, _ = body.Write(data)
 	_, _ = io.WriteString(body, "\n")

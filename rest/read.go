@@ -158,7 +158,7 @@ func (rh *resourceHandler) writeItems(w http.ResponseWriter, gz bool, rev uint64
 	buf = appendListMeta(buf, rev, cont, remaining) // continue tokens are base64url: no escaping differs from JSON
 	buf = append(buf, `},"items":[`...)
 	n := len(buf) + max(count-1, 0) + len(listTail) + size
-	w.Header().Set("Content-Type", mediaJSON)
+	rh.h.setContentTypeJSON(w.Header())
 	body, done := rh.h.startBody(w, gz, http.StatusOK, n)
 	defer done()
 	// The stored bytes of the items go out through one listChunk buffer:

@@ -5,8 +5,16 @@ package storage
 // ObjectKey is the key of an object: /<group>/<resource>/<namespace>/<name>,
 // or /<group>/<resource>/<name> for a cluster-scoped object (empty
 // namespace). The core group ("") is spelled "core".
+//
+// Each key is one concatenation, so one allocation: a GET builds one.
 func ObjectKey(group, resource, namespace, name string) string {
-	return ResourcePrefix(group, resource, namespace) + "/" + name
+	if group == "" {
+		group = "core"
+	}
+	if namespace == "" {
+		return "/" + group + "/" + resource + "/" + name
+	}
+	return "/" + group + "/" + resource + "/" + namespace + "/" + name
 }
 
 // ResourcePrefix is the prefix that List and Watch take for every object of a
@@ -15,9 +23,8 @@ func ResourcePrefix(group, resource, namespace string) string {
 	if group == "" {
 		group = "core"
 	}
-	p := "/" + group + "/" + resource
-	if namespace != "" {
-		p += "/" + namespace
+	if namespace == "" {
+		return "/" + group + "/" + resource
 	}
-	return p
+	return "/" + group + "/" + resource + "/" + namespace
 }
