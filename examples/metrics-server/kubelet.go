@@ -440,10 +440,6 @@ var resourceFamilies = [][]byte{
 	[]byte("node_cpu_usage_seconds_total"), []byte("node_memory_working_set_bytes"),
 }
 
-// resourceFamilyNames are resourceFamilies as strings.
-var resourceFamilyNames = []string{"container_cpu_usage_seconds_total", "container_memory_working_set_bytes",
-	"node_cpu_usage_seconds_total", "node_memory_working_set_bytes"}
-
 // keepFamilies keeps, in place, the lines of the exposition text data that
 // belong to resourceFamilies: their samples (the metric name, then "{" or
 // a space) and their "# HELP" and "# TYPE" lines. It only selects lines by
@@ -568,8 +564,10 @@ func (p *resourceParser) decodeProto(r io.Reader, format expfmt.Format) error {
 	}
 }
 
-// familyName is the field number of a MetricFamily's name.
-var familyName = (&dto.MetricFamily{}).ProtoReflect().Descriptor().Fields().ByName("name").Number()
+// familyName is the field number of a MetricFamily's name
+// (io.prometheus.client.MetricFamily, metrics.proto; TestFamilyNameField
+// checks it against the descriptor).
+const familyName protowire.Number = 1
 
 // keepProtoFamilies keeps, in place, the length-delimited MetricFamily
 // messages of data that belong to resourceFamilies, as keepFamilies keeps
@@ -594,34 +592,34 @@ func keepProtoFamilies(data []byte) ([]byte, error) {
 		if err != nil {
 			return nil, err
 		}
-		if slices.Contains(resourceFamilyNames, name) {
+		if slices.ContainsFunc(resourceFamilies, func(f []byte) bool { return bytes.Equal(f, name) }) {
 			out = append(out, msg...)
 		}
 	}
 	return out, nil
 }
 
-// protoFamilyName is the name field of an encoded MetricFamily.
-func protoFamilyName(msg []byte) (string, error) {
+// protoFamilyName is the name field of an encoded MetricFamily, in msg.
+func protoFamilyName(msg []byte) ([]byte, error) {
 	for len(msg) > 0 {
 		num, typ, n := protowire.ConsumeTag(msg)
 		if n < 0 {
-			return "", protowire.ParseError(n)
+			return nil, protowire.ParseError(n)
 		}
 		msg = msg[n:]
 		if num == familyName && typ == protowire.BytesType {
 			name, n := protowire.ConsumeBytes(msg)
 			if n < 0 {
-				return "", protowire.ParseError(n)
+				return nil, protowire.ParseError(n)
 			}
-			return string(name), nil
+			return name, nil
 		}
 		if n = protowire.ConsumeFieldValue(num, typ, msg); n < 0 {
-			return "", protowire.ParseError(n)
+			return nil, protowire.ParseError(n)
 		}
 		msg = msg[n:]
 	}
-	return "", nil
+	return nil, nil
 }
 
 // decodeText reads a text answer whole and parses the families the scrape

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 )
@@ -92,7 +93,7 @@ func BenchmarkDecodeResourceMetrics(b *testing.B) {
 	}{
 		{"text", expfmt.FmtText, text},
 		{"protobuf", expfmt.FmtProtoDelim, protoAnswer(b, text)},
-		{"protobuf_named", expfmt.FmtProtoDelim, protoAnswer(b, text, resourceFamilyNames...)},
+		{"protobuf_named", expfmt.FmtProtoDelim, protoAnswer(b, text, familyNames()...)},
 	} {
 		b.Run(tc.name, func(b *testing.B) {
 			p := newResourceParser()
@@ -135,5 +136,22 @@ func BenchmarkStoreAdd(b *testing.B) {
 	for b.Loop() {
 		st.Add(batches[k])
 		k = 1 - k
+	}
+}
+
+// familyNames are resourceFamilies as strings.
+func familyNames() []string {
+	names := make([]string, len(resourceFamilies))
+	for i, f := range resourceFamilies {
+		names[i] = string(f)
+	}
+	return names
+}
+
+// TestFamilyNameField: familyName is the name field's number in the
+// MetricFamily message expfmt decodes.
+func TestFamilyNameField(t *testing.T) {
+	if got := (&dto.MetricFamily{}).ProtoReflect().Descriptor().Fields().ByName("name").Number(); got != familyName {
+		t.Fatalf("MetricFamily's name is field %d, familyName says %d", got, familyName)
 	}
 }
