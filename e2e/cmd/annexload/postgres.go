@@ -5,6 +5,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -52,6 +53,9 @@ func postgresCmd(args []string) error {
 	across := fs.Bool("across", false, "with --watch-only: the watchers on a second replica of each backend, the writes on the first (where kine polls)")
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	if !*watchOnly && (*across || *profile != "") {
+		return errors.New("--across and --profile apply only with --watch-only")
 	}
 	var rows []int
 	for _, f := range strings.Split(*rowsFlag, ",") {
