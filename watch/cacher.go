@@ -34,6 +34,21 @@ type entry struct {
 
 func entryLess(a, b *entry) bool { return a.obj.Key < b.obj.Key }
 
+// ascendFrom calls fn on the entries of t from key on, in order, until fn
+// returns false. google/btree's AscendGreaterOrEqual searches for its start
+// in every node it descends into, all through the walk: a fifth of a
+// selector's walk over 50,000 objects, comparing keys that share a long
+// prefix. When key is at or before the tree's first entry (a list of a
+// whole collection: the cache holds one resource) it walks from the start
+// with no search at all, which visits the same entries.
+func ascendFrom(t *tree, key string, fn func(*entry) bool) {
+	if first, ok := t.Min(); !ok || key <= first.obj.Key {
+		t.Ascend(fn)
+		return
+	}
+	t.AscendGreaterOrEqual(&entry{obj: storage.Object{Key: key}}, fn)
+}
+
 // tree is the ordered set of current objects. The cacher mutates one tree
 // and publishes an immutable clone of it after every event (btree clones are
 // copy-on-write, so a clone costs a few node copies at the next write).

@@ -251,7 +251,7 @@ func each(scans *Scans, snap *tree, pr, start string, pred storage.Predicate) fu
 	return func(yield func(*storage.Object) bool) {
 		w := scan{s: scans}
 		defer w.pause()
-		snap.AscendGreaterOrEqual(&entry{obj: storage.Object{Key: start}}, func(en *entry) bool {
+		ascendFrom(snap, start, func(en *entry) bool {
 			if !strings.HasPrefix(en.obj.Key, pr) {
 				return false
 			}
@@ -320,7 +320,7 @@ func page(scans *Scans, snap *tree, rev uint64, pr, start string, limit int64, p
 	visited := int64(0)
 	w := scan{s: scans}
 	defer w.pause()
-	snap.AscendGreaterOrEqual(&entry{obj: storage.Object{Key: start}}, func(en *entry) bool {
+	ascendFrom(snap, start, func(en *entry) bool {
 		visited++
 		if span >= 0 {
 			if visited > span {
@@ -385,7 +385,7 @@ func (c *Cacher) Count(ctx context.Context, prefix string) (int64, error) {
 		}
 		if snap, _ := c.current(); ok && snap != nil {
 			var n int64
-			snap.AscendGreaterOrEqual(&entry{obj: storage.Object{Key: pr}}, func(en *entry) bool {
+			ascendFrom(snap, pr, func(en *entry) bool {
 				if !strings.HasPrefix(en.obj.Key, pr) {
 					return false
 				}

@@ -469,7 +469,7 @@ func (c *Cacher) initialEvents(w *watcher, snap *tree, q []storage.Event) []stor
 		}
 		return q
 	}
-	snap.AscendGreaterOrEqual(&entry{obj: storage.Object{Key: w.key}}, func(en *entry) bool {
+	ascendFrom(snap, w.key, func(en *entry) bool {
 		if !strings.HasPrefix(en.obj.Key, w.key) {
 			return false
 		}

@@ -1,0 +1,86 @@
+package watch
+
+import (
+	"fmt"
+	"slices"
+	"testing"
+
+	"github.com/google/btree"
+
+	"github.com/annexapi/annex/storage"
+)
+
+// ascendFrom visits the entries from its key on, as AscendGreaterOrEqual
+// does, and a walk of the whole tree compares no keys: google/btree's
+// search for the start in every node was a fifth of a selector's LIST.
+func TestAscendFrom(t *testing.T) {
+	compares := 0
+	tr := btree.NewG(32, func(a, b *entry) bool { compares++; return entryLess(a, b) })
+	var keys []string
+	for i := range 5000 {
+		k := fmt.Sprintf("/registry/widgets/ns/w-%05d", i)
+		keys = append(keys, k)
+		tr.ReplaceOrInsert(&entry{obj: storage.Object{Key: k}})
+	}
+	walk := func(from string) []string {
+		var got []string
+		ascendFrom(tr, from, func(en *entry) bool { got = append(got, en.obj.Key); return true })
+		return got
+	}
+	for _, tc := range []struct {
+		from string
+		want []string
+	}{
+		{"/registry/widgets/", keys},
+		{keys[0], keys},
+		{"/registry/widgets/ns/w-02500", keys[2500:]},
+		{"/registry/widgets/ns/w-02500\x00", keys[2501:]},
+		{"/registry/widgets/ns/w-99999", nil},
+	} {
+		if got := walk(tc.from); !slices.Equal(got, tc.want) {
+			t.Errorf("from %q: %d entries, want %d", tc.from, len(got), len(tc.want))
+		}
+	}
+	compares = 0
+	walk("/registry/widgets/")
+	// Min descends without comparing; the walk itself compares nothing.
+	if compares > 1 {
+		t.Errorf("a walk of the whole tree made %d key comparisons, want at most 1", compares)
+	}
+	compares = 0
+	tr.AscendGreaterOrEqual(&entry{obj: storage.Object{Key: "/registry/widgets/"}}, func(*entry) bool { return true })
+	if compares < 500 {
+		t.Errorf("AscendGreaterOrEqual made %d comparisons: the reason for ascendFrom is gone, reconsider it", compares)
+	}
+	t.Logf("whole walk of 5000: AscendGreaterOrEqual %d comparisons, ascendFrom 0", compares)
+	empty := btree.NewG(32, entryLess)
+	ascendFrom(empty, "/x", func(*entry) bool { t.Error("an empty tree has no entry"); return true })
+}
+
+// BenchmarkAscendFrom walks 50,000 entries whose keys share a long prefix,
+// as a selector's LIST of a whole collection does, with
+// AscendGreaterOrEqual (the reference) and with ascendFrom:
+//
+//	go test ./watch -run '^$' -bench AscendFrom -count 6
+func BenchmarkAscendFrom(b *testing.B) {
+	tr := btree.NewG(32, entryLess)
+	for i := range 50_000 {
+		tr.ReplaceOrInsert(&entry{obj: storage.Object{Key: fmt.Sprintf("/registry/platform.example.com/environments/default/env-%06d", i)}})
+	}
+	const from = "/registry/platform.example.com/environments/"
+	n := 0
+	visit := func(*entry) bool { n++; return true }
+	b.Run("AscendGreaterOrEqual", func(b *testing.B) {
+		for b.Loop() {
+			tr.AscendGreaterOrEqual(&entry{obj: storage.Object{Key: from}}, visit)
+		}
+	})
+	b.Run("ascendFrom", func(b *testing.B) {
+		for b.Loop() {
+			ascendFrom(tr, from, visit)
+		}
+	})
+	if n == 0 {
+		b.Fatal("no entry visited")
+	}
+}
