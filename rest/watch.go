@@ -126,6 +126,8 @@ func (rh *resourceHandler) watch(w http.ResponseWriter, r *http.Request, o outpu
 		sent = rh.h.watchEvents(rh.Group, rh.Version, rh.Plural)
 	}
 	first := true // a Table's first event carries the column definitions
+	// The memo's keys, built once for the watch rather than per event.
+	keys := frameKeys{prefix: o.frameKey() + "/" + rh.Version + "/"}
 	for {
 		select {
 		case <-ctx.Done(): // the timeout, or the client went away
@@ -163,7 +165,7 @@ func (rh *resourceHandler) watch(w http.ResponseWriter, r *http.Request, o outpu
 				} else {
 					// Frames are shared by the watchers of every version of
 					// the resource: the version is part of the key.
-					frame = ev.Memo.Get(o.frameKey()+"/"+rh.Version+"/"+string(ev.Type), func() []byte {
+					frame = ev.Memo.Get(keys.of(ev.Type), func() []byte {
 						return rh.encodeEvent(o, ev)
 					})
 				}
@@ -191,6 +193,34 @@ func (rh *resourceHandler) watch(w http.ResponseWriter, r *http.Request, o outpu
 			}
 		}
 	}
+}
+
+// frameKeys are a watcher's keys into an event's memo: its output's frame
+// key and the served version, then the event's type. The key of each type
+// is built the first time it is needed and kept for the watch, since a
+// watcher asks for one at every event.
+type frameKeys struct {
+	prefix string
+	byType [3]string // ADDED, MODIFIED, DELETED
+}
+
+func (k *frameKeys) of(t storage.EventType) string {
+	i := -1
+	switch t {
+	case storage.EventAdded:
+		i = 0
+	case storage.EventModified:
+		i = 1
+	case storage.EventDeleted:
+		i = 2
+	}
+	if i < 0 {
+		return k.prefix + string(t)
+	}
+	if k.byType[i] == "" {
+		k.byType[i] = k.prefix + string(t)
+	}
+	return k.byType[i]
 }
 
 // encodeEvent encodes one watch event in the output o; the bytes may be

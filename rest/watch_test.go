@@ -240,3 +240,17 @@ func TestWatchEnds(t *testing.T) {
 }
 
 func getLatest() storage.GetOptions { return storage.GetOptions{} }
+
+// A watcher's memo keys are the frame key, the version and the type, each
+// built once for the watch: a key asked for again allocates nothing.
+func TestFrameKeysBuiltOnce(t *testing.T) {
+	k := frameKeys{prefix: "json/v1/"}
+	for _, typ := range []storage.EventType{storage.EventAdded, storage.EventModified, storage.EventDeleted, storage.EventBookmark} {
+		if got, want := k.of(typ), "json/v1/"+string(typ); got != want {
+			t.Errorf("of(%s) = %q, want %q", typ, got, want)
+		}
+	}
+	if n := testing.AllocsPerRun(100, func() { _ = k.of(storage.EventModified) }); n != 0 {
+		t.Errorf("of(MODIFIED) allocates %v times once built, want 0", n)
+	}
+}
