@@ -327,9 +327,9 @@ func watchOnlyPasses(ctx context.Context, pg *binaries.PostgresServer, backends 
 				return fmt.Errorf("%s: %w", b.name, err)
 			}
 			results[i] = append(results[i], []load.Result{r})
-			fmt.Fprintf(os.Stderr, "pass %d: %s: from the ack p50 %v p99 %v (%d of %d events before their ack); from the send p50 %v p99 %v; lost %d\n", n+1, b.name,
+			fmt.Fprintf(os.Stderr, "pass %d: %s: from the ack p50 %v p99 %v (%d of %d events before their ack); from the send p50 %v p99 %v; lost %d; watches ended by the server %d\n", n+1, b.name,
 				r.Quantile(0.5).Round(10*time.Microsecond), r.Quantile(0.99).Round(10*time.Microsecond), r.Early, len(r.Latencies),
-				fromSend(r, 0.5).Round(10*time.Microsecond), fromSend(r, 0.99).Round(10*time.Microsecond), r.Lost)
+				fromSend(r, 0.5).Round(10*time.Microsecond), fromSend(r, 0.99).Round(10*time.Microsecond), r.Lost, r.Ended)
 		}
 	}
 	names := make([]string, len(backends))

@@ -69,6 +69,11 @@ type Result struct {
 	FromSend []time.Duration
 	// Lost are watch events never delivered.
 	Lost int
+	// Ended are the watches the server ended before the scenario did (a
+	// watch cache ends a watcher that falls too far behind, as kube's
+	// does): their events after the end count in Lost, though no backend
+	// skipped them.
+	Ended int
 	// OpLatencies are the durations of the operations, sorted.
 	OpLatencies []time.Duration
 	// Skipped marks a scenario the target does not run.
@@ -295,6 +300,7 @@ func (t Target) watch(ctx context.Context, writer Target, watchers, perConn int,
 	var lat, fromSend []time.Duration
 	var early []string // names of events delivered before their ack
 	var delivered atomic.Int64
+	var ended atomic.Int64 // watches whose stream ended before ctx did
 	// Watch from the collection's current resourceVersion: only the
 	// events of the writes below, not the existing objects.
 	var list struct {
@@ -354,6 +360,9 @@ func (t Target) watch(ctx context.Context, writer Target, watchers, perConn int,
 				}
 				mu.Unlock()
 			}
+			if ctx.Err() == nil {
+				ended.Add(1)
+			}
 		}()
 	}
 	for range watchers {
@@ -386,6 +395,7 @@ func (t Target) watch(ctx context.Context, writer Target, watchers, perConn int,
 	}
 	elapsed := time.Since(start)
 	rssAnon := t.RssAnon()
+	endedEarly := int(ended.Load()) // before cancel ends the others
 	cancel()
 	wg.Wait()
 	mu.Lock()
@@ -402,7 +412,7 @@ func (t Target) watch(ctx context.Context, writer Target, watchers, perConn int,
 		name = fmt.Sprintf("%s: %d watchers, %d per connection, %.0f writes/s", label, watchers, perConn, rate)
 	}
 	return Result{Scenario: name, Ops: int(delivered.Load()), Errors: errs, Elapsed: elapsed, CPU: t.cpu() - cpu0,
-		Latencies: lat, Early: len(early), FromSend: fromSend, Lost: int(expected - delivered.Load()), RssAnon: rssAnon}
+		Latencies: lat, Early: len(early), FromSend: fromSend, Lost: int(expected - delivered.Load()), Ended: endedEarly, RssAnon: rssAnon}
 }
 
 // cpu is the CPU time the target's processes have used (user + system,

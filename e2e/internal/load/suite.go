@@ -209,7 +209,11 @@ func figure(r Result) (float64, string) {
 		return float64(p50), fmt.Sprintf("p50 %v, p99 %v%s", p50.Round(time.Microsecond*10), p99.Round(time.Microsecond*10), errs)
 	case strings.HasPrefix(r.Scenario, "watch"):
 		p99 := r.Quantile(0.99)
-		return float64(p99), fmt.Sprintf("p50 %v, p99 %v, lost %d, errors %d", r.Quantile(0.5).Round(time.Microsecond*10), p99.Round(time.Microsecond*10), r.Lost, r.Errors)
+		lost := fmt.Sprintf("lost %d", r.Lost)
+		if r.Ended > 0 {
+			lost += fmt.Sprintf(" (%d watches ended by the server)", r.Ended)
+		}
+		return float64(p99), fmt.Sprintf("p50 %v, p99 %v, %s, errors %d", r.Quantile(0.5).Round(time.Microsecond*10), p99.Round(time.Microsecond*10), lost, r.Errors)
 	}
 	cpu := ""
 	if r.CPU > 0 && r.Ops > 0 {
