@@ -80,6 +80,10 @@ func (l Labels) All() iter.Seq2[string, string] {
 // next splits the length-prefixed string at the front of s (as MakeLabels
 // writes it) from the rest.
 func next(s string) (string, string) {
+	if c := s[0]; c < 0x80 { // a length under 128: one byte
+		s = s[1:]
+		return s[:c], s[c:]
+	}
 	var n, shift uint
 	i := 0
 	for ; ; i++ {
@@ -95,8 +99,16 @@ func next(s string) (string, string) {
 }
 
 // Lookup returns the value of key and whether the labels have it.
+//
+// A selector's LIST looks up its keys in every object it walks, so this is
+// a plain loop over the encoding (no iterator, whose closure the compiler
+// does not inline here): it took about half of a LIST with a selector that
+// matches nothing over 50,000 objects.
 func (l Labels) Lookup(key string) (string, bool) {
-	for k, v := range l.All() {
+	for s := l.enc; s != ""; {
+		var k, v string
+		k, s = next(s)
+		v, s = next(s)
 		if k == key {
 			return v, true
 		}
