@@ -84,3 +84,31 @@ func BenchmarkAscendFrom(b *testing.B) {
 		b.Fatal("no entry visited")
 	}
 }
+
+// allUnder: every key of the tree under the prefix, told from its first
+// and last; a key outside at either end, or a prefix narrower than the
+// tree (a namespace of a collection), and the walk must check each key.
+func TestAllUnder(t *testing.T) {
+	tr := btree.NewG(32, entryLess)
+	if !allUnder(tr, "/registry/widgets/") {
+		t.Error("an empty tree: nothing outside the prefix")
+	}
+	for _, k := range []string{"/registry/widgets/a/w1", "/registry/widgets/b/w2", "/registry/widgets/c/w3"} {
+		tr.ReplaceOrInsert(&entry{obj: storage.Object{Key: k}})
+	}
+	for pr, want := range map[string]bool{
+		"/registry/widgets/":   true,
+		"/registry/":           true,
+		"/registry/widgets/b/": false,
+		"/registry/widgets/a/": false,
+		"/registry/gadgets/":   false,
+	} {
+		if got := allUnder(tr, pr); got != want {
+			t.Errorf("allUnder(%q) = %v, want %v", pr, got, want)
+		}
+	}
+	tr.ReplaceOrInsert(&entry{obj: storage.Object{Key: "/registry/widgets0"}}) // after the prefix's keys
+	if allUnder(tr, "/registry/widgets/") {
+		t.Error("a last key outside the prefix")
+	}
+}

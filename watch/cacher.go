@@ -49,6 +49,18 @@ func ascendFrom(t *tree, key string, fn func(*entry) bool) {
 	t.AscendGreaterOrEqual(&entry{obj: storage.Object{Key: key}}, fn)
 }
 
+// allUnder reports whether every key of t starts with pr: its first and
+// last do (keys between two that share a prefix share it too). A walk of a
+// whole collection then needs no prefix check per object.
+func allUnder(t *tree, pr string) bool {
+	first, ok := t.Min()
+	if !ok {
+		return true
+	}
+	last, _ := t.Max()
+	return strings.HasPrefix(first.obj.Key, pr) && strings.HasPrefix(last.obj.Key, pr)
+}
+
 // tree is the ordered set of current objects. The cacher mutates one tree
 // and publishes an immutable clone of it after every event (btree clones are
 // copy-on-write, so a clone costs a few node copies at the next write).

@@ -251,8 +251,9 @@ func each(scans *Scans, snap *tree, pr, start string, pred storage.Predicate) fu
 	return func(yield func(*storage.Object) bool) {
 		w := scan{s: scans}
 		defer w.pause()
+		all := allUnder(snap, pr)
 		ascendFrom(snap, start, func(en *entry) bool {
-			if !strings.HasPrefix(en.obj.Key, pr) {
+			if !all && !strings.HasPrefix(en.obj.Key, pr) {
 				return false
 			}
 			w.visit()
@@ -320,13 +321,14 @@ func page(scans *Scans, snap *tree, rev uint64, pr, start string, limit int64, p
 	visited := int64(0)
 	w := scan{s: scans}
 	defer w.pause()
+	all := span < 0 && allUnder(snap, pr)
 	ascendFrom(snap, start, func(en *entry) bool {
 		visited++
 		if span >= 0 {
 			if visited > span {
 				return false
 			}
-		} else if !strings.HasPrefix(en.obj.Key, pr) {
+		} else if !all && !strings.HasPrefix(en.obj.Key, pr) {
 			return false
 		}
 		// A long scan (a selector over a large cache) runs in turns on
