@@ -254,3 +254,54 @@ func FuzzParseLabelSelector(f *testing.F) {
 		}
 	})
 }
+
+// bitsSet is a LabelSet with given LabelBits, whatever its labels.
+type bitsSet struct {
+	m    map[string]string
+	bits uint64
+}
+
+func (b bitsSet) Lookup(k string) (string, bool) { v, ok := b.m[k]; return v, ok }
+func (b bitsSet) LabelBits() uint64              { return b.bits }
+
+// A LabelSet's LabelBits decide before any lookup: labels whose bits lack a
+// requirement's are rejected though their map would match, zero bits are
+// unknown, and the negative operators need no bit.
+func TestLabelSelectorLabelBits(t *testing.T) {
+	m := map[string]string{"app": "demo"}
+	right := LabelKeyBit("app") | LabelPairBit("app", "demo")
+	for _, c := range []struct {
+		sel  string
+		bits uint64
+		want bool
+	}{
+		{"app=demo", right, true},
+		{"app=demo", 0, true},                       // unknown: looked up
+		{"app=demo", LabelKeyBit("app"), false},     // the pair's bit is missing
+		{"app", LabelPairBit("app", "demo"), false}, // the key's bit is missing
+		{"app in (demo,x)", right, true},
+		{"app!=x", 1 << 63 >> (LabelKeyBit("app") & 1), true}, // no bit needed
+		{"!missing", LabelKeyBit("other"), true},
+	} {
+		sel, err := ParseLabelSelector(c.sel)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := sel.MatchesSet(bitsSet{m, c.bits}); got != c.want {
+			t.Errorf("%q with bits %#x: %v, want %v", c.sel, c.bits, got, c.want)
+		}
+	}
+}
+
+// A selector from a set needs the bits of its pairs, as the same selector
+// parsed does.
+func TestLabelSelectorFromSetNeeds(t *testing.T) {
+	set := map[string]string{"app": "demo", "tier": "web"}
+	parsed, err := ParseLabelSelector("app=demo,tier=web")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := LabelSelectorFromSet(set); got.need != parsed.need || got.need == 0 {
+		t.Errorf("need %#x, parsed %#x", got.need, parsed.need)
+	}
+}

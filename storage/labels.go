@@ -10,6 +10,8 @@ import (
 	"iter"
 	"slices"
 	"strings"
+
+	"github.com/annexapi/annex/meta"
 )
 
 // Labels are an object's metadata.labels, immutable. They are one string
@@ -19,7 +21,14 @@ import (
 // labels. Labels decode from and encode to a JSON object.
 type Labels struct {
 	enc string
+	// bits are the labels' meta.LabelBits, so that a selector rejects most
+	// objects that do not match without reading enc (the object's entry
+	// holds bits; enc's bytes lie elsewhere in memory).
+	bits uint64
 }
+
+// LabelBits returns the labels' meta.LabelBits (zero when there are none).
+func (l Labels) LabelBits() uint64 { return l.bits }
 
 // MakeLabels returns the labels of m.
 func MakeLabels(m map[string]string) Labels {
@@ -60,7 +69,11 @@ func LabelsFromPairs(kv [][]byte) Labels {
 		b = binary.AppendUvarint(b, uint64(len(p.v)))
 		b = append(b, p.v...)
 	}
-	return Labels{enc: string(b)}
+	l := Labels{enc: string(b)}
+	for k, v := range l.All() {
+		l.bits |= meta.LabelKeyBit(k) | meta.LabelPairBit(k, v)
+	}
+	return l
 }
 
 // All yields the labels in key order.

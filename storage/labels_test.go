@@ -66,17 +66,31 @@ func TestLabels(t *testing.T) {
 
 // TestLabelsSelectors checks that selectors read the compact labels as they
 // read a map.
+// A selector reads storage.Labels (with their LabelBits, which let it
+// reject without a lookup) as it reads a map, for every operator, on label
+// sets that have the key, another value, or nothing.
 func TestLabelsSelectors(t *testing.T) {
-	m := map[string]string{"app": "demo", "tier": "web", "replicas": "3"}
-	l := storage.MakeLabels(m)
-	for _, s := range []string{"", "app=demo", "app!=demo", "app in (demo,x)", "tier notin (web)", "missing", "!missing",
-		"!app", "replicas>2", "replicas<2", "app=demo,tier=web", "app=demo,tier=db"} {
-		sel, err := meta.ParseLabelSelector(s)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got, want := sel.MatchesSet(l), sel.Matches(m); got != want {
-			t.Errorf("%q: MatchesSet = %v, Matches(map) = %v", s, got, want)
+	sets := []map[string]string{
+		{"app": "demo", "tier": "web", "replicas": "3"},
+		{"app": "other", "replicas": "1"},
+		{"tier": "db"},
+		{"app": "", "a=b": "c"},
+		nil,
+	}
+	for i := range 40 { // enough labels that most of the 64 bits are set
+		sets[0][fmt.Sprintf("k%d", i)] = fmt.Sprintf("v%d", i)
+	}
+	for _, m := range sets {
+		l := storage.MakeLabels(m)
+		for _, s := range []string{"", "app=demo", "app==demo", "app!=demo", "app in (demo,x)", "app in (x)", "tier notin (web)", "missing", "!missing",
+			"!app", "app", "replicas>2", "replicas<2", "app=demo,tier=web", "app=demo,tier=db", "app=", "k7=v7", "k7=v8", "k7 in (v1,v7)"} {
+			sel, err := meta.ParseLabelSelector(s)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got, want := sel.MatchesSet(&l), sel.Matches(m); got != want {
+				t.Errorf("%v, %q: MatchesSet = %v, Matches(map) = %v", m, s, got, want)
+			}
 		}
 	}
 }
