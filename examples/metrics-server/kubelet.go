@@ -93,7 +93,11 @@ type Kubelets struct {
 
 	mu     sync.RWMutex
 	nodes  map[string]kubeletNode
-	labels map[podKey]Labels // a pod's labels
+	labels *podLabels
+
+	// podsHint is how many pods the last batch had: the next one's room
+	// (Scrape is called by one goroutine at a time).
+	podsHint int
 
 	// parsing holds a token for each answer being read and parsed: every
 	// kubelet is asked at once, but only as many answers are read and
@@ -142,7 +146,7 @@ func NewKubelets(opts KubeletOptions, cluster *kubeclient.Client, creds *kubecli
 		}
 	}
 	k := &Kubelets{opts: opts, cluster: cluster, log: log, now: time.Now,
-		nodes: map[string]kubeletNode{}, labels: map[podKey]Labels{},
+		nodes: map[string]kubeletNode{}, labels: newPodLabels(0),
 		nodesListed: make(chan struct{}), podsListed: make(chan struct{})}
 	switch {
 	case opts.ClientCertFile != "":
@@ -225,13 +229,13 @@ func (k *Kubelets) Run(ctx context.Context) error {
 		defer wg.Done()
 		kubeclient.Inform(ctx, k.cluster, "/api/v1/pods", 0, kubeclient.InformHandler{
 			Replace: func(items []json.RawMessage) error {
-				labels := make(map[podKey]Labels, len(items))
+				labels := newPodLabels(len(items))
 				for _, raw := range items {
 					key, l, err := decodePodLabels(raw)
 					if err != nil {
 						return err
 					}
-					labels[key] = l
+					labels.set(key, l)
 				}
 				k.mu.Lock()
 				k.labels = labels
@@ -247,9 +251,9 @@ func (k *Kubelets) Run(ctx context.Context) error {
 				k.mu.Lock()
 				defer k.mu.Unlock()
 				if typ == "DELETED" {
-					delete(k.labels, key)
+					k.labels.delete(key)
 				} else {
-					k.labels[key] = l
+					k.labels.set(key, l)
 				}
 				return nil
 			},
@@ -292,7 +296,7 @@ func decodeNode(raw json.RawMessage) (string, kubeletNode, error) {
 }
 
 // decodePodLabels reads a Pod's namespace, name and labels.
-func decodePodLabels(raw json.RawMessage) (podKey, Labels, error) {
+func decodePodLabels(raw json.RawMessage) (podKey, map[string]string, error) {
 	var p struct {
 		Metadata struct {
 			Name      string            `json:"name"`
@@ -303,7 +307,7 @@ func decodePodLabels(raw json.RawMessage) (podKey, Labels, error) {
 	if err := json.Unmarshal(raw, &p); err != nil {
 		return podKey{}, nil, fmt.Errorf("decode pod: %w", err)
 	}
-	return podKey{p.Metadata.Namespace, p.Metadata.Name}, LabelsOf(p.Metadata.Labels), nil
+	return podKey{p.Metadata.Namespace, p.Metadata.Name}, p.Metadata.Labels, nil
 }
 
 // address is the node's address of the first preferred type it has, and
@@ -355,7 +359,9 @@ func (k *Kubelets) Scrape(ctx context.Context) (*Batch, error) {
 			results <- result{node, pods, err}
 		}()
 	}
-	b := &Batch{}
+	// The batch's room is the last one's and a little more: growing it
+	// by appends copied and threw away several times its size.
+	b := &Batch{Nodes: make([]NodeSample, 0, len(nodes)), Pods: make([]PodSample, 0, k.podsHint+k.podsHint/8)}
 	var failed []error
 	for range nodes {
 		r := <-results
@@ -375,9 +381,12 @@ func (k *Kubelets) Scrape(ctx context.Context) (*Batch, error) {
 	if len(failed) > 0 && len(failed) == len(nodes) {
 		return nil, errors.Join(failed...)
 	}
+	k.podsHint = len(b.Pods)
 	k.mu.RLock()
 	for i := range b.Pods {
-		b.Pods[i].Labels = k.labels[podKey{b.Pods[i].Namespace, b.Pods[i].Name}]
+		p := &b.Pods[i]
+		p.Namespace = k.labels.namespace(p.Namespace) // the answer's copy is dropped
+		p.Labels = k.labels.get(podKey{p.Namespace, p.Name})
 	}
 	k.mu.RUnlock()
 	return b, nil
@@ -513,6 +522,7 @@ type resourceParser struct {
 	containerIndex map[containerKey]int
 	pods           []podAcc
 	podIndex       map[podKey]int
+	names          []byte // the kept pods' and containers' names
 }
 
 func newResourceParser() *resourceParser {
@@ -747,7 +757,8 @@ func (p *resourceParser) result() (*NodeSample, []PodSample, error) {
 			p.pods[j].n++
 		}
 	}
-	// One allocation for the kept pods and one for all their containers.
+	// One allocation for the kept pods, one for all their containers and
+	// one for their names.
 	total, served := 0, 0
 	for j := range p.pods {
 		if pa := &p.pods[j]; !pa.incomplete && pa.n > 0 {
@@ -756,18 +767,53 @@ func (p *resourceParser) result() (*NodeSample, []PodSample, error) {
 			served++
 		}
 	}
-	slab := make([]ContainerSample, total)
-	for i := range p.containers {
-		c := &p.containers[i]
-		if pa := &p.pods[c.pod]; !pa.incomplete && c.sample.Usage.CPUNanoseconds != 0 && c.sample.Usage.MemoryBytes != 0 {
-			slab[pa.start+pa.filled] = c.sample
-			pa.filled++
+	// The kept pods' namespaces and names and their containers' names are
+	// cut from one string: the answer's own strings (each in a small
+	// allocation of its own, in blocks shared with the metric's other
+	// labels) are dropped with it. A namespace is written once for the
+	// pods after it in the same one.
+	keptPod := func(pa *podAcc) bool { return !pa.incomplete && pa.n > 0 }
+	keptContainer := func(c *containerAcc) bool {
+		return keptPod(&p.pods[c.pod]) && c.sample.Usage.CPUNanoseconds != 0 && c.sample.Usage.MemoryBytes != 0
+	}
+	p.names = p.names[:0]
+	lastNS := "\x00" // no namespace
+	for j := range p.pods {
+		if pa := &p.pods[j]; keptPod(pa) {
+			if pa.key.namespace != lastNS {
+				lastNS = pa.key.namespace
+				p.names = append(p.names, lastNS...)
+			}
+			p.names = append(p.names, pa.key.name...)
 		}
 	}
+	for i := range p.containers {
+		if c := &p.containers[i]; keptContainer(c) {
+			p.names = append(p.names, c.sample.Name...)
+		}
+	}
+	names := string(p.names)
+	cut := func(n int) string {
+		s := names[:n]
+		names = names[n:]
+		return s
+	}
+	slab := make([]ContainerSample, total)
 	out := make([]PodSample, 0, served)
-	for _, pa := range p.pods {
-		if !pa.incomplete && pa.n > 0 {
-			out = append(out, PodSample{Namespace: pa.key.namespace, Name: pa.key.name, Containers: slab[pa.start : pa.start+pa.n : pa.start+pa.n]})
+	lastNS, ns := "\x00", ""
+	for j := range p.pods {
+		if pa := &p.pods[j]; keptPod(pa) {
+			if pa.key.namespace != lastNS {
+				lastNS, ns = pa.key.namespace, cut(len(pa.key.namespace))
+			}
+			out = append(out, PodSample{Namespace: ns, Name: cut(len(pa.key.name)), Containers: slab[pa.start : pa.start+pa.n : pa.start+pa.n]})
+		}
+	}
+	for i := range p.containers {
+		if c := &p.containers[i]; keptContainer(c) {
+			pa := &p.pods[c.pod]
+			slab[pa.start+pa.filled] = ContainerSample{Name: cut(len(c.sample.Name)), Usage: c.sample.Usage}
+			pa.filled++
 		}
 	}
 	return node, out, nil
