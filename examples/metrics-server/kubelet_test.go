@@ -331,3 +331,34 @@ func TestKeepProtoFamilies(t *testing.T) {
 		t.Error("an answer cut short was read")
 	}
 }
+
+// TestAppendGet: the GET a scrape writes is the one net/http's
+// Request.Write writes for the same request.
+func TestAppendGet(t *testing.T) {
+	for _, tc := range []struct {
+		name, addr, token string
+	}{
+		{"ipv4_token", "10.0.0.1:10250", "eyJhbGciOi.x-y_z"},
+		{"ipv6_no_token", "[fd00::1]:10250", ""},
+		{"hostname", "node-1:10250", "tok"},
+		{"token_with_line_breaks", "node-1:10250", " a\r\nInjected: yes\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			req, err := http.NewRequest(http.MethodGet, "https://"+tc.addr+"/metrics/resource", nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			req.Header.Set("Accept", kubeletAccept)
+			if tc.token != "" {
+				req.Header.Set("Authorization", "Bearer "+tc.token)
+			}
+			var want bytes.Buffer
+			if err := req.Write(&want); err != nil {
+				t.Fatal(err)
+			}
+			if got := appendGet(nil, tc.addr, "/metrics/resource", tc.token); string(got) != want.String() {
+				t.Errorf("got\n%q\nwant\n%q", got, want.String())
+			}
+		})
+	}
+}
