@@ -99,7 +99,7 @@ type Kubelets struct {
 	// (Scrape is called by one goroutine at a time).
 	podsHint int
 
-	// parsing holds a token for each answer being read and parsed: every
+	// parsing holds a parser for each answer being read and parsed: every
 	// kubelet is asked at once, but only as many answers are read and
 	// parsed at a time as there are CPUs, so that a thousand answers and
 	// their parsers' garbage are not alive at once.
@@ -344,36 +344,75 @@ func (k *Kubelets) Scrape(ctx context.Context) (*Batch, error) {
 		nodes[name] = n
 	}
 	k.mu.RUnlock()
-	type result struct {
-		node *NodeSample
-		pods []PodSample
+	// Every kubelet is asked at once: on its kept connection by one
+	// goroutine that writes the GETs one after the other (a write of a few
+	// hundred bytes to a socket does not wait), on a new one by a
+	// goroutine of its own that dials. The answers are read in the order
+	// the GETs went out, each as a parser is free, by a goroutine of its
+	// own. (A goroutine per node, waiting for a parser, held a grown stack
+	// and its request through the scrape: megabytes at a thousand nodes.)
+	type sent struct {
+		name string
+		s    *nodeScrape
 		err  error
 	}
-	results := make(chan result, len(nodes))
-	for name, n := range nodes {
-		go func() {
-			node, pods, err := k.scrapeNode(ctx, name, n)
-			if err != nil {
-				err = fmt.Errorf("node %s: %w", name, err)
+	sends := make(chan sent, len(nodes))
+	go func() {
+		for name, n := range nodes {
+			addr, err := k.address(n)
+			switch {
+			case err != nil:
+				sends <- sent{name: name, err: err}
+			case k.conns.kept(addr):
+				s, err := k.sendNode(ctx, name, n, addr)
+				sends <- sent{name, s, err}
+			default:
+				go func() {
+					s, err := k.sendNode(ctx, name, n, addr)
+					sends <- sent{name, s, err}
+				}()
 			}
-			results <- result{node, pods, err}
-		}()
-	}
+		}
+	}()
 	// The batch's room is the last one's and a little more: growing it
 	// by appends copied and threw away several times its size.
 	b := &Batch{Nodes: make([]NodeSample, 0, len(nodes)), Pods: make([]PodSample, 0, k.podsHint+k.podsHint/8)}
+	var mu sync.Mutex // guards b and failed
 	var failed []error
+	fail := func(name string, err error) {
+		mu.Lock()
+		defer mu.Unlock()
+		failed = append(failed, fmt.Errorf("node %s: %w", name, err))
+	}
+	var reading sync.WaitGroup
 	for range nodes {
-		r := <-results
-		if r.err != nil {
-			failed = append(failed, r.err)
+		st := <-sends
+		if st.err != nil {
+			fail(st.name, st.err)
 			continue
 		}
-		if r.node != nil {
-			b.Nodes = append(b.Nodes, *r.node)
+		p, err := k.parser(ctx)
+		if err != nil {
+			st.s.req.close()
+			fail(st.name, err)
+			continue
 		}
-		b.Pods = append(b.Pods, r.pods...)
+		reading.Go(func() {
+			node, pods, err := k.readNode(ctx, st.s, p)
+			k.parsing <- p
+			if err != nil {
+				fail(st.name, err)
+				return
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if node != nil {
+				b.Nodes = append(b.Nodes, *node)
+			}
+			b.Pods = append(b.Pods, pods...)
+		})
 	}
+	reading.Wait()
 	for _, err := range failed {
 		k.log.Warn("scraping a kubelet failed", zap.Error(err))
 	}
@@ -392,52 +431,85 @@ func (k *Kubelets) Scrape(ctx context.Context) (*Batch, error) {
 	return b, nil
 }
 
-// scrapeNode reads one kubelet.
+// nodeScrape is one kubelet's scrape once its GET is sent.
+type nodeScrape struct {
+	name        string
+	node        kubeletNode
+	addr, token string
+	start       time.Time
+	req         *kubeletRequest
+}
+
+// sendNode sends the GET of the node name's kubelet at addr.
+func (k *Kubelets) sendNode(ctx context.Context, name string, n kubeletNode, addr string) (*nodeScrape, error) {
+	s := &nodeScrape{name: name, node: n, addr: addr}
+	var err error
+	if k.token != nil {
+		if s.token, err = k.token(); err != nil {
+			return nil, fmt.Errorf("bearer token: %w", err)
+		}
+	}
+	s.start = k.now()
+	if s.req, err = k.conns.send(ctx, addr, "/metrics/resource", s.token); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// parser waits for a free parser. The answers are read only when they
+// can be parsed at once: the others wait in their sockets, not in a
+// thousand buffers.
+func (k *Kubelets) parser(ctx context.Context) (*resourceParser, error) {
+	select {
+	case p := <-k.parsing:
+		return p, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// readNode reads and parses the answer to s with p (sending the GET again
+// on a new connection when the kept one had been closed).
+func (k *Kubelets) readNode(ctx context.Context, s *nodeScrape, p *resourceParser) (*NodeSample, []PodSample, error) {
+	var node *NodeSample
+	var pods []PodSample
+	decode := func(body io.Reader, h http.Header) (err error) {
+		node, pods, err = p.decode(body, answerFormat(h), s.start)
+		return err
+	}
+	err := s.req.read(p.br, decode)
+	if errors.Is(err, errStaleConn) {
+		var req *kubeletRequest
+		if req, err = k.conns.send(ctx, s.addr, "/metrics/resource", s.token); err == nil {
+			err = req.read(p.br, decode)
+		}
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	if node != nil {
+		node.Name, node.Labels = s.name, s.node.labels
+	}
+	return node, pods, nil
+}
+
+// scrapeNode reads one kubelet: sendNode, then readNode with a parser.
 func (k *Kubelets) scrapeNode(ctx context.Context, name string, n kubeletNode) (*NodeSample, []PodSample, error) {
 	addr, err := k.address(n)
 	if err != nil {
 		return nil, nil, err
 	}
-	var tok string
-	if k.token != nil {
-		if tok, err = k.token(); err != nil {
-			return nil, nil, fmt.Errorf("bearer token: %w", err)
-		}
-	}
-	start := k.now()
-	req, err := k.conns.send(ctx, addr, "/metrics/resource", tok)
+	s, err := k.sendNode(ctx, name, n, addr)
 	if err != nil {
 		return nil, nil, err
 	}
-	// The answer is read only when it can be parsed at once: the others
-	// wait in their sockets, not in a thousand buffers.
-	var p *resourceParser
-	select {
-	case p = <-k.parsing:
-	case <-ctx.Done():
-		req.close()
-		return nil, nil, ctx.Err()
-	}
-	var node *NodeSample
-	var pods []PodSample
-	decode := func(body io.Reader, h http.Header) (err error) {
-		node, pods, err = p.decode(body, answerFormat(h), start)
-		return err
-	}
-	err = req.read(p.br, decode)
-	if errors.Is(err, errStaleConn) {
-		if req, err = k.conns.send(ctx, addr, "/metrics/resource", tok); err == nil {
-			err = req.read(p.br, decode)
-		}
-	}
-	k.parsing <- p
+	p, err := k.parser(ctx)
 	if err != nil {
+		s.req.close()
 		return nil, nil, err
 	}
-	if node != nil {
-		node.Name, node.Labels = name, n.labels
-	}
-	return node, pods, nil
+	defer func() { k.parsing <- p }()
+	return k.readNode(ctx, s, p)
 }
 
 // resourceFamilies are the metric families of /metrics/resource the

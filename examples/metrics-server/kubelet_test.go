@@ -362,3 +362,68 @@ func TestAppendGet(t *testing.T) {
 		})
 	}
 }
+
+// TestScrapeKubelets scrapes several kubelets at once, as every
+// resolution does: each node's counters and pods are in the batch with
+// their labels, a kubelet that fails is left out, and the batch is an
+// error only when every one failed.
+func TestScrapeKubelets(t *testing.T) {
+	fixture, err := os.ReadFile("testdata/metrics-resource.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	k, err := NewKubelets(KubeletOptions{InsecureTLS: true, UseNodeStatusPort: true, PreferredAddressTypes: []string{"InternalIP"}}, nil, nil, zap.NewNop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Every pod of the fixture is known, with labels.
+	_, fixturePods, err := decodeResourceMetrics(bytes.NewReader(fixture), time.Unix(1, 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range fixturePods {
+		k.labels.set(podKey{p.Namespace, p.Name}, map[string]string{"app": p.Name})
+	}
+	var down atomic.Bool
+	const nodes = 12
+	for i := range nodes {
+		failing := i == 3
+		srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+			if failing || down.Load() {
+				http.Error(w, "down", http.StatusServiceUnavailable)
+				return
+			}
+			w.Header().Set("Content-Type", "text/plain; version=0.0.4")
+			_, _ = w.Write(fixture)
+		}))
+		t.Cleanup(srv.Close)
+		u, _ := url.Parse(srv.URL)
+		port, _ := strconv.Atoi(u.Port())
+		k.nodes[fmt.Sprintf("node-%d", i)] = kubeletNode{labels: Labels{"n", strconv.Itoa(i)}, addresses: map[string]string{"InternalIP": u.Hostname()}, statusPort: port}
+	}
+	close(k.nodesListed)
+	close(k.podsListed)
+	for round := range 2 { // the second on the kept connections
+		b, err := k.Scrape(context.Background())
+		if err != nil {
+			t.Fatalf("round %d: %v", round, err)
+		}
+		if len(b.Nodes) != nodes-1 || len(b.Pods) != (nodes-1)*len(fixturePods) {
+			t.Fatalf("round %d: %d nodes and %d pods, want %d and %d", round, len(b.Nodes), len(b.Pods), nodes-1, (nodes-1)*len(fixturePods))
+		}
+		for _, n := range b.Nodes {
+			if n.Name == "node-3" || n.Labels[1] != strings.TrimPrefix(n.Name, "node-") || n.Usage.CPUNanoseconds != 357354910000 {
+				t.Errorf("round %d: node %+v", round, n)
+			}
+		}
+		for _, p := range b.Pods {
+			if v, _ := p.Labels.Lookup("app"); v != p.Name || len(p.Containers) == 0 {
+				t.Errorf("round %d: pod %+v", round, p)
+			}
+		}
+	}
+	down.Store(true)
+	if b, err := k.Scrape(context.Background()); err == nil || !strings.Contains(err.Error(), "503") {
+		t.Errorf("every kubelet down: %+v, %v", b, err)
+	}
+}

@@ -123,6 +123,14 @@ func appendGet(b []byte, addr, path, token string) []byte {
 	return append(b, "\r\n"...)
 }
 
+// kept reports whether a connection to addr is kept for the next request.
+func (c *kubeletConns) kept(addr string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	_, ok := c.idle[addr]
+	return ok
+}
+
 // dial opens a TLS connection to addr, verified for its host.
 func (c *kubeletConns) dial(ctx context.Context, addr string) (*tls.Conn, error) {
 	d := net.Dialer{Timeout: c.timeout}
