@@ -146,7 +146,7 @@ func NewKubelets(opts KubeletOptions, cluster *kubeclient.Client, creds *kubecli
 		}
 	}
 	k := &Kubelets{opts: opts, cluster: cluster, log: log, now: time.Now,
-		nodes: map[string]kubeletNode{}, labels: newPodLabels(0),
+		nodes: map[string]kubeletNode{}, labels: newPodLabels(),
 		nodesListed: make(chan struct{}), podsListed: make(chan struct{})}
 	switch {
 	case opts.ClientCertFile != "":
@@ -229,13 +229,13 @@ func (k *Kubelets) Run(ctx context.Context) error {
 		defer wg.Done()
 		kubeclient.Inform(ctx, k.cluster, "/api/v1/pods", 0, kubeclient.InformHandler{
 			Replace: func(items []json.RawMessage) error {
-				labels := newPodLabels(len(items))
+				labels := newPodLabels()
 				for _, raw := range items {
 					key, l, err := decodePodLabels(raw)
 					if err != nil {
 						return err
 					}
-					labels.set(key, l)
+					labels.set(key.namespace, key.name, l)
 				}
 				k.mu.Lock()
 				k.labels = labels
@@ -251,9 +251,9 @@ func (k *Kubelets) Run(ctx context.Context) error {
 				k.mu.Lock()
 				defer k.mu.Unlock()
 				if typ == "DELETED" {
-					k.labels.delete(key)
+					k.labels.delete(key.namespace, key.name)
 				} else {
-					k.labels.set(key, l)
+					k.labels.set(key.namespace, key.name, l)
 				}
 				return nil
 			},
@@ -421,11 +421,12 @@ func (k *Kubelets) Scrape(ctx context.Context) (*Batch, error) {
 		return nil, errors.Join(failed...)
 	}
 	k.podsHint = len(b.Pods)
+	var ref []byte
 	k.mu.RLock()
 	for i := range b.Pods {
 		p := &b.Pods[i]
-		p.Namespace = k.labels.namespace(p.Namespace) // the answer's copy is dropped
-		p.Labels = k.labels.get(podKey{p.Namespace, p.Name})
+		ref = appendPodRef(ref[:0], p.Namespace, p.Name)
+		p.Labels = k.labels.get(ref)
 	}
 	k.mu.RUnlock()
 	return b, nil

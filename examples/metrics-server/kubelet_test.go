@@ -382,7 +382,7 @@ func TestScrapeKubelets(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, p := range fixturePods {
-		k.labels.set(podKey{p.Namespace, p.Name}, map[string]string{"app": p.Name})
+		k.labels.set(p.Namespace, p.Name, map[string]string{"app": p.Name})
 	}
 	var down atomic.Bool
 	const nodes = 12

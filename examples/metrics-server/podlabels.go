@@ -1,10 +1,10 @@
 // This file holds the labels of every pod of the cluster as the kubelet
-// source keeps them between scrapes: each distinct label set once, shared
-// by every pod that carries it (a workload's replicas carry the same
-// labels), and each namespace's name once, shared by its pods' keys.
-// Decoded as they come from the pods informer, 30,000 pods' labels were
-// two strings and a slice each, megabytes held for the life of the server
-// to say a few dozen distinct things.
+// source keeps them between scrapes: by the pod's "namespace/name" (one
+// string a pod, the map's key), each distinct label set once, shared by
+// every pod that carries it (a workload's replicas carry the same labels).
+// Decoded as they come from the pods informer, 30,000 pods' labels were a
+// map of two strings to a slice, two strings and a slice each: megabytes
+// held for the life of the server to say a few dozen distinct things.
 
 package main
 
@@ -13,60 +13,56 @@ import (
 	"sort"
 )
 
-// minInternCompact is the least number of interned label sets and
-// namespaces at which podLabels drops the ones no pod holds any more.
+// minInternCompact is the least number of interned label sets at which
+// podLabels drops the ones no pod holds any more.
 const minInternCompact = 1024
 
 // podLabels are the pods' labels by namespace and name. Not safe for
 // concurrent use: Kubelets.mu guards it.
 type podLabels struct {
-	byPod map[podKey]Labels
-	// sets are the label sets held, by their encoding (labelsKey), whose
-	// bytes the set's strings are cut from; namespaces are the
-	// namespaces' names. A set or a namespace no pod holds any more stays
-	// until the next compaction, when the two together reach compactAt.
-	sets       map[string]Labels
-	namespaces map[string]string
-	compactAt  int
-	buf        []byte // a set's encoding, to look it up
-	ends       []int
+	byPod map[string]*Labels // by podRef; nil for a pod without labels
+	// sets are the label sets held, by their encoding, whose bytes the
+	// set's strings are cut from. A set no pod holds any more stays until
+	// the next compaction, when there are compactAt.
+	sets      map[string]*Labels
+	compactAt int
+	buf       []byte // a set's encoding, to look it up
+	ends      []int
 }
 
-func newPodLabels(pods int) *podLabels {
-	return &podLabels{byPod: make(map[podKey]Labels, pods), sets: map[string]Labels{}, namespaces: map[string]string{}, compactAt: minInternCompact}
+func newPodLabels() *podLabels {
+	return &podLabels{byPod: map[string]*Labels{}, sets: map[string]*Labels{}, compactAt: minInternCompact}
 }
 
-// get is the labels of the pod key (nil for none or an unknown pod).
-func (p *podLabels) get(key podKey) Labels { return p.byPod[key] }
+// appendPodRef appends a pod's key in podLabels: "namespace/name" (neither
+// holds a "/").
+func appendPodRef(b []byte, namespace, name string) []byte {
+	return append(append(append(b, namespace...), '/'), name...)
+}
 
-// namespace is the namespace ns as the pods' keys hold it, or ns when no
-// pod of it is known.
-func (p *podLabels) namespace(ns string) string {
-	if s, ok := p.namespaces[ns]; ok {
-		return s
+// get is the labels of the pod whose appendPodRef is ref (nil for none or
+// an unknown pod).
+func (p *podLabels) get(ref []byte) Labels {
+	if l := p.byPod[string(ref)]; l != nil {
+		return *l
 	}
-	return ns
+	return nil
 }
 
-// set records the pod key's labels, the map decoded from its metadata.
-func (p *podLabels) set(key podKey, labels map[string]string) {
-	ns, ok := p.namespaces[key.namespace]
-	if !ok {
-		ns = key.namespace
-		p.namespaces[ns] = ns
-	}
-	key.namespace = ns
-	p.byPod[key] = p.intern(labels)
-	if len(p.sets)+len(p.namespaces) >= p.compactAt {
+// set records the labels of the pod namespace/name, the map decoded from
+// its metadata.
+func (p *podLabels) set(namespace, name string, labels map[string]string) {
+	p.byPod[namespace+"/"+name] = p.intern(labels)
+	if len(p.sets) >= p.compactAt {
 		p.compact()
 	}
 }
 
-// delete forgets the pod key.
-func (p *podLabels) delete(key podKey) { delete(p.byPod, key) }
+// delete forgets the pod namespace/name.
+func (p *podLabels) delete(namespace, name string) { delete(p.byPod, namespace+"/"+name) }
 
-// intern is m as Labels, the same slice for every equal m.
-func (p *podLabels) intern(m map[string]string) Labels {
+// intern is m as Labels, the same for every equal m (nil for none).
+func (p *podLabels) intern(m map[string]string) *Labels {
 	if len(m) == 0 {
 		return nil
 	}
@@ -97,26 +93,22 @@ func (p *podLabels) intern(m map[string]string) Labels {
 		l[i] = enc[start+w : end]
 		start = end
 	}
-	p.sets[enc] = l
-	return l
+	p.sets[enc] = &l
+	return &l
 }
 
-// compact keeps only the label sets and namespaces some pod holds.
+// compact keeps only the label sets some pod holds.
 func (p *podLabels) compact() {
-	held := make(map[*string]bool, len(p.sets)) // a set by its first string
-	namespaces := make(map[string]string, len(p.namespaces))
-	for key, l := range p.byPod {
-		namespaces[key.namespace] = key.namespace
-		if len(l) > 0 {
-			held[&l[0]] = true
-		}
+	held := make(map[*Labels]bool, len(p.sets))
+	for _, l := range p.byPod {
+		held[l] = true
 	}
-	sets := make(map[string]Labels, len(held))
+	sets := make(map[string]*Labels, len(held))
 	for enc, l := range p.sets {
-		if held[&l[0]] {
+		if held[l] {
 			sets[enc] = l
 		}
 	}
-	p.sets, p.namespaces = sets, namespaces
-	p.compactAt = max(2*(len(sets)+len(namespaces)), minInternCompact)
+	p.sets = sets
+	p.compactAt = max(2*len(sets), minInternCompact)
 }
