@@ -1,7 +1,7 @@
 // This file holds the connections to the kubelets: one kept-alive TLS
-// connection per kubelet, each request written with net/http's
-// Request.Write and its answer read with http.ReadResponse, and nothing but
-// the connection itself kept between scrapes. net/http's Transport keeps,
+// connection per kubelet, each request written as net/http's Request.Write
+// writes it (appendGet) and its answer read with http.ReadResponse, and
+// nothing but the connection itself kept between scrapes. net/http's Transport keeps,
 // for every idle connection, a goroutine blocked reading it, another
 // waiting to write, and a 4 KiB buffer for each: at a thousand nodes,
 // megabytes of stacks and buffers held through the whole resolution for a
