@@ -93,7 +93,7 @@ type Kubelets struct {
 
 	mu     sync.RWMutex
 	nodes  map[string]kubeletNode
-	labels *podLabels
+	labels *podLabels // the pods'
 
 	// podsHint is how many pods the last batch had: the next one's room
 	// (Scrape is called by one goroutine at a time).
@@ -359,29 +359,29 @@ func (k *Kubelets) Scrape(ctx context.Context) (*Batch, error) {
 	sends := make(chan sent, len(nodes))
 	go func() {
 		for name, n := range nodes {
-			addr, err := k.address(n)
-			switch {
-			case err != nil:
+			s, err := k.newScrape(name, n)
+			if err != nil {
 				sends <- sent{name: name, err: err}
-			case k.conns.kept(addr):
-				s, err := k.sendNode(ctx, name, n, addr)
-				sends <- sent{name, s, err}
-			default:
-				go func() {
-					s, err := k.sendNode(ctx, name, n, addr)
-					sends <- sent{name, s, err}
-				}()
+				continue
 			}
+			if s.req = k.conns.sendKept(ctx, s.addr, "/metrics/resource", s.token); s.req != nil {
+				sends <- sent{name: name, s: s}
+				continue
+			}
+			go func() {
+				s.req, err = k.conns.send(ctx, s.addr, "/metrics/resource", s.token)
+				sends <- sent{name, s, err}
+			}()
 		}
 	}()
 	// The batch's room is the last one's and a little more: growing it
 	// by appends copied and threw away several times its size.
 	b := &Batch{Nodes: make([]NodeSample, 0, len(nodes)), Pods: make([]PodSample, 0, k.podsHint+k.podsHint/8)}
-	var mu sync.Mutex // guards b and failed
+	var batchMu sync.Mutex // guards b and failed
 	var failed []error
 	fail := func(name string, err error) {
-		mu.Lock()
-		defer mu.Unlock()
+		batchMu.Lock()
+		defer batchMu.Unlock()
 		failed = append(failed, fmt.Errorf("node %s: %w", name, err))
 	}
 	var reading sync.WaitGroup
@@ -404,8 +404,8 @@ func (k *Kubelets) Scrape(ctx context.Context) (*Batch, error) {
 				fail(st.name, err)
 				return
 			}
-			mu.Lock()
-			defer mu.Unlock()
+			batchMu.Lock()
+			defer batchMu.Unlock()
 			if node != nil {
 				b.Nodes = append(b.Nodes, *node)
 			}
@@ -441,19 +441,19 @@ type nodeScrape struct {
 	req         *kubeletRequest
 }
 
-// sendNode sends the GET of the node name's kubelet at addr.
-func (k *Kubelets) sendNode(ctx context.Context, name string, n kubeletNode, addr string) (*nodeScrape, error) {
+// newScrape is the scrape of the node name, its GET not sent yet.
+func (k *Kubelets) newScrape(name string, n kubeletNode) (*nodeScrape, error) {
+	addr, err := k.address(n)
+	if err != nil {
+		return nil, err
+	}
 	s := &nodeScrape{name: name, node: n, addr: addr}
-	var err error
 	if k.token != nil {
 		if s.token, err = k.token(); err != nil {
 			return nil, fmt.Errorf("bearer token: %w", err)
 		}
 	}
 	s.start = k.now()
-	if s.req, err = k.conns.send(ctx, addr, "/metrics/resource", s.token); err != nil {
-		return nil, err
-	}
 	return s, nil
 }
 
@@ -494,14 +494,13 @@ func (k *Kubelets) readNode(ctx context.Context, s *nodeScrape, p *resourceParse
 	return node, pods, nil
 }
 
-// scrapeNode reads one kubelet: sendNode, then readNode with a parser.
+// scrapeNode reads one kubelet: its GET sent, then readNode with a parser.
 func (k *Kubelets) scrapeNode(ctx context.Context, name string, n kubeletNode) (*NodeSample, []PodSample, error) {
-	addr, err := k.address(n)
+	s, err := k.newScrape(name, n)
 	if err != nil {
 		return nil, nil, err
 	}
-	s, err := k.sendNode(ctx, name, n, addr)
-	if err != nil {
+	if s.req, err = k.conns.send(ctx, s.addr, "/metrics/resource", s.token); err != nil {
 		return nil, nil, err
 	}
 	p, err := k.parser(ctx)

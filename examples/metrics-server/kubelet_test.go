@@ -1,8 +1,10 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
+	"crypto/tls"
 	"encoding/pem"
 	"errors"
 	"fmt"
@@ -425,5 +427,53 @@ func TestScrapeKubelets(t *testing.T) {
 	down.Store(true)
 	if b, err := k.Scrape(context.Background()); err == nil || !strings.Contains(err.Error(), "503") {
 		t.Errorf("every kubelet down: %+v, %v", b, err)
+	}
+}
+
+// TestSendKeptWriteFails: a kept connection that cannot be written any
+// more is given up, and the GET goes out on a new one (by send, which may
+// dial; sendKept never does).
+func TestSendKeptWriteFails(t *testing.T) {
+	var conns atomic.Int32
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok")) }))
+	srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+		if s == http.StateNew {
+			conns.Add(1)
+		}
+	}
+	srv.StartTLS()
+	defer srv.Close()
+	c := newKubeletConns(&tls.Config{InsecureSkipVerify: true}, 5*time.Second) //nolint:gosec // a test server
+	addr := srv.Listener.Addr().String()
+	get := func(r *kubeletRequest) {
+		t.Helper()
+		if err := r.read(bufio.NewReader(nil), func(body io.Reader, _ http.Header) error {
+			_, err := io.Copy(io.Discard, body)
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r, err := c.send(context.Background(), addr, "/metrics/resource", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	get(r)
+	if r := c.sendKept(context.Background(), "127.0.0.1:1", "/metrics/resource", ""); r != nil {
+		t.Fatal("sendKept without a kept connection gave a request")
+	}
+	c.idle[addr].conn.Close() // as if the kubelet had reset it
+	if r := c.sendKept(context.Background(), addr, "/metrics/resource", ""); r != nil {
+		t.Fatal("sendKept on a closed connection gave a request")
+	}
+	if _, kept := c.idle[addr]; kept {
+		t.Fatal("the closed connection is still kept")
+	}
+	if r, err = c.send(context.Background(), addr, "/metrics/resource", ""); err != nil {
+		t.Fatal(err)
+	}
+	get(r)
+	if n := conns.Load(); n != 2 {
+		t.Errorf("%d connections, want 2", n)
 	}
 }

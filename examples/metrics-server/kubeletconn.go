@@ -70,31 +70,47 @@ type kubeletRequest struct {
 // send writes a GET of path to addr (with the bearer token when not "") on
 // its idle connection, or a new one. The answer is read by read.
 func (c *kubeletConns) send(ctx context.Context, addr, path, token string) (*kubeletRequest, error) {
-	raw := appendGet(make([]byte, 0, 512), addr, path, token)
-	c.mu.Lock()
-	ic, reused := c.idle[addr]
-	delete(c.idle, addr)
-	c.mu.Unlock()
-	r := &kubeletRequest{c: c, addr: addr, path: path, conn: ic.conn, reused: reused}
-	var err error
-	if !reused {
-		if r.conn, err = c.dial(ctx, addr); err != nil {
-			return nil, err
-		}
+	if r := c.sendKept(ctx, addr, path, token); r != nil {
+		return r, nil
 	}
-	// The timeout covers the whole request, as http.Client's did; the
-	// context's end interrupts it.
-	_ = r.conn.SetDeadline(c.now().Add(c.timeout))
-	r.stop = context.AfterFunc(ctx, func() { _ = r.conn.SetDeadline(time.Unix(1, 0)) })
-	if _, err := r.conn.Write(raw); err != nil {
+	conn, err := c.dial(ctx, addr)
+	if err != nil {
+		return nil, err
+	}
+	r := &kubeletRequest{c: c, addr: addr, path: path, conn: conn}
+	if err := r.write(ctx, appendGet(make([]byte, 0, 512), addr, path, token)); err != nil {
 		r.close()
-		if !reused {
-			return nil, err
-		}
-		// The kubelet closed the idle connection: once more, on a new one.
-		return c.send(ctx, addr, path, token)
+		return nil, err
 	}
 	return r, nil
+}
+
+// sendKept is send on addr's kept connection only, which never waits for
+// a dial: nil when there is none, or when the write failed (the kubelet
+// had closed it; it is closed here too), and send must dial.
+func (c *kubeletConns) sendKept(ctx context.Context, addr, path, token string) *kubeletRequest {
+	c.mu.Lock()
+	ic, ok := c.idle[addr]
+	delete(c.idle, addr)
+	c.mu.Unlock()
+	if !ok {
+		return nil
+	}
+	r := &kubeletRequest{c: c, addr: addr, path: path, conn: ic.conn, reused: true}
+	if err := r.write(ctx, appendGet(make([]byte, 0, 512), addr, path, token)); err != nil {
+		r.close()
+		return nil
+	}
+	return r
+}
+
+// write writes the request raw. The timeout covers the whole request, as
+// http.Client's did; the context's end interrupts it.
+func (r *kubeletRequest) write(ctx context.Context, raw []byte) error {
+	_ = r.conn.SetDeadline(r.c.now().Add(r.c.timeout))
+	r.stop = context.AfterFunc(ctx, func() { _ = r.conn.SetDeadline(time.Unix(1, 0)) })
+	_, err := r.conn.Write(raw)
+	return err
 }
 
 // appendGet appends the GET of path from addr, with the bearer token when
@@ -121,14 +137,6 @@ func appendGet(b []byte, addr, path, token string) []byte {
 		b = append(b, "\r\n"...)
 	}
 	return append(b, "\r\n"...)
-}
-
-// kept reports whether a connection to addr is kept for the next request.
-func (c *kubeletConns) kept(addr string) bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	_, ok := c.idle[addr]
-	return ok
 }
 
 // dial opens a TLS connection to addr, verified for its host.
