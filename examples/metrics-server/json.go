@@ -24,20 +24,21 @@ func appendNodeJSON(b []byte, e *nodeEntry, now time.Time) []byte {
 	return append(b, '}')
 }
 
-// appendPodJSON appends the PodMetrics of e, created at now.
-func appendPodJSON(b []byte, e *podEntry, now time.Time) []byte {
+// appendPodJSON appends the PodMetrics of e, whose containers' CPU usage
+// is cpu, created at now.
+func appendPodJSON(b []byte, e *podEntry, cpu []int64, now time.Time) []byte {
 	b = append(b, `{"kind":"PodMetrics","apiVersion":"`+apiVersion+`","metadata":`...)
 	b = appendObjectMeta(b, e.namespace, e.name, e.labels, now)
-	b = appendTimes(b, e.time, e.window)
+	b = appendTimes(b, e.time(), e.window)
 	b = append(b, `,"containers":[`...)
 	for i, c := range e.containers {
 		if i > 0 {
 			b = append(b, ',')
 		}
 		b = append(b, `{"name":`...)
-		b = appendString(b, c.name)
+		b = appendString(b, c.Name)
 		b = append(b, `,"usage":`...)
-		b = appendUsage(b, c.cpu, c.cur.MemoryBytes)
+		b = appendUsage(b, cpu[i], c.Usage.MemoryBytes)
 		b = append(b, '}')
 	}
 	return append(b, "]}"...)

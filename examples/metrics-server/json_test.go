@@ -19,8 +19,9 @@ func TestObjectJSON(t *testing.T) {
 	nodeLabels := map[string]string{"kubernetes.io/hostname": "node-1", "a": "b"}
 	node := &nodeEntry{name: "node-1", labels: LabelsOf(nodeLabels),
 		cur: Usage{Time: at, MemoryBytes: 1536 << 20}, cpu: 250_000_000, window: 15*time.Second + 4*time.Millisecond, ok: true}
-	pod := &podEntry{namespace: "default", name: `we"ird<0>`, time: at, window: 15 * time.Second, ok: true,
-		containers: []containerEntry{{name: "web", cur: Usage{MemoryBytes: 12 << 20}, cpu: 2_000_001}, {name: "sidecar", cur: Usage{MemoryBytes: 1000}, cpu: 0}}}
+	pod := &podEntry{namespace: "default", name: `we"ird<0>`, window: 15 * time.Second, ok: true,
+		containers: []ContainerSample{{Name: "web", Usage: Usage{Time: at.Add(-time.Second), MemoryBytes: 12 << 20}}, {Name: "sidecar", Usage: Usage{Time: at, MemoryBytes: 1000}}}}
+	podCPU := []int64{2_000_001, 0}
 	tests := []struct {
 		name string
 		data []byte
@@ -31,7 +32,7 @@ func TestObjectJSON(t *testing.T) {
 		{"node", appendNodeJSON(nil, node, now), &NodeMetrics{}, &NodeMetrics{
 			ObjectMeta: meta.ObjectMeta{Name: "node-1", CreationTimestamp: meta.Time{Time: now}, Labels: nodeLabels},
 			Timestamp:  "2026-11-26T09:59:58Z", Window: "15.004s", Usage: ResourceList{"cpu": "250m", "memory": "1536Mi"}}, "NodeMetrics"},
-		{"pod_without_labels", appendPodJSON(nil, pod, now), &PodMetrics{}, &PodMetrics{
+		{"pod_without_labels", appendPodJSON(nil, pod, podCPU, now), &PodMetrics{}, &PodMetrics{
 			ObjectMeta: meta.ObjectMeta{Name: `we"ird<0>`, Namespace: "default", CreationTimestamp: meta.Time{Time: now}},
 			Timestamp:  "2026-11-26T09:59:58Z", Window: "15s",
 			Containers: []ContainerMetrics{{Name: "web", Usage: ResourceList{"cpu": "2000001n", "memory": "12Mi"}}, {Name: "sidecar", Usage: ResourceList{"cpu": "0", "memory": "1000"}}}}, "PodMetrics"},
@@ -79,12 +80,13 @@ func TestAppendString(t *testing.T) {
 // watch feed does for every pod.
 func BenchmarkPodJSON(b *testing.B) {
 	now := time.Now()
-	e := &podEntry{namespace: "team-1", name: "app-12-3", labels: Labels{"app", "app-3"}, time: now, window: 15 * time.Second, ok: true,
-		containers: []containerEntry{{name: "app", cur: Usage{MemoryBytes: 23 << 20}, cpu: 7_000_000}, {name: "sidecar", cur: Usage{MemoryBytes: 4 << 20}, cpu: 1_999_999}}}
+	e := &podEntry{namespace: "team-1", name: "app-12-3", labels: Labels{"app", "app-3"}, window: 15 * time.Second, ok: true,
+		containers: []ContainerSample{{Name: "app", Usage: Usage{Time: now, MemoryBytes: 23 << 20}}, {Name: "sidecar", Usage: Usage{Time: now, MemoryBytes: 4 << 20}}}}
+	cpu := []int64{7_000_000, 1_999_999}
 	b.ReportAllocs()
 	buf := make([]byte, 0, 512)
 	for b.Loop() {
-		buf = appendPodJSON(buf[:0], e, now)
+		buf = appendPodJSON(buf[:0], e, cpu, now)
 	}
 }
 

@@ -93,9 +93,13 @@ type Kubelets struct {
 
 	mu     sync.RWMutex
 	nodes  map[string]kubeletNode
-	labels map[podKey]Labels // a pod's labels
+	labels *podLabels // the pods'
 
-	// parsing holds a token for each answer being read and parsed: every
+	// podsHint is how many pods the last batch had: the next one's room
+	// (Scrape is called by one goroutine at a time).
+	podsHint int
+
+	// parsing holds a parser for each answer being read and parsed: every
 	// kubelet is asked at once, but only as many answers are read and
 	// parsed at a time as there are CPUs, so that a thousand answers and
 	// their parsers' garbage are not alive at once.
@@ -142,7 +146,7 @@ func NewKubelets(opts KubeletOptions, cluster *kubeclient.Client, creds *kubecli
 		}
 	}
 	k := &Kubelets{opts: opts, cluster: cluster, log: log, now: time.Now,
-		nodes: map[string]kubeletNode{}, labels: map[podKey]Labels{},
+		nodes: map[string]kubeletNode{}, labels: newPodLabels(),
 		nodesListed: make(chan struct{}), podsListed: make(chan struct{})}
 	switch {
 	case opts.ClientCertFile != "":
@@ -225,13 +229,13 @@ func (k *Kubelets) Run(ctx context.Context) error {
 		defer wg.Done()
 		kubeclient.Inform(ctx, k.cluster, "/api/v1/pods", 0, kubeclient.InformHandler{
 			Replace: func(items []json.RawMessage) error {
-				labels := make(map[podKey]Labels, len(items))
+				labels := newPodLabels()
 				for _, raw := range items {
 					key, l, err := decodePodLabels(raw)
 					if err != nil {
 						return err
 					}
-					labels[key] = l
+					labels.set(key.namespace, key.name, l)
 				}
 				k.mu.Lock()
 				k.labels = labels
@@ -247,9 +251,9 @@ func (k *Kubelets) Run(ctx context.Context) error {
 				k.mu.Lock()
 				defer k.mu.Unlock()
 				if typ == "DELETED" {
-					delete(k.labels, key)
+					k.labels.delete(key.namespace, key.name)
 				} else {
-					k.labels[key] = l
+					k.labels.set(key.namespace, key.name, l)
 				}
 				return nil
 			},
@@ -292,7 +296,7 @@ func decodeNode(raw json.RawMessage) (string, kubeletNode, error) {
 }
 
 // decodePodLabels reads a Pod's namespace, name and labels.
-func decodePodLabels(raw json.RawMessage) (podKey, Labels, error) {
+func decodePodLabels(raw json.RawMessage) (podKey, map[string]string, error) {
 	var p struct {
 		Metadata struct {
 			Name      string            `json:"name"`
@@ -303,7 +307,7 @@ func decodePodLabels(raw json.RawMessage) (podKey, Labels, error) {
 	if err := json.Unmarshal(raw, &p); err != nil {
 		return podKey{}, nil, fmt.Errorf("decode pod: %w", err)
 	}
-	return podKey{p.Metadata.Namespace, p.Metadata.Name}, LabelsOf(p.Metadata.Labels), nil
+	return podKey{p.Metadata.Namespace, p.Metadata.Name}, p.Metadata.Labels, nil
 }
 
 // address is the node's address of the first preferred type it has, and
@@ -340,34 +344,75 @@ func (k *Kubelets) Scrape(ctx context.Context) (*Batch, error) {
 		nodes[name] = n
 	}
 	k.mu.RUnlock()
-	type result struct {
-		node *NodeSample
-		pods []PodSample
+	// Every kubelet is asked at once: on its kept connection by one
+	// goroutine that writes the GETs one after the other (a write of a few
+	// hundred bytes to a socket does not wait), on a new one by a
+	// goroutine of its own that dials. The answers are read in the order
+	// the GETs went out, each as a parser is free, by a goroutine of its
+	// own. (A goroutine per node, waiting for a parser, held a grown stack
+	// and its request through the scrape: megabytes at a thousand nodes.)
+	type sent struct {
+		name string
+		s    *nodeScrape
 		err  error
 	}
-	results := make(chan result, len(nodes))
-	for name, n := range nodes {
-		go func() {
-			node, pods, err := k.scrapeNode(ctx, name, n)
+	sends := make(chan sent, len(nodes))
+	go func() {
+		for name, n := range nodes {
+			s, err := k.newScrape(name, n)
 			if err != nil {
-				err = fmt.Errorf("node %s: %w", name, err)
+				sends <- sent{name: name, err: err}
+				continue
 			}
-			results <- result{node, pods, err}
-		}()
-	}
-	b := &Batch{}
+			if s.req = k.conns.sendKept(ctx, s.addr, "/metrics/resource", s.token); s.req != nil {
+				sends <- sent{name: name, s: s}
+				continue
+			}
+			go func() {
+				s.req, err = k.conns.send(ctx, s.addr, "/metrics/resource", s.token)
+				sends <- sent{name, s, err}
+			}()
+		}
+	}()
+	// The batch's room is the last one's and a little more: growing it
+	// by appends copied and threw away several times its size.
+	b := &Batch{Nodes: make([]NodeSample, 0, len(nodes)), Pods: make([]PodSample, 0, k.podsHint+k.podsHint/8)}
+	var batchMu sync.Mutex // guards b and failed
 	var failed []error
+	fail := func(name string, err error) {
+		batchMu.Lock()
+		defer batchMu.Unlock()
+		failed = append(failed, fmt.Errorf("node %s: %w", name, err))
+	}
+	var reading sync.WaitGroup
 	for range nodes {
-		r := <-results
-		if r.err != nil {
-			failed = append(failed, r.err)
+		st := <-sends
+		if st.err != nil {
+			fail(st.name, st.err)
 			continue
 		}
-		if r.node != nil {
-			b.Nodes = append(b.Nodes, *r.node)
+		p, err := k.parser(ctx)
+		if err != nil {
+			st.s.req.close()
+			fail(st.name, err)
+			continue
 		}
-		b.Pods = append(b.Pods, r.pods...)
+		reading.Go(func() {
+			node, pods, err := k.readNode(ctx, st.s, p)
+			k.parsing <- p
+			if err != nil {
+				fail(st.name, err)
+				return
+			}
+			batchMu.Lock()
+			defer batchMu.Unlock()
+			if node != nil {
+				b.Nodes = append(b.Nodes, *node)
+			}
+			b.Pods = append(b.Pods, pods...)
+		})
 	}
+	reading.Wait()
 	for _, err := range failed {
 		k.log.Warn("scraping a kubelet failed", zap.Error(err))
 	}
@@ -375,60 +420,96 @@ func (k *Kubelets) Scrape(ctx context.Context) (*Batch, error) {
 	if len(failed) > 0 && len(failed) == len(nodes) {
 		return nil, errors.Join(failed...)
 	}
+	k.podsHint = len(b.Pods)
+	var ref []byte
 	k.mu.RLock()
 	for i := range b.Pods {
-		b.Pods[i].Labels = k.labels[podKey{b.Pods[i].Namespace, b.Pods[i].Name}]
+		p := &b.Pods[i]
+		ref = appendPodRef(ref[:0], p.Namespace, p.Name)
+		p.Labels = k.labels.get(ref)
 	}
 	k.mu.RUnlock()
 	return b, nil
 }
 
-// scrapeNode reads one kubelet.
-func (k *Kubelets) scrapeNode(ctx context.Context, name string, n kubeletNode) (*NodeSample, []PodSample, error) {
+// nodeScrape is one kubelet's scrape once its GET is sent.
+type nodeScrape struct {
+	name        string
+	node        kubeletNode
+	addr, token string
+	start       time.Time
+	req         *kubeletRequest
+}
+
+// newScrape is the scrape of the node name, its GET not sent yet.
+func (k *Kubelets) newScrape(name string, n kubeletNode) (*nodeScrape, error) {
 	addr, err := k.address(n)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	var tok string
+	s := &nodeScrape{name: name, node: n, addr: addr}
 	if k.token != nil {
-		if tok, err = k.token(); err != nil {
-			return nil, nil, fmt.Errorf("bearer token: %w", err)
+		if s.token, err = k.token(); err != nil {
+			return nil, fmt.Errorf("bearer token: %w", err)
 		}
 	}
-	start := k.now()
-	req, err := k.conns.send(ctx, addr, "/metrics/resource", tok)
-	if err != nil {
-		return nil, nil, err
-	}
-	// The answer is read only when it can be parsed at once: the others
-	// wait in their sockets, not in a thousand buffers.
-	var p *resourceParser
+	s.start = k.now()
+	return s, nil
+}
+
+// parser waits for a free parser. The answers are read only when they
+// can be parsed at once: the others wait in their sockets, not in a
+// thousand buffers.
+func (k *Kubelets) parser(ctx context.Context) (*resourceParser, error) {
 	select {
-	case p = <-k.parsing:
+	case p := <-k.parsing:
+		return p, nil
 	case <-ctx.Done():
-		req.close()
-		return nil, nil, ctx.Err()
+		return nil, ctx.Err()
 	}
+}
+
+// readNode reads and parses the answer to s with p (sending the GET again
+// on a new connection when the kept one had been closed).
+func (k *Kubelets) readNode(ctx context.Context, s *nodeScrape, p *resourceParser) (*NodeSample, []PodSample, error) {
 	var node *NodeSample
 	var pods []PodSample
 	decode := func(body io.Reader, h http.Header) (err error) {
-		node, pods, err = p.decode(body, answerFormat(h), start)
+		node, pods, err = p.decode(body, answerFormat(h), s.start)
 		return err
 	}
-	err = req.read(p.br, decode)
+	err := s.req.read(p.br, decode)
 	if errors.Is(err, errStaleConn) {
-		if req, err = k.conns.send(ctx, addr, "/metrics/resource", tok); err == nil {
+		var req *kubeletRequest
+		if req, err = k.conns.send(ctx, s.addr, "/metrics/resource", s.token); err == nil {
 			err = req.read(p.br, decode)
 		}
 	}
-	k.parsing <- p
 	if err != nil {
 		return nil, nil, err
 	}
 	if node != nil {
-		node.Name, node.Labels = name, n.labels
+		node.Name, node.Labels = s.name, s.node.labels
 	}
 	return node, pods, nil
+}
+
+// scrapeNode reads one kubelet: its GET sent, then readNode with a parser.
+func (k *Kubelets) scrapeNode(ctx context.Context, name string, n kubeletNode) (*NodeSample, []PodSample, error) {
+	s, err := k.newScrape(name, n)
+	if err != nil {
+		return nil, nil, err
+	}
+	if s.req, err = k.conns.send(ctx, s.addr, "/metrics/resource", s.token); err != nil {
+		return nil, nil, err
+	}
+	p, err := k.parser(ctx)
+	if err != nil {
+		s.req.close()
+		return nil, nil, err
+	}
+	defer func() { k.parsing <- p }()
+	return k.readNode(ctx, s, p)
 }
 
 // resourceFamilies are the metric families of /metrics/resource the
@@ -513,6 +594,7 @@ type resourceParser struct {
 	containerIndex map[containerKey]int
 	pods           []podAcc
 	podIndex       map[podKey]int
+	names          []byte // the kept pods' and containers' names
 }
 
 func newResourceParser() *resourceParser {
@@ -747,7 +829,8 @@ func (p *resourceParser) result() (*NodeSample, []PodSample, error) {
 			p.pods[j].n++
 		}
 	}
-	// One allocation for the kept pods and one for all their containers.
+	// One allocation for the kept pods, one for all their containers and
+	// one for their names.
 	total, served := 0, 0
 	for j := range p.pods {
 		if pa := &p.pods[j]; !pa.incomplete && pa.n > 0 {
@@ -756,18 +839,53 @@ func (p *resourceParser) result() (*NodeSample, []PodSample, error) {
 			served++
 		}
 	}
-	slab := make([]ContainerSample, total)
-	for i := range p.containers {
-		c := &p.containers[i]
-		if pa := &p.pods[c.pod]; !pa.incomplete && c.sample.Usage.CPUNanoseconds != 0 && c.sample.Usage.MemoryBytes != 0 {
-			slab[pa.start+pa.filled] = c.sample
-			pa.filled++
+	// The kept pods' namespaces and names and their containers' names are
+	// cut from one string: the answer's own strings (each in a small
+	// allocation of its own, in blocks shared with the metric's other
+	// labels) are dropped with it. A namespace is written once for the
+	// pods after it in the same one.
+	keptPod := func(pa *podAcc) bool { return !pa.incomplete && pa.n > 0 }
+	keptContainer := func(c *containerAcc) bool {
+		return keptPod(&p.pods[c.pod]) && c.sample.Usage.CPUNanoseconds != 0 && c.sample.Usage.MemoryBytes != 0
+	}
+	p.names = p.names[:0]
+	lastNS := "\x00" // no namespace
+	for j := range p.pods {
+		if pa := &p.pods[j]; keptPod(pa) {
+			if pa.key.namespace != lastNS {
+				lastNS = pa.key.namespace
+				p.names = append(p.names, lastNS...)
+			}
+			p.names = append(p.names, pa.key.name...)
 		}
 	}
+	for i := range p.containers {
+		if c := &p.containers[i]; keptContainer(c) {
+			p.names = append(p.names, c.sample.Name...)
+		}
+	}
+	names := string(p.names)
+	cut := func(n int) string {
+		s := names[:n]
+		names = names[n:]
+		return s
+	}
+	slab := make([]ContainerSample, total)
 	out := make([]PodSample, 0, served)
-	for _, pa := range p.pods {
-		if !pa.incomplete && pa.n > 0 {
-			out = append(out, PodSample{Namespace: pa.key.namespace, Name: pa.key.name, Containers: slab[pa.start : pa.start+pa.n : pa.start+pa.n]})
+	lastNS, ns := "\x00", ""
+	for j := range p.pods {
+		if pa := &p.pods[j]; keptPod(pa) {
+			if pa.key.namespace != lastNS {
+				lastNS, ns = pa.key.namespace, cut(len(pa.key.namespace))
+			}
+			out = append(out, PodSample{Namespace: ns, Name: cut(len(pa.key.name)), Containers: slab[pa.start : pa.start+pa.n : pa.start+pa.n]})
+		}
+	}
+	for i := range p.containers {
+		if c := &p.containers[i]; keptContainer(c) {
+			pa := &p.pods[c.pod]
+			slab[pa.start+pa.filled] = ContainerSample{Name: cut(len(c.sample.Name)), Usage: c.sample.Usage}
+			pa.filled++
 		}
 	}
 	return node, out, nil

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"maps"
+	"runtime"
 	"slices"
 	"strconv"
 	"testing"
@@ -154,4 +155,50 @@ func TestFamilyNameField(t *testing.T) {
 	if got := (&dto.MetricFamily{}).ProtoReflect().Descriptor().Fields().ByName("name").Number(); got != familyName {
 		t.Fatalf("MetricFamily's name is field %d, familyName says %d", got, familyName)
 	}
+}
+
+// BenchmarkSnapshotLive scrapes 1,000 kubelets' protobuf answers (30 pods
+// each) into a batch, twice, adds both batches to a store as a scrape
+// does and drops them, then reports the heap the store holds: what a
+// server keeps through a resolution for the pods' samples (live-MB), and
+// how long a batch's decode and Add take.
+func BenchmarkSnapshotLive(b *testing.B) {
+	const nodes = 1000
+	t0 := time.Now()
+	var answers [2][][]byte
+	for k := range answers {
+		for i := range nodes {
+			answers[k] = append(answers[k], protoAnswer(b, kubeletText(i, 30, t0.Add(time.Duration(k)*15*time.Second))))
+		}
+	}
+	scrape := func(k int) *Batch {
+		batch := &Batch{}
+		p := newResourceParser()
+		for i := range nodes {
+			node, pods, err := p.decode(bytes.NewReader(answers[k][i]), expfmt.FmtProtoDelim, t0)
+			if err != nil {
+				b.Fatal(err)
+			}
+			node.Name = fmt.Sprintf("node-%d", i)
+			batch.Nodes = append(batch.Nodes, *node)
+			batch.Pods = append(batch.Pods, pods...)
+		}
+		return batch
+	}
+	var live uint64
+	b.ReportAllocs()
+	for b.Loop() {
+		var ms runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&ms)
+		before := ms.HeapAlloc
+		st := NewStore(nil, 15*time.Second, nil)
+		st.Add(scrape(0))
+		st.Add(scrape(1))
+		runtime.GC()
+		runtime.ReadMemStats(&ms)
+		live = ms.HeapAlloc - before
+		runtime.KeepAlive(st)
+	}
+	b.ReportMetric(float64(live)/(1<<20), "live-MB")
 }

@@ -1,8 +1,10 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
+	"crypto/tls"
 	"encoding/pem"
 	"errors"
 	"fmt"
@@ -329,5 +331,149 @@ func TestKeepProtoFamilies(t *testing.T) {
 	}
 	if _, err := keepProtoFamilies(slices.Clone(answer[:len(answer)-3])); err == nil {
 		t.Error("an answer cut short was read")
+	}
+}
+
+// TestAppendGet: the GET a scrape writes is the one net/http's
+// Request.Write writes for the same request.
+func TestAppendGet(t *testing.T) {
+	for _, tc := range []struct {
+		name, addr, token string
+	}{
+		{"ipv4_token", "10.0.0.1:10250", "eyJhbGciOi.x-y_z"},
+		{"ipv6_no_token", "[fd00::1]:10250", ""},
+		{"hostname", "node-1:10250", "tok"},
+		{"token_with_line_breaks", "node-1:10250", " a\r\nInjected: yes\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			req, err := http.NewRequest(http.MethodGet, "https://"+tc.addr+"/metrics/resource", nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			req.Header.Set("Accept", kubeletAccept)
+			if tc.token != "" {
+				req.Header.Set("Authorization", "Bearer "+tc.token)
+			}
+			var want bytes.Buffer
+			if err := req.Write(&want); err != nil {
+				t.Fatal(err)
+			}
+			if got := appendGet(nil, tc.addr, "/metrics/resource", tc.token); string(got) != want.String() {
+				t.Errorf("got\n%q\nwant\n%q", got, want.String())
+			}
+		})
+	}
+}
+
+// TestScrapeKubelets scrapes several kubelets at once, as every
+// resolution does: each node's counters and pods are in the batch with
+// their labels, a kubelet that fails is left out, and the batch is an
+// error only when every one failed.
+func TestScrapeKubelets(t *testing.T) {
+	fixture, err := os.ReadFile("testdata/metrics-resource.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	k, err := NewKubelets(KubeletOptions{InsecureTLS: true, UseNodeStatusPort: true, PreferredAddressTypes: []string{"InternalIP"}}, nil, nil, zap.NewNop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Every pod of the fixture is known, with labels.
+	_, fixturePods, err := decodeResourceMetrics(bytes.NewReader(fixture), time.Unix(1, 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range fixturePods {
+		k.labels.set(p.Namespace, p.Name, map[string]string{"app": p.Name})
+	}
+	var down atomic.Bool
+	const nodes = 12
+	for i := range nodes {
+		failing := i == 3
+		srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+			if failing || down.Load() {
+				http.Error(w, "down", http.StatusServiceUnavailable)
+				return
+			}
+			w.Header().Set("Content-Type", "text/plain; version=0.0.4")
+			_, _ = w.Write(fixture)
+		}))
+		t.Cleanup(srv.Close)
+		u, _ := url.Parse(srv.URL)
+		port, _ := strconv.Atoi(u.Port())
+		k.nodes[fmt.Sprintf("node-%d", i)] = kubeletNode{labels: Labels{"n", strconv.Itoa(i)}, addresses: map[string]string{"InternalIP": u.Hostname()}, statusPort: port}
+	}
+	close(k.nodesListed)
+	close(k.podsListed)
+	for round := range 2 { // the second on the kept connections
+		b, err := k.Scrape(context.Background())
+		if err != nil {
+			t.Fatalf("round %d: %v", round, err)
+		}
+		if len(b.Nodes) != nodes-1 || len(b.Pods) != (nodes-1)*len(fixturePods) {
+			t.Fatalf("round %d: %d nodes and %d pods, want %d and %d", round, len(b.Nodes), len(b.Pods), nodes-1, (nodes-1)*len(fixturePods))
+		}
+		for _, n := range b.Nodes {
+			if n.Name == "node-3" || n.Labels[1] != strings.TrimPrefix(n.Name, "node-") || n.Usage.CPUNanoseconds != 357354910000 {
+				t.Errorf("round %d: node %+v", round, n)
+			}
+		}
+		for _, p := range b.Pods {
+			if v, _ := p.Labels.Lookup("app"); v != p.Name || len(p.Containers) == 0 {
+				t.Errorf("round %d: pod %+v", round, p)
+			}
+		}
+	}
+	down.Store(true)
+	if b, err := k.Scrape(context.Background()); err == nil || !strings.Contains(err.Error(), "503") {
+		t.Errorf("every kubelet down: %+v, %v", b, err)
+	}
+}
+
+// TestSendKeptWriteFails: a kept connection that cannot be written any
+// more is given up, and the GET goes out on a new one (by send, which may
+// dial; sendKept never does).
+func TestSendKeptWriteFails(t *testing.T) {
+	var conns atomic.Int32
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok")) }))
+	srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+		if s == http.StateNew {
+			conns.Add(1)
+		}
+	}
+	srv.StartTLS()
+	defer srv.Close()
+	c := newKubeletConns(&tls.Config{InsecureSkipVerify: true}, 5*time.Second) //nolint:gosec // a test server
+	addr := srv.Listener.Addr().String()
+	get := func(r *kubeletRequest) {
+		t.Helper()
+		if err := r.read(bufio.NewReader(nil), func(body io.Reader, _ http.Header) error {
+			_, err := io.Copy(io.Discard, body)
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r, err := c.send(context.Background(), addr, "/metrics/resource", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	get(r)
+	if r := c.sendKept(context.Background(), "127.0.0.1:1", "/metrics/resource", ""); r != nil {
+		t.Fatal("sendKept without a kept connection gave a request")
+	}
+	c.idle[addr].conn.Close() // as if the kubelet had reset it
+	if r := c.sendKept(context.Background(), addr, "/metrics/resource", ""); r != nil {
+		t.Fatal("sendKept on a closed connection gave a request")
+	}
+	if _, kept := c.idle[addr]; kept {
+		t.Fatal("the closed connection is still kept")
+	}
+	if r, err = c.send(context.Background(), addr, "/metrics/resource", ""); err != nil {
+		t.Fatal(err)
+	}
+	get(r)
+	if n := conns.Load(); n != 2 {
+		t.Errorf("%d connections, want 2", n)
 	}
 }

@@ -1,7 +1,7 @@
 // This file holds the connections to the kubelets: one kept-alive TLS
-// connection per kubelet, each request written with net/http's
-// Request.Write and its answer read with http.ReadResponse, and nothing but
-// the connection itself kept between scrapes. net/http's Transport keeps,
+// connection per kubelet, each request written as net/http's Request.Write
+// writes it (appendGet) and its answer read with http.ReadResponse, and
+// nothing but the connection itself kept between scrapes. net/http's Transport keeps,
 // for every idle connection, a goroutine blocked reading it, another
 // waiting to write, and a 4 KiB buffer for each: at a thousand nodes,
 // megabytes of stacks and buffers held through the whole resolution for a
@@ -18,7 +18,6 @@ package main
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -26,6 +25,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/textproto"
 	"strings"
 	"sync"
 	"time"
@@ -61,50 +61,82 @@ func newKubeletConns(tc *tls.Config, timeout time.Duration) *kubeletConns {
 type kubeletRequest struct {
 	c      *kubeletConns
 	addr   string
+	path   string
 	conn   *tls.Conn
 	reused bool
-	req    *http.Request
 	stop   func() bool // unregisters the context's AfterFunc
 }
 
 // send writes a GET of path to addr (with the bearer token when not "") on
 // its idle connection, or a new one. The answer is read by read.
 func (c *kubeletConns) send(ctx context.Context, addr, path, token string) (*kubeletRequest, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "https://"+addr+path, nil)
+	if r := c.sendKept(ctx, addr, path, token); r != nil {
+		return r, nil
+	}
+	conn, err := c.dial(ctx, addr)
 	if err != nil {
 		return nil, err
 	}
-	req.Header.Set("Accept", kubeletAccept)
-	if token != "" {
-		req.Header.Set("Authorization", "Bearer "+token)
-	}
-	var raw bytes.Buffer
-	if err := req.Write(&raw); err != nil {
+	r := &kubeletRequest{c: c, addr: addr, path: path, conn: conn}
+	if err := r.write(ctx, appendGet(make([]byte, 0, 512), addr, path, token)); err != nil {
+		r.close()
 		return nil, err
 	}
+	return r, nil
+}
+
+// sendKept is send on addr's kept connection only, which never waits for
+// a dial: nil when there is none, or when the write failed (the kubelet
+// had closed it; it is closed here too), and send must dial.
+func (c *kubeletConns) sendKept(ctx context.Context, addr, path, token string) *kubeletRequest {
 	c.mu.Lock()
-	ic, reused := c.idle[addr]
+	ic, ok := c.idle[addr]
 	delete(c.idle, addr)
 	c.mu.Unlock()
-	r := &kubeletRequest{c: c, addr: addr, conn: ic.conn, reused: reused, req: req}
-	if !reused {
-		if r.conn, err = c.dial(ctx, addr); err != nil {
-			return nil, err
-		}
+	if !ok {
+		return nil
 	}
-	// The timeout covers the whole request, as http.Client's did; the
-	// context's end interrupts it.
-	_ = r.conn.SetDeadline(c.now().Add(c.timeout))
-	r.stop = context.AfterFunc(ctx, func() { _ = r.conn.SetDeadline(time.Unix(1, 0)) })
-	if _, err := r.conn.Write(raw.Bytes()); err != nil {
+	r := &kubeletRequest{c: c, addr: addr, path: path, conn: ic.conn, reused: true}
+	if err := r.write(ctx, appendGet(make([]byte, 0, 512), addr, path, token)); err != nil {
 		r.close()
-		if !reused {
-			return nil, err
-		}
-		// The kubelet closed the idle connection: once more, on a new one.
-		return c.send(ctx, addr, path, token)
+		return nil
 	}
-	return r, nil
+	return r
+}
+
+// write writes the request raw. The timeout covers the whole request, as
+// http.Client's did; the context's end interrupts it.
+func (r *kubeletRequest) write(ctx context.Context, raw []byte) error {
+	_ = r.conn.SetDeadline(r.c.now().Add(r.c.timeout))
+	r.stop = context.AfterFunc(ctx, func() { _ = r.conn.SetDeadline(time.Unix(1, 0)) })
+	_, err := r.conn.Write(raw)
+	return err
+}
+
+// appendGet appends the GET of path from addr, with the bearer token when
+// not "", as net/http's Request.Write writes it with the headers send
+// sets (TestAppendGet holds the two to each other). A scrape writes one for
+// every kubelet at once: an http.Request, its URL and header map and the
+// buffer it was written to were a kilobyte and a half for each, alive
+// until its answer was read.
+func appendGet(b []byte, addr, path, token string) []byte {
+	b = append(b, "GET "...)
+	b = append(b, path...)
+	b = append(b, " HTTP/1.1\r\nHost: "...)
+	b = append(b, addr...)
+	b = append(b, "\r\nUser-Agent: Go-http-client/1.1\r\nAccept: "+kubeletAccept+"\r\n"...)
+	if token != "" {
+		// As http.Header writes a value: trimmed, line breaks as spaces.
+		b = append(b, "Authorization: "...)
+		b = append(b, strings.Map(func(r rune) rune {
+			if r == '\r' || r == '\n' {
+				return ' '
+			}
+			return r
+		}, textproto.TrimString("Bearer "+token))...)
+		b = append(b, "\r\n"...)
+	}
+	return append(b, "\r\n"...)
 }
 
 // dial opens a TLS connection to addr, verified for its host.
@@ -134,7 +166,7 @@ func (c *kubeletConns) dial(ctx context.Context, addr string) (*tls.Conn, error)
 // the body to its end. The connection is kept for the next scrape when the answer allows.
 func (r *kubeletRequest) read(br *bufio.Reader, body func(io.Reader, http.Header) error) error {
 	br.Reset(r.conn)
-	resp, err := http.ReadResponse(br, r.req)
+	resp, err := http.ReadResponse(br, &http.Request{Method: http.MethodGet})
 	if err != nil {
 		r.close()
 		// A kept connection the kubelet closed (restarted, or timed out
@@ -150,7 +182,7 @@ func (r *kubeletRequest) read(br *bufio.Reader, body func(io.Reader, http.Header
 	if resp.StatusCode != http.StatusOK {
 		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
 		r.close()
-		return fmt.Errorf("GET %s: %s: %s", r.req.URL.Path, resp.Status, strings.TrimSpace(string(msg)))
+		return fmt.Errorf("GET %s: %s: %s", r.path, resp.Status, strings.TrimSpace(string(msg)))
 	}
 	err = body(resp.Body, resp.Header)
 	// Reusable: the body was read to its end (a further read says EOF at

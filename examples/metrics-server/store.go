@@ -51,6 +51,9 @@ type snapshot struct {
 	// search and a list needs no sort. A map of 30,000 pods took more
 	// memory than their entries.
 	pods []podEntry
+	// cpu is every pod's containers' usage in nanocores, each pod's at its
+	// cpuAt, in the order of its containers.
+	cpu []int64
 	// served counts the nodes and pods with metrics (a valid pair).
 	served int
 }
@@ -68,22 +71,34 @@ type nodeEntry struct {
 	ok     bool
 }
 
-// podEntry is a pod's containers' newest samples and, when ok (every
-// container has a valid pair, as metrics-server drops partial pods), their
-// usage; time and window are the newest container's.
+// podEntry is a pod's containers' newest samples (the batch's own, taken
+// over rather than copied: a copy was megabytes a resolution) and, when ok
+// (every container has a valid pair, as metrics-server drops partial
+// pods), their usage: memory in the samples, CPU in the snapshot's cpu
+// from cpuAt. window is the newest container's (time).
 type podEntry struct {
 	namespace, name string
 	labels          Labels
-	containers      []containerEntry
-	time            time.Time
+	containers      []ContainerSample
 	window          time.Duration
+	cpuAt           int32
 	ok              bool
 }
 
-type containerEntry struct {
-	name string
-	cur  Usage
-	cpu  int64 // nanocores
+// time is when the pod's newest container was sampled (the first such).
+func (p *podEntry) time() time.Time {
+	var t time.Time
+	for _, c := range p.containers {
+		if c.Usage.Time.After(t) {
+			t = c.Usage.Time
+		}
+	}
+	return t
+}
+
+// cpu is the pod's containers' usage in nanocores (from snap.cpu).
+func (p *podEntry) cpu(snap *snapshot) []int64 {
+	return snap.cpu[p.cpuAt : int(p.cpuAt)+len(p.containers)]
 }
 
 // NewStore returns a store over src. resolution zero means 15s (as
@@ -136,7 +151,8 @@ func (s *Store) scrape(ctx context.Context) {
 // Add computes the snapshot of b and the batch before it and publishes it.
 // A node or pod of b that the batch before lacked (or whose counter reset,
 // or whose time did not move) has no metrics until the next batch; one
-// that b lacks is gone.
+// that b lacks is gone. The snapshot keeps b's pods' containers: they must
+// not change after.
 func (s *Store) Add(b *Batch) {
 	s.addMu.Lock()
 	defer s.addMu.Unlock()
@@ -161,8 +177,9 @@ func (s *Store) Add(b *Batch) {
 	for i := range b.Pods {
 		n += len(b.Pods[i].Containers)
 	}
-	slab := make([]containerEntry, n) // one allocation for every container
+	next.cpu = make([]int64, n) // one allocation for every container
 	next.pods = make([]podEntry, 0, len(b.Pods))
+	cpuAt := 0
 	before := prev.pods
 	for k, o := range order {
 		p := &b.Pods[o.i]
@@ -176,19 +193,19 @@ func (s *Store) Add(b *Batch) {
 		if len(before) > 0 && before[0].compare(p.Namespace, p.Name) == 0 {
 			prevPod = &before[0]
 		}
-		e := podEntry{namespace: p.Namespace, name: p.Name, labels: p.Labels, containers: slab[:len(p.Containers):len(p.Containers)]}
-		slab = slab[len(p.Containers):]
+		e := podEntry{namespace: p.Namespace, name: p.Name, labels: p.Labels, containers: p.Containers, cpuAt: int32(cpuAt)}
+		cpu := next.cpu[cpuAt : cpuAt+len(p.Containers)]
+		cpuAt += len(p.Containers)
 		e.ok = prevPod != nil && len(p.Containers) > 0
+		var newest time.Time
 		for j, c := range p.Containers {
-			ce := &e.containers[j]
-			*ce = containerEntry{name: c.Name, cur: c.Usage}
 			if !e.ok {
-				continue
+				break
 			}
 			var window time.Duration
-			ce.cpu, window, e.ok = rate(c.Usage, prevPod.container(c.Name))
-			if e.ok && c.Usage.Time.After(e.time) {
-				e.time, e.window = c.Usage.Time, window
+			cpu[j], window, e.ok = rate(c.Usage, prevPod.container(c.Name))
+			if e.ok && c.Usage.Time.After(newest) {
+				newest, e.window = c.Usage.Time, window
 			}
 		}
 		if e.ok {
@@ -270,8 +287,8 @@ func (s *snapshot) pod(namespace, name string) *podEntry {
 // has none: no valid pair with it).
 func (p *podEntry) container(name string) Usage {
 	for _, c := range p.containers {
-		if c.name == name {
-			return c.cur
+		if c.Name == name {
+			return c.Usage
 		}
 	}
 	return Usage{}
@@ -386,11 +403,12 @@ func (s *Store) NodeList(_ context.Context, _ string, opts rest.ListOptions) ([]
 // Pod is the JSON of the pod namespace/name's metrics; NotFound when it has
 // none yet.
 func (s *Store) Pod(_ context.Context, namespace, name string) ([]byte, error) {
-	e := s.snapshot().pod(namespace, name)
+	snap := s.snapshot()
+	e := snap.pod(namespace, name)
 	if e == nil || !e.ok {
 		return nil, rest.NotFound(namespace, name)
 	}
-	return appendPodJSON(nil, e, s.now()), nil
+	return appendPodJSON(nil, e, e.cpu(snap), s.now()), nil
 }
 
 // PodList is the JSON of the metrics of the pods of namespace ("" for all)
@@ -409,7 +427,7 @@ func (s *Store) PodList(_ context.Context, namespace string, opts rest.ListOptio
 	var out [][]byte
 	for i := range pods {
 		if e := &pods[i]; e.ok && opts.Labels.MatchesSet(e.labels) {
-			out = append(out, appendPodJSON(nil, e, now))
+			out = append(out, appendPodJSON(nil, e, e.cpu(snap), now))
 		}
 	}
 	return out, nil
@@ -460,7 +478,7 @@ func (s *Store) PodEvents(ctx context.Context, sink rest.EventSink) error {
 				continue
 			}
 			put[podKey{e.namespace, e.name}] = uint64(snap.batches)
-			data := appendPodJSON(make([]byte, 0, size), e, snap.at)
+			data := appendPodJSON(make([]byte, 0, size), e, e.cpu(snap), snap.at)
 			size = len(data)
 			if err := sink.Put(data); err != nil {
 				errs = append(errs, err)
