@@ -156,6 +156,15 @@ func (c *Client) Post(ctx context.Context, path string, in, out any) error {
 // backoff, and decodes a 2xx JSON answer into out (unless out is nil). A
 // non-2xx answer is a *StatusError.
 func (c *Client) Do(ctx context.Context, method, path string, in, out any) error {
+	return c.do(ctx, method, path, acceptJSON, in, out)
+}
+
+// acceptJSON is the Accept header of every request but an Inform's of
+// metadata.
+const acceptJSON = "application/json"
+
+// do is Do with the Accept header accept.
+func (c *Client) do(ctx context.Context, method, path, accept string, in, out any) error {
 	var body []byte
 	if in != nil {
 		var err error
@@ -165,7 +174,7 @@ func (c *Client) Do(ctx context.Context, method, path string, in, out any) error
 	}
 	wait := c.backoff.Initial
 	for attempt := 1; ; attempt++ {
-		retry, after, err := c.once(ctx, method, path, body, out)
+		retry, after, err := c.once(ctx, method, path, accept, body, out)
 		if err == nil || !retry || attempt >= c.backoff.Steps || ctx.Err() != nil {
 			return err
 		}
@@ -189,10 +198,10 @@ func (c *Client) Do(ctx context.Context, method, path string, in, out any) error
 
 // once sends one attempt and says whether a failure may be retried and after
 // how long the server asked to wait.
-func (c *Client) once(ctx context.Context, method, path string, body []byte, out any) (retry bool, after time.Duration, err error) {
+func (c *Client) once(ctx context.Context, method, path, accept string, body []byte, out any) (retry bool, after time.Duration, err error) {
 	ctx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
-	req, err := c.newRequest(ctx, method, path, body)
+	req, err := c.newRequest(ctx, method, path, accept, body)
 	if err != nil {
 		return false, 0, err
 	}
@@ -219,7 +228,7 @@ func (c *Client) once(ctx context.Context, method, path string, body []byte, out
 	return false, 0, nil
 }
 
-func (c *Client) newRequest(ctx context.Context, method, path string, body []byte) (*http.Request, error) {
+func (c *Client) newRequest(ctx context.Context, method, path, accept string, body []byte) (*http.Request, error) {
 	ref, err := url.Parse(path)
 	if err != nil {
 		return nil, fmt.Errorf("kubeclient: path %q: %w", path, err)
@@ -235,7 +244,7 @@ func (c *Client) newRequest(ctx context.Context, method, path string, body []byt
 	if err != nil {
 		return nil, fmt.Errorf("kubeclient: %w", err)
 	}
-	req.Header.Set("Accept", "application/json")
+	req.Header.Set("Accept", accept)
 	req.Header.Set("User-Agent", c.userAgent)
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
@@ -279,8 +288,13 @@ type Watcher struct {
 // informer does. The watch lasts until ctx is done, the server ends it, or
 // Close.
 func (c *Client) Watch(ctx context.Context, path string) (*Watcher, error) {
+	return c.watch(ctx, path, acceptJSON)
+}
+
+// watch is Watch with the Accept header accept.
+func (c *Client) watch(ctx context.Context, path, accept string) (*Watcher, error) {
 	ctx, cancel := context.WithCancel(ctx)
-	req, err := c.newRequest(ctx, http.MethodGet, path, nil)
+	req, err := c.newRequest(ctx, http.MethodGet, path, accept, nil)
 	if err != nil {
 		cancel()
 		return nil, err

@@ -12,6 +12,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -438,5 +439,53 @@ func TestInform_pages(t *testing.T) {
 	}
 	if fmt.Sprint(limits) != "[500 500 500]" || fmt.Sprint(conts) != "[ page 2 page 3]" {
 		t.Errorf("pages asked with limit %q, continue %q", limits, conts)
+	}
+}
+
+// TestInform_metadata: a metadata informer asks for PartialObjectMetadata
+// on its list and its watch, with the Accept headers client-go's metadata
+// client sends (less protobuf), and gets the partial objects.
+func TestInform_metadata(t *testing.T) {
+	t.Parallel()
+	accepts := make(chan string, 2)
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		accepts <- r.Header.Get("Accept")
+		if r.URL.Query().Get("watch") == "true" {
+			fmt.Fprintln(w, `{"type":"ADDED","object":{"kind":"PartialObjectMetadata","apiVersion":"meta.k8s.io/v1","metadata":{"name":"b","labels":{"app":"x"}}}}`)
+			w.(http.Flusher).Flush()
+			<-r.Context().Done()
+			return
+		}
+		fmt.Fprint(w, `{"kind":"PartialObjectMetadataList","apiVersion":"meta.k8s.io/v1","metadata":{"resourceVersion":"7"},"items":[{"kind":"PartialObjectMetadata","apiVersion":"meta.k8s.io/v1","metadata":{"name":"a"}}]}`)
+	}))
+	defer srv.Close()
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	got := make(chan string, 2)
+	go kubeclient.Inform(ctx, newClient(t, srv, nil), "/api/v1/pods", time.Millisecond, kubeclient.InformHandler{
+		Metadata: true,
+		Replace:  func(items []json.RawMessage) error { got <- string(items[0]); return nil },
+		Event:    func(_ string, obj json.RawMessage) error { got <- string(obj); return nil },
+	})
+	for _, want := range []string{
+		"application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json",
+		"application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1,application/json",
+	} {
+		select {
+		case a := <-accepts:
+			if a != want {
+				t.Errorf("Accept %q, want %q", a, want)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatal("no request")
+		}
+		select {
+		case obj := <-got:
+			if !strings.Contains(obj, `"kind":"PartialObjectMetadata"`) {
+				t.Errorf("handler got %s", obj)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatal("the handler got nothing")
+		}
 	}
 }

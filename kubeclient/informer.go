@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"net/url"
 	"strconv"
 	"strings"
@@ -21,12 +22,27 @@ import (
 // Changed is called after each of them. An error from Replace or Event
 // makes Inform re-list. OnError, when not nil, hears why a list or watch
 // failed before Inform retries.
+//
+// With Metadata, the objects are PartialObjectMetadata (apiVersion
+// meta.k8s.io/v1: kind, apiVersion and metadata only), as client-go's
+// metadata informer asks for them: an informer that reads only names and
+// labels (of a cluster's pods, say) then lists a small part of each object.
+// The server must serve that form (kube-apiserver and annex do).
 type InformHandler struct {
-	Replace func(items []json.RawMessage) error
-	Event   func(typ string, obj json.RawMessage) error
-	Changed func()
-	OnError func(err error)
+	Replace  func(items []json.RawMessage) error
+	Event    func(typ string, obj json.RawMessage) error
+	Changed  func()
+	OnError  func(err error)
+	Metadata bool
 }
+
+// The Accept headers of a metadata informer's list and watch, as client-go's
+// metadata client sends them but without protobuf: the partial form, else
+// the whole object (a server that cannot serve the partial form).
+const (
+	acceptMetadataList = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json"
+	acceptMetadata     = "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1,application/json"
+)
 
 // errGone means the watch's resourceVersion is too old: re-list.
 var errGone = errors.New("resource version too old")
@@ -50,9 +66,13 @@ func Inform(ctx context.Context, c *Client, path string, retry time.Duration, h 
 			h.Changed()
 		}
 	}
+	listAccept, watchAccept := acceptJSON, acceptJSON
+	if h.Metadata {
+		listAccept, watchAccept = acceptMetadataList, acceptMetadata
+	}
 	for ctx.Err() == nil {
 		err := func() error {
-			items, rv, err := listPages(ctx, c, path)
+			items, rv, err := listPages(ctx, c, path, listAccept)
 			if err != nil {
 				return err
 			}
@@ -62,7 +82,7 @@ func Inform(ctx context.Context, c *Client, path string, retry time.Duration, h 
 			changed()
 			wait = retry
 			for ctx.Err() == nil {
-				w, err := c.Watch(ctx, path+querySep(path)+"watch=true&allowWatchBookmarks=true&resourceVersion="+rv)
+				w, err := c.watch(ctx, path+querySep(path)+"watch=true&allowWatchBookmarks=true&resourceVersion="+rv, watchAccept)
 				if err != nil {
 					return err
 				}
@@ -95,7 +115,7 @@ func Inform(ctx context.Context, c *Client, path string, retry time.Duration, h 
 // resourceVersion of the list (the first page's: the snapshot every page
 // of a paged list is read from). An expired continue token is an error
 // like any other: Inform lists again.
-func listPages(ctx context.Context, c *Client, path string) ([]json.RawMessage, string, error) {
+func listPages(ctx context.Context, c *Client, path, accept string) ([]json.RawMessage, string, error) {
 	sep := querySep(path)
 	var items []json.RawMessage
 	var rv, cont string
@@ -105,7 +125,7 @@ func listPages(ctx context.Context, c *Client, path string) ([]json.RawMessage, 
 			page += "&continue=" + url.QueryEscape(cont)
 		}
 		var list meta.List
-		if err := c.Get(ctx, page, &list); err != nil {
+		if err := c.do(ctx, http.MethodGet, page, accept, nil, &list); err != nil {
 			return nil, "", err
 		}
 		if first {

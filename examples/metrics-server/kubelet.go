@@ -227,7 +227,12 @@ func (k *Kubelets) Run(ctx context.Context) error {
 	}()
 	go func() {
 		defer wg.Done()
+		// Only the pods' names and labels are read: their metadata is
+		// listed and watched (PartialObjectMetadata), as metrics-server's
+		// metadata informer does, not whole pods (30,000 of them held at
+		// once by the first list).
 		kubeclient.Inform(ctx, k.cluster, "/api/v1/pods", 0, kubeclient.InformHandler{
+			Metadata: true,
 			Replace: func(items []json.RawMessage) error {
 				labels := newPodLabels()
 				for _, raw := range items {
