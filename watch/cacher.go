@@ -35,8 +35,9 @@ type entry struct {
 func entryLess(a, b *entry) bool { return a.obj.Key < b.obj.Key }
 
 // tree is the ordered set of current objects. The cacher mutates one tree
-// and publishes an immutable clone of it after every event (btree clones are
-// copy-on-write, so a clone costs a few node copies at the next write).
+// and publishes an immutable clone of it when a reader needs one (btree
+// clones are copy-on-write, so a clone costs a few node copies at the next
+// write); GETs read the tree itself, under mu.
 type tree = btree.BTreeG[*entry]
 
 // event is one change under the prefix, as the cacher keeps it in its ring.
@@ -45,7 +46,11 @@ type event struct {
 	obj  storage.Object    // the new state; for DELETED the last state at the deletion's revision
 	prev *storage.Object   // the state before, for MODIFIED and DELETED
 	memo *storage.EventMemo
-	snap *tree // the state after this event
+	// snap is the state after this event once a reader has needed it (see
+	// Cacher.stateAfter), else nil: a clone kept with every event of the
+	// ring held the node copies of each write, about 2 KiB per event.
+	// Guarded by Cacher.snapMu while mu is held for reading.
+	snap *tree
 
 	// The event as watchers see it, built once and shared (a shard copies
 	// one of them into each channel it sends to).
@@ -90,7 +95,10 @@ type Cacher struct {
 	mu    sync.RWMutex // guards the fields from here to the next blank line
 	ready bool
 	tree  *tree // the current state; written only by the dispatch loop
-	snap  *tree // immutable clone of tree at rev
+	// snap is an immutable clone of tree at rev, or nil when no reader has
+	// needed one since the last change (see latest). Guarded by snapMu
+	// while mu is held for reading.
+	snap *tree
 	// parents counts the objects of snap by parent prefix (a namespace's
 	// "/<group>/<resource>/<ns>/", or the resource's own prefix for
 	// cluster-scoped objects), so that a page of a namespace's LIST knows how
@@ -104,7 +112,7 @@ type Cacher struct {
 	ring      []*event
 	head, n   int
 	ringStart uint64
-	base      *tree
+	base      *tree // nil until a reader needs it (see stateAfter); guarded like snap
 	compacted uint64
 	// pendingProgress is a RequestProgress revision not reached yet: every
 	// ProgressNotify watcher gets a bookmark once rev reaches it.
@@ -114,6 +122,10 @@ type Cacher struct {
 
 	// Not guarded by mu.
 	//
+	// snapMu guards snap, base and the events' snap, which readers holding
+	// mu for reading fill in on first use (with mu held for writing, nobody
+	// else touches them).
+	snapMu sync.Mutex
 	// workers are the shards' goroutines, running during Start: added once
 	// (under mu, in Start), waited for by shutdown.
 	workers sync.WaitGroup
@@ -385,8 +397,7 @@ func (c *Cacher) applyLocked(ev storage.Event) {
 	} else if _, replaced := c.tree.ReplaceOrInsert(&entry{obj: e.obj}); !replaced {
 		c.countParent(e.obj.Key, 1)
 	}
-	e.snap = c.tree.Clone()
-	c.snap = e.snap
+	c.snap = nil // cloned when a reader needs it
 	c.m.objects.Set(float64(c.tree.Len()))
 	c.m.stored.Set(float64(c.tree.Len()))
 	c.push(e)
@@ -453,16 +464,81 @@ func (c *Cacher) firstAfter(rev uint64) int {
 
 // snapshotAt returns the state at exactly rev, when the cache has it: rev
 // is not compacted, not before the ring's window, and not after the cache's
-// revision. Called with mu held.
+// revision. Called with mu held (for reading or writing).
 func (c *Cacher) snapshotAt(rev uint64) (*tree, bool) {
 	if !c.ready || rev <= c.compacted || rev < c.ringStart || rev > c.rev {
 		return nil, false
 	}
-	i := c.firstAfter(rev)
-	if i == 0 {
-		return c.base, true
+	c.snapMu.Lock()
+	defer c.snapMu.Unlock()
+	return c.stateAfter(c.firstAfter(rev)), true
+}
+
+// latest returns an immutable snapshot of the current state (nil before the
+// first list), cloning the tree when no reader has needed one since the
+// last change. Called with mu held (for reading or writing).
+func (c *Cacher) latest() *tree {
+	c.snapMu.Lock()
+	defer c.snapMu.Unlock()
+	return c.latestLocked()
+}
+
+// latestLocked is latest with snapMu held. Cloning writes only the tree's
+// copy-on-write context, which no reader of the tree (Get, Len) looks at.
+func (c *Cacher) latestLocked() *tree {
+	if c.snap == nil && c.tree != nil {
+		c.snap = c.tree.Clone()
+		if c.n > 0 {
+			c.at(c.n - 1).snap = c.snap
+		} else {
+			c.base = c.snap
+		}
 	}
-	return c.at(i - 1).snap, true
+	return c.snap
+}
+
+// stateAfter returns the state after the first i events of the ring (the
+// state at ringStart for 0), kept with the i-th event once built: the
+// current state with the events after it undone, newest first (each knows
+// the state it replaced). Exact and continued lists of a past revision are
+// rare, and a page of one asks for the same state as the page before it.
+// Called with mu held and snapMu held.
+func (c *Cacher) stateAfter(i int) *tree {
+	if i == c.n {
+		return c.latestLocked()
+	}
+	slot := &c.base
+	if i > 0 {
+		slot = &c.at(i - 1).snap
+	}
+	if *slot == nil {
+		t := c.latestLocked().Clone()
+		for k := c.n - 1; k >= i; k-- {
+			undo(t, c.at(k))
+		}
+		*slot = t
+	}
+	return *slot
+}
+
+// undo reverts e in t: the state e replaced goes back, or the key goes
+// away when e added it.
+func undo(t *tree, e *event) {
+	if e.typ != storage.EventAdded && e.prev != nil {
+		t.ReplaceOrInsert(&entry{obj: *e.prev})
+		return
+	}
+	t.Delete(&entry{obj: storage.Object{Key: e.obj.Key}})
+}
+
+// lookup returns key's current object. Called with mu held (for reading
+// or writing): the tree changes only under mu held for writing.
+func (c *Cacher) lookup(key string) (storage.Object, bool) {
+	en, ok := c.tree.Get(&entry{obj: storage.Object{Key: key}})
+	if !ok {
+		return storage.Object{}, false
+	}
+	return en.obj, true
 }
 
 // dispatch hands e to every shard. Called with mu held for writing, so
