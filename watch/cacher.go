@@ -40,25 +40,32 @@ func entryLess(a, b *entry) bool { return a.obj.Key < b.obj.Key }
 // write); GETs read the tree itself, under mu.
 type tree = btree.BTreeG[*entry]
 
-// event is one change under the prefix, as the cacher keeps it in its ring.
+// event is one change under the prefix, as the cacher keeps it in its ring
+// (RingSize of them, whatever the number of objects: it is kept small, one
+// copy of the object's metadata rather than one per form).
 type event struct {
-	typ  storage.EventType // ADDED, MODIFIED or DELETED, as stored
-	obj  storage.Object    // the new state; for DELETED the last state at the deletion's revision
-	prev *storage.Object   // the state before, for MODIFIED and DELETED
-	memo *storage.EventMemo
+	// asIs is the change as stored, and as watchers see it, built once and
+	// shared (a shard copies it into each channel it sends to): its Object
+	// is the new state (for DELETED the last state at the deletion's
+	// revision), its Prev the state before (MODIFIED and DELETED), its Memo
+	// the event's encodings.
+	asIs storage.Event
 	// snap is the state after this event once a reader has needed it (see
 	// Cacher.stateAfter), else nil: a clone kept with every event of the
 	// ring held the node copies of each write, about 2 KiB per event.
 	// Guarded by Cacher.snapMu while mu is held for reading.
 	snap *tree
+	// mod holds the other forms of a MODIFIED event; nil for the others.
+	mod *modified
+}
 
-	// The event as watchers see it, built once and shared (a shard copies
-	// one of them into each channel it sends to).
-	asIs  storage.Event // the change as stored
-	added storage.Event // MODIFIED only: the object starts matching
-	// gone (MODIFIED only) is DELETED with prev at this event's revision:
-	// what a watcher whose predicate the object stops matching receives.
-	// Built on first use; nil when it cannot be.
+// modified holds what watchers of a MODIFIED event may see besides the
+// change itself, built once and shared.
+type modified struct {
+	added storage.Event // the object starts matching
+	// gone is DELETED with prev at this event's revision: what a watcher
+	// whose predicate the object stops matching receives. Built on first
+	// use; nil when it cannot be.
 	goneOnce sync.Once
 	gone     *storage.Event
 }
@@ -66,12 +73,11 @@ type event struct {
 // newEvent returns the event for an upstream change; prev is the state
 // before it, as the cache had it.
 func newEvent(typ storage.EventType, obj storage.Object, prev *storage.Object) *event {
-	e := &event{typ: typ, obj: obj, prev: prev, memo: &storage.EventMemo{}}
-	e.asIs = storage.Event{Type: typ, Object: obj, Memo: e.memo}
+	e := &event{asIs: storage.Event{Type: typ, Object: obj, Memo: &storage.EventMemo{}}}
 	switch typ {
 	case storage.EventModified:
 		e.asIs.Prev = prev
-		e.added = storage.Event{Type: storage.EventAdded, Object: obj, Memo: e.memo}
+		e.mod = &modified{added: storage.Event{Type: storage.EventAdded, Object: obj, Memo: e.asIs.Memo}}
 	case storage.EventDeleted:
 		e.asIs.Prev = prev
 	}
@@ -390,19 +396,19 @@ func (c *Cacher) applyLocked(ev storage.Event) {
 		}
 	}
 	e := newEvent(ev.Type, ev.Object, prev)
-	if e.typ == storage.EventDeleted {
+	if e.asIs.Type == storage.EventDeleted {
 		if _, ok := c.tree.Delete(probe); ok {
-			c.countParent(e.obj.Key, -1)
+			c.countParent(e.asIs.Object.Key, -1)
 		}
-	} else if _, replaced := c.tree.ReplaceOrInsert(&entry{obj: e.obj}); !replaced {
-		c.countParent(e.obj.Key, 1)
+	} else if _, replaced := c.tree.ReplaceOrInsert(&entry{obj: e.asIs.Object}); !replaced {
+		c.countParent(e.asIs.Object.Key, 1)
 	}
 	c.snap = nil // cloned when a reader needs it
 	c.m.objects.Set(float64(c.tree.Len()))
 	c.m.stored.Set(float64(c.tree.Len()))
 	c.push(e)
 	c.dispatch(e)
-	c.advance(e.obj.ResourceVersion)
+	c.advance(e.asIs.Object.ResourceVersion)
 }
 
 // countParent adds d to the count of key's parent prefix. Called with mu
@@ -436,7 +442,7 @@ func (c *Cacher) push(e *event) {
 	size := len(c.ring)
 	if c.n == size {
 		old := c.ring[c.head]
-		c.ringStart, c.base = old.obj.ResourceVersion, old.snap
+		c.ringStart, c.base = old.asIs.Object.ResourceVersion, old.snap
 		c.ring[c.head] = e
 		c.head = (c.head + 1) % size
 		return
@@ -453,7 +459,7 @@ func (c *Cacher) firstAfter(rev uint64) int {
 	lo, hi := 0, c.n
 	for lo < hi {
 		mid := (lo + hi) / 2
-		if c.at(mid).obj.ResourceVersion <= rev {
+		if c.at(mid).asIs.Object.ResourceVersion <= rev {
 			lo = mid + 1
 		} else {
 			hi = mid
@@ -524,11 +530,11 @@ func (c *Cacher) stateAfter(i int) *tree {
 // undo reverts e in t: the state e replaced goes back, or the key goes
 // away when e added it.
 func undo(t *tree, e *event) {
-	if e.typ != storage.EventAdded && e.prev != nil {
-		t.ReplaceOrInsert(&entry{obj: *e.prev})
+	if e.asIs.Type != storage.EventAdded && e.asIs.Prev != nil {
+		t.ReplaceOrInsert(&entry{obj: *e.asIs.Prev})
 		return
 	}
-	t.Delete(&entry{obj: storage.Object{Key: e.obj.Key}})
+	t.Delete(&entry{obj: storage.Object{Key: e.asIs.Object.Key}})
 }
 
 // lookup returns key's current object. Called with mu held (for reading
@@ -554,30 +560,30 @@ func (c *Cacher) dispatch(e *event) {
 // predicate to the old and new states (the key check is skipped when
 // keyMatched). The result is shared: callers copy it.
 func (c *Cacher) translate(w *watcher, e *event, keyMatched bool) *storage.Event {
-	if !keyMatched && !w.matchesKey(e.obj.Key) {
+	if !keyMatched && !w.matchesKey(e.asIs.Object.Key) {
 		return nil
 	}
-	switch e.typ {
+	switch e.asIs.Type {
 	case storage.EventAdded:
-		if w.matches(&e.obj) {
+		if w.matches(&e.asIs.Object) {
 			return &e.asIs
 		}
 	case storage.EventDeleted:
-		old := e.prev
+		old := e.asIs.Prev
 		if old == nil {
-			old = &e.obj
+			old = &e.asIs.Object
 		}
 		if w.matches(old) {
 			return &e.asIs
 		}
 	case storage.EventModified:
-		newM := w.matches(&e.obj)
-		oldM := e.prev != nil && w.matches(e.prev)
+		newM := w.matches(&e.asIs.Object)
+		oldM := e.asIs.Prev != nil && w.matches(e.asIs.Prev)
 		switch {
 		case newM && oldM:
 			return &e.asIs
 		case newM:
-			return &e.added
+			return &e.mod.added
 		case oldM:
 			return c.goneEvent(e)
 		}
@@ -588,16 +594,16 @@ func (c *Cacher) translate(w *watcher, e *event, keyMatched bool) *storage.Event
 // goneEvent returns e's DELETED form for watchers that stop matching, built
 // on first use (by whichever shard needs it first).
 func (c *Cacher) goneEvent(e *event) *storage.Event {
-	e.goneOnce.Do(func() {
-		g, err := goneObject(e.prev, e.obj.ResourceVersion)
+	e.mod.goneOnce.Do(func() {
+		g, err := goneObject(e.asIs.Prev, e.asIs.Object.ResourceVersion)
 		if err != nil {
 			c.cfg.Logger.Error("watch cache: cannot set the resource version of a stored object",
-				zap.String("key", e.obj.Key), zap.Error(err))
+				zap.String("key", e.asIs.Object.Key), zap.Error(err))
 			return
 		}
-		e.gone = &storage.Event{Type: storage.EventDeleted, Object: g, Prev: e.prev, Memo: e.memo}
+		e.mod.gone = &storage.Event{Type: storage.EventDeleted, Object: g, Prev: e.asIs.Prev, Memo: e.asIs.Memo}
 	})
-	return e.gone
+	return e.mod.gone
 }
 
 // goneObject is prev with its resource version set to rev.
