@@ -102,9 +102,10 @@ type Cacher struct {
 	ready bool
 	tree  *tree // the current state; written only by the dispatch loop
 	// snap is an immutable clone of tree at rev, or nil when no reader has
-	// needed one since the last change (see latest). Guarded by snapMu
-	// while mu is held for reading.
-	snap *tree
+	// needed one since the last change (see latest). Set under snapMu
+	// while mu is held for reading (atomic: readers find it without
+	// snapMu once it is set).
+	snap atomic.Pointer[tree]
 	// parents counts the objects of snap by parent prefix (a namespace's
 	// "/<group>/<resource>/<ns>/", or the resource's own prefix for
 	// cluster-scoped objects), so that a page of a namespace's LIST knows how
@@ -311,8 +312,8 @@ func (c *Cacher) replace(res storage.ListResult) {
 	c.parents = parents
 	c.endAll(&storage.Error{Err: storage.ErrExpired, Msg: ErrRelisted.Error()}, ErrRelisted)
 	c.tree = t
-	c.snap = t.Clone()
-	c.base = c.snap
+	c.base = t.Clone()
+	c.snap.Store(c.base)
 	clear(c.ring)
 	c.head, c.n = 0, 0
 	c.ringStart = res.ResourceVersion
@@ -403,7 +404,7 @@ func (c *Cacher) applyLocked(ev storage.Event) {
 	} else if _, replaced := c.tree.ReplaceOrInsert(&entry{obj: e.asIs.Object}); !replaced {
 		c.countParent(e.asIs.Object.Key, 1)
 	}
-	c.snap = nil // cloned when a reader needs it
+	c.snap.Store(nil) // cloned when a reader needs it
 	c.m.objects.Set(float64(c.tree.Len()))
 	c.m.stored.Set(float64(c.tree.Len()))
 	c.push(e)
@@ -484,6 +485,9 @@ func (c *Cacher) snapshotAt(rev uint64) (*tree, bool) {
 // first list), cloning the tree when no reader has needed one since the
 // last change. Called with mu held (for reading or writing).
 func (c *Cacher) latest() *tree {
+	if snap := c.snap.Load(); snap != nil {
+		return snap
+	}
 	c.snapMu.Lock()
 	defer c.snapMu.Unlock()
 	return c.latestLocked()
@@ -492,15 +496,17 @@ func (c *Cacher) latest() *tree {
 // latestLocked is latest with snapMu held. Cloning writes only the tree's
 // copy-on-write context, which no reader of the tree (Get, Len) looks at.
 func (c *Cacher) latestLocked() *tree {
-	if c.snap == nil && c.tree != nil {
-		c.snap = c.tree.Clone()
+	snap := c.snap.Load()
+	if snap == nil && c.tree != nil {
+		snap = c.tree.Clone()
+		c.snap.Store(snap)
 		if c.n > 0 {
-			c.at(c.n - 1).snap = c.snap
+			c.at(c.n - 1).snap = snap
 		} else {
-			c.base = c.snap
+			c.base = snap
 		}
 	}
-	return c.snap
+	return snap
 }
 
 // stateAfter returns the state after the first i events of the ring (the
