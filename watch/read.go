@@ -259,16 +259,18 @@ func each(scans *Scans, snap *tree, pr, start string, pred storage.Predicate) fu
 	return func(yield func(*storage.Object) bool) {
 		w := scan{s: scans}
 		defer w.pause()
-		snap.AscendGreaterOrEqual(&entry{obj: storage.Object{Key: start}}, func(en *entry) bool {
-			if !strings.HasPrefix(en.obj.Key, pr) {
+		var o storage.Object // each object in turn: yield may not keep it
+		snap.AscendGreaterOrEqual(probe(start), func(en *entry) bool {
+			if !strings.HasPrefix(en.key, pr) {
 				return false
 			}
 			w.visit()
-			if pred != nil && !pred.Matches(&en.obj) {
+			o = en.object()
+			if pred != nil && !pred.Matches(&o) {
 				return true
 			}
 			w.pause()
-			return yield(&en.obj)
+			return yield(&o)
 		})
 	}
 }
@@ -329,15 +331,17 @@ func page(scans *Scans, snap *tree, rev uint64, pr, start string, limit int64, p
 	visited := int64(0)
 	w := scan{s: scans}
 	defer w.pause()
-	snap.AscendGreaterOrEqual(&entry{obj: storage.Object{Key: start}}, func(en *entry) bool {
+	var o storage.Object // each object in turn
+	snap.AscendGreaterOrEqual(probe(start), func(en *entry) bool {
 		visited++
 		if span >= 0 {
 			if visited > span {
 				return false
 			}
-		} else if !strings.HasPrefix(en.obj.Key, pr) {
+		} else if !strings.HasPrefix(en.key, pr) {
 			return false
 		}
+		o = en.object()
 		// A long scan (a selector over a large cache) runs in turns on
 		// fewer cores than Go has, so that a GET that arrives is read
 		// at once (Scans).
@@ -345,8 +349,8 @@ func page(scans *Scans, snap *tree, rev uint64, pr, start string, limit int64, p
 		full := limit > 0 && int64(len(res.Items)) == limit
 		switch {
 		case !full:
-			if pred == nil || pred.Matches(&en.obj) {
-				res.Items = append(res.Items, en.obj)
+			if pred == nil || pred.Matches(&o) {
+				res.Items = append(res.Items, o)
 			}
 			return true
 		case pred == nil && from >= 0:
@@ -356,7 +360,7 @@ func page(scans *Scans, snap *tree, rev uint64, pr, start string, limit int64, p
 			more = true
 			remaining++
 			return true
-		case pred.Matches(&en.obj):
+		case pred.Matches(&o):
 			more = true
 			return false
 		}
@@ -394,8 +398,8 @@ func (c *Cacher) Count(ctx context.Context, prefix string) (int64, error) {
 		}
 		if snap, _ := c.current(); ok && snap != nil {
 			var n int64
-			snap.AscendGreaterOrEqual(&entry{obj: storage.Object{Key: pr}}, func(en *entry) bool {
-				if !strings.HasPrefix(en.obj.Key, pr) {
+			snap.AscendGreaterOrEqual(probe(pr), func(en *entry) bool {
+				if !strings.HasPrefix(en.key, pr) {
 					return false
 				}
 				n++
