@@ -23,6 +23,17 @@ import (
 	"github.com/annexapi/annex/storage/backend"
 )
 
+// entry is one current object in the cache. It keeps no encodings of the
+// object: the frames a watch event's memo holds live as long as the event
+// stays in the ring, not as long as the object, which would double the
+// cache's memory once watchers have seen each object (initial events are
+// written from the stored bytes; see rest's watch loop).
+type entry struct {
+	obj storage.Object
+}
+
+func entryLess(a, b *entry) bool { return a.obj.Key < b.obj.Key }
+
 // tree is the ordered set of current objects. The cacher mutates one tree
 // and publishes an immutable clone of it when a reader needs one (btree
 // clones are copy-on-write, so a clone costs a few node copies at the next
@@ -292,7 +303,7 @@ func (c *Cacher) replace(res storage.ListResult) {
 	t := btree.NewG(32, entryLess)
 	parents := map[string]int64{}
 	for _, o := range res.Items {
-		if _, had := t.ReplaceOrInsert(newEntry(o)); !had {
+		if _, had := t.ReplaceOrInsert(&entry{obj: o}); !had {
 			parents[parentPrefix(o.Key)]++
 		}
 	}
@@ -376,14 +387,13 @@ func (c *Cacher) applyLocked(ev storage.Event) {
 	if ev.Object.ResourceVersion <= c.rev {
 		return // already seen (cannot happen with a gap-free upstream)
 	}
-	probe := probe(ev.Object.Key)
+	probe := &entry{obj: storage.Object{Key: ev.Object.Key}}
 	prev := ev.Prev
 	if prev == nil && ev.Type != storage.EventAdded {
 		// Only an upstream that does not say what it replaced costs a
 		// second search of the tree (a feed says it for every change).
 		if old, had := c.tree.Get(probe); had {
-			o := old.object()
-			prev = &o
+			prev = &old.obj
 		}
 	}
 	e := newEvent(ev.Type, ev.Object, prev)
@@ -391,7 +401,7 @@ func (c *Cacher) applyLocked(ev storage.Event) {
 		if _, ok := c.tree.Delete(probe); ok {
 			c.countParent(e.asIs.Object.Key, -1)
 		}
-	} else if _, replaced := c.tree.ReplaceOrInsert(newEntry(e.asIs.Object)); !replaced {
+	} else if _, replaced := c.tree.ReplaceOrInsert(&entry{obj: e.asIs.Object}); !replaced {
 		c.countParent(e.asIs.Object.Key, 1)
 	}
 	c.snap.Store(nil) // cloned when a reader needs it
@@ -527,20 +537,20 @@ func (c *Cacher) stateAfter(i int) *tree {
 // away when e added it.
 func undo(t *tree, e *event) {
 	if e.asIs.Type != storage.EventAdded && e.asIs.Prev != nil {
-		t.ReplaceOrInsert(newEntry(*e.asIs.Prev))
+		t.ReplaceOrInsert(&entry{obj: *e.asIs.Prev})
 		return
 	}
-	t.Delete(probe(e.asIs.Object.Key))
+	t.Delete(&entry{obj: storage.Object{Key: e.asIs.Object.Key}})
 }
 
 // lookup returns key's current object. Called with mu held (for reading
 // or writing): the tree changes only under mu held for writing.
 func (c *Cacher) lookup(key string) (storage.Object, bool) {
-	en, ok := c.tree.Get(probe(key))
+	en, ok := c.tree.Get(&entry{obj: storage.Object{Key: key}})
 	if !ok {
 		return storage.Object{}, false
 	}
-	return en.object(), true
+	return en.obj, true
 }
 
 // dispatch hands e to every shard. Called with mu held for writing, so

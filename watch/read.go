@@ -259,18 +259,16 @@ func each(scans *Scans, snap *tree, pr, start string, pred storage.Predicate) fu
 	return func(yield func(*storage.Object) bool) {
 		w := scan{s: scans}
 		defer w.pause()
-		var o storage.Object // each object in turn: yield may not keep it
-		snap.AscendGreaterOrEqual(probe(start), func(en *entry) bool {
-			if !strings.HasPrefix(en.key, pr) {
+		snap.AscendGreaterOrEqual(&entry{obj: storage.Object{Key: start}}, func(en *entry) bool {
+			if !strings.HasPrefix(en.obj.Key, pr) {
 				return false
 			}
 			w.visit()
-			o = en.object()
-			if pred != nil && !pred.Matches(&o) {
+			if pred != nil && !pred.Matches(&en.obj) {
 				return true
 			}
 			w.pause()
-			return yield(&o)
+			return yield(&en.obj)
 		})
 	}
 }
@@ -331,17 +329,15 @@ func page(scans *Scans, snap *tree, rev uint64, pr, start string, limit int64, p
 	visited := int64(0)
 	w := scan{s: scans}
 	defer w.pause()
-	var o storage.Object // each object in turn
-	snap.AscendGreaterOrEqual(probe(start), func(en *entry) bool {
+	snap.AscendGreaterOrEqual(&entry{obj: storage.Object{Key: start}}, func(en *entry) bool {
 		visited++
 		if span >= 0 {
 			if visited > span {
 				return false
 			}
-		} else if !strings.HasPrefix(en.key, pr) {
+		} else if !strings.HasPrefix(en.obj.Key, pr) {
 			return false
 		}
-		o = en.object()
 		// A long scan (a selector over a large cache) runs in turns on
 		// fewer cores than Go has, so that a GET that arrives is read
 		// at once (Scans).
@@ -349,8 +345,8 @@ func page(scans *Scans, snap *tree, rev uint64, pr, start string, limit int64, p
 		full := limit > 0 && int64(len(res.Items)) == limit
 		switch {
 		case !full:
-			if pred == nil || pred.Matches(&o) {
-				res.Items = append(res.Items, o)
+			if pred == nil || pred.Matches(&en.obj) {
+				res.Items = append(res.Items, en.obj)
 			}
 			return true
 		case pred == nil && from >= 0:
@@ -360,7 +356,7 @@ func page(scans *Scans, snap *tree, rev uint64, pr, start string, limit int64, p
 			more = true
 			remaining++
 			return true
-		case pred.Matches(&o):
+		case pred.Matches(&en.obj):
 			more = true
 			return false
 		}
@@ -398,8 +394,8 @@ func (c *Cacher) Count(ctx context.Context, prefix string) (int64, error) {
 		}
 		if snap, _ := c.current(); ok && snap != nil {
 			var n int64
-			snap.AscendGreaterOrEqual(probe(pr), func(en *entry) bool {
-				if !strings.HasPrefix(en.key, pr) {
+			snap.AscendGreaterOrEqual(&entry{obj: storage.Object{Key: pr}}, func(en *entry) bool {
+				if !strings.HasPrefix(en.obj.Key, pr) {
 					return false
 				}
 				n++

@@ -5,20 +5,16 @@
 package watch
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"runtime"
-	"strings"
 	"sync"
 	"testing"
 	"time"
-	"unsafe"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/annexapi/annex/storage"
-	"github.com/annexapi/annex/storage/backend"
 )
 
 // change is one write as the writer saw it.
@@ -274,47 +270,4 @@ func TestShardBacklogIsBounded(t *testing.T) {
 		t.Error("enqueue on a stopped shard reported success")
 	}
 	s.waitRoom(0) // a stopped shard never makes anyone wait
-}
-
-// TestEntryRoundTrip checks that an entry gives back the object it was made
-// of, in its compact form (metadata strings located in the bytes, also when
-// they came as copies) and in its full form (what the compact form cannot
-// hold).
-func TestEntryRoundTrip(t *testing.T) {
-	long := strings.Repeat("n", 300)
-	cases := []struct {
-		name    string
-		data    string
-		compact bool
-	}{
-		{"plain", `{"metadata":{"name":"a","namespace":"ns","uid":"u-1","resourceVersion":"7","creationTimestamp":"2026-01-02T03:04:05Z","labels":{"x":"y"}},"spec":{}}`, true},
-		{"no_metadata_strings", `{"metadata":{}}`, true},
-		{"deleting", `{"metadata":{"name":"a","resourceVersion":"7","deletionTimestamp":"2026-01-02T03:04:05Z"}}`, false},
-		{"escaped_name", `{"metadata":{"name":"a\u0062","resourceVersion":"7"}}`, false},
-		{"long_name", `{"metadata":{"name":"` + long + `","resourceVersion":"7"}}`, false},
-		{"far_apart", `{"metadata":{"name":"a","x":"` + strings.Repeat("z", 70000) + `","resourceVersion":"7"}}`, false},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			data := []byte(tc.data)
-			for _, decode := range []func([]byte) (storage.Meta, error){backend.DecodeMetaOf, backend.DecodeMeta} {
-				m, err := decode(data)
-				if err != nil {
-					t.Fatal(err)
-				}
-				o := storage.Object{Key: "/k/ns/a", ResourceVersion: 7, Data: data, Meta: m}
-				en := newEntry(o)
-				if compact := en.full == nil; compact != tc.compact {
-					t.Errorf("compact form: %v, want %v", compact, tc.compact)
-				}
-				got := en.object()
-				if got.Key != o.Key || got.ResourceVersion != o.ResourceVersion || !bytes.Equal(got.Data, o.Data) || got.Meta != o.Meta {
-					t.Errorf("entry gave back %+v, want %+v", got, o)
-				}
-			}
-		})
-	}
-	if size := unsafe.Sizeof(entry{}); size > 80 {
-		t.Errorf("an entry takes %d bytes, want at most 80 (its size class)", size)
-	}
 }

@@ -459,24 +459,20 @@ func endBookmark(rev uint64) storage.Event {
 // initialEvents appends the synthetic ADDED events of the objects in snap
 // that w selects, in key order. snap is immutable: no lock is needed.
 func (c *Cacher) initialEvents(w *watcher, snap *tree, q []storage.Event) []storage.Event {
-	var o storage.Object // each object in turn
 	add := func(en *entry) bool {
-		if !w.matchesKey(en.key) {
-			return true
-		}
-		if o = en.object(); w.matches(&o) {
-			q = append(q, storage.Event{Type: storage.EventAdded, Object: o})
+		if w.matchesKey(en.obj.Key) && w.matches(&en.obj) {
+			q = append(q, storage.Event{Type: storage.EventAdded, Object: en.obj})
 		}
 		return true
 	}
 	if !w.recursive {
-		if en, ok := snap.Get(probe(w.key)); ok {
+		if en, ok := snap.Get(&entry{obj: storage.Object{Key: w.key}}); ok {
 			add(en)
 		}
 		return q
 	}
-	snap.AscendGreaterOrEqual(probe(w.key), func(en *entry) bool {
-		if !strings.HasPrefix(en.key, w.key) {
+	snap.AscendGreaterOrEqual(&entry{obj: storage.Object{Key: w.key}}, func(en *entry) bool {
+		if !strings.HasPrefix(en.obj.Key, w.key) {
 			return false
 		}
 		return add(en)
