@@ -60,12 +60,14 @@ type event struct {
 }
 
 // modified holds what watchers of a MODIFIED event may see besides the
-// change itself, built once and shared.
+// change itself, each built on first use (by whichever shard needs it
+// first) and shared: most changes have none of these watchers.
 type modified struct {
-	added storage.Event // the object starts matching
-	// gone is DELETED with prev at this event's revision: what a watcher
-	// whose predicate the object stops matching receives. Built on first
-	// use; nil when it cannot be.
+	// added is ADDED: the object starts matching.
+	addedOnce sync.Once
+	added     *storage.Event
+	// gone is DELETED with prev at this event's revision: the object stops
+	// matching. Nil when it cannot be built.
 	goneOnce sync.Once
 	gone     *storage.Event
 }
@@ -77,7 +79,7 @@ func newEvent(typ storage.EventType, obj storage.Object, prev *storage.Object) *
 	switch typ {
 	case storage.EventModified:
 		e.asIs.Prev = prev
-		e.mod = &modified{added: storage.Event{Type: storage.EventAdded, Object: obj, Memo: e.asIs.Memo}}
+		e.mod = &modified{}
 	case storage.EventDeleted:
 		e.asIs.Prev = prev
 	}
@@ -589,12 +591,20 @@ func (c *Cacher) translate(w *watcher, e *event, keyMatched bool) *storage.Event
 		case newM && oldM:
 			return &e.asIs
 		case newM:
-			return &e.mod.added
+			return e.addedEvent()
 		case oldM:
 			return c.goneEvent(e)
 		}
 	}
 	return nil
+}
+
+// addedEvent returns e's ADDED form for watchers that start matching.
+func (e *event) addedEvent() *storage.Event {
+	e.mod.addedOnce.Do(func() {
+		e.mod.added = &storage.Event{Type: storage.EventAdded, Object: e.asIs.Object, Memo: e.asIs.Memo}
+	})
+	return e.mod.added
 }
 
 // goneEvent returns e's DELETED form for watchers that stop matching, built
