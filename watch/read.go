@@ -191,7 +191,7 @@ func (c *Cacher) Get(ctx context.Context, key string, opts storage.GetOptions) (
 
 // List implements storage.Interface. Latest, "0" and not-older-than lists are
 // served from the current state; exact lists and continue tokens from the
-// snapshot kept with each event of the ring. A revision the cache does not
+// state at their revision, which the ring rebuilds (stateAfter). A revision the cache does not
 // hold (before the ring, compacted, or not reached within the wait) is
 // served by the store, which also answers ErrExpired for compacted ones.
 // The options are validated and resolved as every backend does
