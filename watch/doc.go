@@ -100,9 +100,9 @@
 // [Config].ConsistentReadWait, asking the store for a progress bookmark) for
 // the cache to reach the store's current revision, and falls back to the
 // store on timeout; "N" waits for N likewise. Exact lists and continue tokens
-// are served from the states the ring rebuilds; a revision outside the ring or at or
-// before the compacted revision goes to the store, which answers ErrExpired
-// where it must. Keys outside the prefix, and everything while the cache is
+// are served from the states the ring rebuilds; a revision outside the
+// ring or at or before the compacted revision goes to the store, which
+// answers ErrExpired where it must. Keys outside the prefix, and everything while the cache is
 // not ready, go to the store. Writes always go to the store; Update and
 // Delete pass the cached state as Cached to save a read (only once the cache
 // has applied every write made through it, so the state is not known stale).

@@ -191,9 +191,10 @@ func (c *Cacher) Get(ctx context.Context, key string, opts storage.GetOptions) (
 
 // List implements storage.Interface. Latest, "0" and not-older-than lists are
 // served from the current state; exact lists and continue tokens from the
-// state at their revision, which the ring rebuilds (stateAfter). A revision the cache does not
-// hold (before the ring, compacted, or not reached within the wait) is
-// served by the store, which also answers ErrExpired for compacted ones.
+// state at their revision, which the ring rebuilds (stateAfter). A
+// revision the cache does not hold (before the ring, compacted, or not
+// reached within the wait) is served by the store, which also answers
+// ErrExpired for compacted ones.
 // The options are validated and resolved as every backend does
 // (backend.ParseListOptions).
 func (c *Cacher) List(ctx context.Context, prefix string, opts storage.ListOptions) (storage.ListResult, error) {
