@@ -62,25 +62,39 @@ func allUnder(t *tree, pr string) bool {
 }
 
 // tree is the ordered set of current objects. The cacher mutates one tree
-// and publishes an immutable clone of it after every event (btree clones are
-// copy-on-write, so a clone costs a few node copies at the next write).
+// and publishes an immutable clone of it when a reader needs one (btree
+// clones are copy-on-write, so a clone costs a few node copies at the next
+// write); GETs read the tree itself, under mu.
 type tree = btree.BTreeG[*entry]
 
-// event is one change under the prefix, as the cacher keeps it in its ring.
+// event is one change under the prefix, as the cacher keeps it in its ring
+// (RingSize of them, whatever the number of objects: it is kept small, one
+// copy of the object's metadata rather than one per form).
 type event struct {
-	typ  storage.EventType // ADDED, MODIFIED or DELETED, as stored
-	obj  storage.Object    // the new state; for DELETED the last state at the deletion's revision
-	prev *storage.Object   // the state before, for MODIFIED and DELETED
-	memo *storage.EventMemo
-	snap *tree // the state after this event
+	// asIs is the change as stored, and as watchers see it, built once and
+	// shared (a shard copies it into each channel it sends to): its Object
+	// is the new state (for DELETED the last state at the deletion's
+	// revision), its Prev the state before (MODIFIED and DELETED), its Memo
+	// the event's encodings.
+	asIs storage.Event
+	// snap is the state after this event once a reader has needed it (see
+	// Cacher.stateAfter), else nil: a clone kept with every event of the
+	// ring held the node copies of each write, about 2 KiB per event.
+	// Guarded by Cacher.snapMu while mu is held for reading.
+	snap *tree
+	// mod holds the other forms of a MODIFIED event; nil for the others.
+	mod *modified
+}
 
-	// The event as watchers see it, built once and shared (a shard copies
-	// one of them into each channel it sends to).
-	asIs  storage.Event // the change as stored
-	added storage.Event // MODIFIED only: the object starts matching
-	// gone (MODIFIED only) is DELETED with prev at this event's revision:
-	// what a watcher whose predicate the object stops matching receives.
-	// Built on first use; nil when it cannot be.
+// modified holds what watchers of a MODIFIED event may see besides the
+// change itself, each built on first use (by whichever shard needs it
+// first) and shared: most changes have none of these watchers.
+type modified struct {
+	// added is ADDED: the object starts matching.
+	addedOnce sync.Once
+	added     *storage.Event
+	// gone is DELETED with prev at this event's revision: the object stops
+	// matching. Nil when it cannot be built.
 	goneOnce sync.Once
 	gone     *storage.Event
 }
@@ -88,12 +102,11 @@ type event struct {
 // newEvent returns the event for an upstream change; prev is the state
 // before it, as the cache had it.
 func newEvent(typ storage.EventType, obj storage.Object, prev *storage.Object) *event {
-	e := &event{typ: typ, obj: obj, prev: prev, memo: &storage.EventMemo{}}
-	e.asIs = storage.Event{Type: typ, Object: obj, Memo: e.memo}
+	e := &event{asIs: storage.Event{Type: typ, Object: obj, Memo: &storage.EventMemo{}}}
 	switch typ {
 	case storage.EventModified:
 		e.asIs.Prev = prev
-		e.added = storage.Event{Type: storage.EventAdded, Object: obj, Memo: e.memo}
+		e.mod = &modified{}
 	case storage.EventDeleted:
 		e.asIs.Prev = prev
 	}
@@ -117,7 +130,11 @@ type Cacher struct {
 	mu    sync.RWMutex // guards the fields from here to the next blank line
 	ready bool
 	tree  *tree // the current state; written only by the dispatch loop
-	snap  *tree // immutable clone of tree at rev
+	// snap is an immutable clone of tree at rev, or nil when no reader has
+	// needed one since the last change (see latest). Set under snapMu
+	// while mu is held for reading (atomic: readers find it without
+	// snapMu once it is set).
+	snap atomic.Pointer[tree]
 	// parents counts the objects of snap by parent prefix (a namespace's
 	// "/<group>/<resource>/<ns>/", or the resource's own prefix for
 	// cluster-scoped objects), so that a page of a namespace's LIST knows how
@@ -131,7 +148,7 @@ type Cacher struct {
 	ring      []*event
 	head, n   int
 	ringStart uint64
-	base      *tree
+	base      *tree // nil until a reader needs it (see stateAfter); guarded like snap
 	compacted uint64
 	// pendingProgress is a RequestProgress revision not reached yet: every
 	// ProgressNotify watcher gets a bookmark once rev reaches it.
@@ -141,6 +158,10 @@ type Cacher struct {
 
 	// Not guarded by mu.
 	//
+	// snapMu guards snap, base and the events' snap, which readers holding
+	// mu for reading fill in on first use (with mu held for writing, nobody
+	// else touches them).
+	snapMu sync.Mutex
 	// workers are the shards' goroutines, running during Start: added once
 	// (under mu, in Start), waited for by shutdown.
 	workers sync.WaitGroup
@@ -320,8 +341,8 @@ func (c *Cacher) replace(res storage.ListResult) {
 	c.parents = parents
 	c.endAll(&storage.Error{Err: storage.ErrExpired, Msg: ErrRelisted.Error()}, ErrRelisted)
 	c.tree = t
-	c.snap = t.Clone()
-	c.base = c.snap
+	c.base = t.Clone()
+	c.snap.Store(c.base)
 	clear(c.ring)
 	c.head, c.n = 0, 0
 	c.ringStart = res.ResourceVersion
@@ -405,20 +426,19 @@ func (c *Cacher) applyLocked(ev storage.Event) {
 		}
 	}
 	e := newEvent(ev.Type, ev.Object, prev)
-	if e.typ == storage.EventDeleted {
+	if e.asIs.Type == storage.EventDeleted {
 		if _, ok := c.tree.Delete(probe); ok {
-			c.countParent(e.obj.Key, -1)
+			c.countParent(e.asIs.Object.Key, -1)
 		}
-	} else if _, replaced := c.tree.ReplaceOrInsert(&entry{obj: e.obj}); !replaced {
-		c.countParent(e.obj.Key, 1)
+	} else if _, replaced := c.tree.ReplaceOrInsert(&entry{obj: e.asIs.Object}); !replaced {
+		c.countParent(e.asIs.Object.Key, 1)
 	}
-	e.snap = c.tree.Clone()
-	c.snap = e.snap
+	c.snap.Store(nil) // cloned when a reader needs it
 	c.m.objects.Set(float64(c.tree.Len()))
 	c.m.stored.Set(float64(c.tree.Len()))
 	c.push(e)
 	c.dispatch(e)
-	c.advance(e.obj.ResourceVersion)
+	c.advance(e.asIs.Object.ResourceVersion)
 }
 
 // countParent adds d to the count of key's parent prefix. Called with mu
@@ -452,7 +472,7 @@ func (c *Cacher) push(e *event) {
 	size := len(c.ring)
 	if c.n == size {
 		old := c.ring[c.head]
-		c.ringStart, c.base = old.obj.ResourceVersion, old.snap
+		c.ringStart, c.base = old.asIs.Object.ResourceVersion, old.snap
 		c.ring[c.head] = e
 		c.head = (c.head + 1) % size
 		return
@@ -469,7 +489,7 @@ func (c *Cacher) firstAfter(rev uint64) int {
 	lo, hi := 0, c.n
 	for lo < hi {
 		mid := (lo + hi) / 2
-		if c.at(mid).obj.ResourceVersion <= rev {
+		if c.at(mid).asIs.Object.ResourceVersion <= rev {
 			lo = mid + 1
 		} else {
 			hi = mid
@@ -480,16 +500,86 @@ func (c *Cacher) firstAfter(rev uint64) int {
 
 // snapshotAt returns the state at exactly rev, when the cache has it: rev
 // is not compacted, not before the ring's window, and not after the cache's
-// revision. Called with mu held.
+// revision. Called with mu held (for reading or writing).
 func (c *Cacher) snapshotAt(rev uint64) (*tree, bool) {
 	if !c.ready || rev <= c.compacted || rev < c.ringStart || rev > c.rev {
 		return nil, false
 	}
-	i := c.firstAfter(rev)
-	if i == 0 {
-		return c.base, true
+	c.snapMu.Lock()
+	defer c.snapMu.Unlock()
+	return c.stateAfter(c.firstAfter(rev)), true
+}
+
+// latest returns an immutable snapshot of the current state (nil before the
+// first list), cloning the tree when no reader has needed one since the
+// last change. Called with mu held (for reading or writing).
+func (c *Cacher) latest() *tree {
+	if snap := c.snap.Load(); snap != nil {
+		return snap
 	}
-	return c.at(i - 1).snap, true
+	c.snapMu.Lock()
+	defer c.snapMu.Unlock()
+	return c.latestLocked()
+}
+
+// latestLocked is latest with snapMu held. Cloning writes only the tree's
+// copy-on-write context, which no reader of the tree (Get, Len) looks at.
+func (c *Cacher) latestLocked() *tree {
+	snap := c.snap.Load()
+	if snap == nil && c.tree != nil {
+		snap = c.tree.Clone()
+		c.snap.Store(snap)
+		if c.n > 0 {
+			c.at(c.n - 1).snap = snap
+		} else {
+			c.base = snap
+		}
+	}
+	return snap
+}
+
+// stateAfter returns the state after the first i events of the ring (the
+// state at ringStart for 0), kept with the i-th event once built: the
+// current state with the events after it undone, newest first (each knows
+// the state it replaced). Exact and continued lists of a past revision are
+// rare, and a page of one asks for the same state as the page before it.
+// Called with mu held and snapMu held.
+func (c *Cacher) stateAfter(i int) *tree {
+	if i == c.n {
+		return c.latestLocked()
+	}
+	slot := &c.base
+	if i > 0 {
+		slot = &c.at(i - 1).snap
+	}
+	if *slot == nil {
+		t := c.latestLocked().Clone()
+		for k := c.n - 1; k >= i; k-- {
+			undo(t, c.at(k))
+		}
+		*slot = t
+	}
+	return *slot
+}
+
+// undo reverts e in t: the state e replaced goes back, or the key goes
+// away when e added it.
+func undo(t *tree, e *event) {
+	if e.asIs.Type != storage.EventAdded && e.asIs.Prev != nil {
+		t.ReplaceOrInsert(&entry{obj: *e.asIs.Prev})
+		return
+	}
+	t.Delete(&entry{obj: storage.Object{Key: e.asIs.Object.Key}})
+}
+
+// lookup returns key's current object. Called with mu held (for reading
+// or writing): the tree changes only under mu held for writing.
+func (c *Cacher) lookup(key string) (storage.Object, bool) {
+	en, ok := c.tree.Get(&entry{obj: storage.Object{Key: key}})
+	if !ok {
+		return storage.Object{}, false
+	}
+	return en.obj, true
 }
 
 // dispatch hands e to every shard. Called with mu held for writing, so
@@ -505,30 +595,30 @@ func (c *Cacher) dispatch(e *event) {
 // predicate to the old and new states (the key check is skipped when
 // keyMatched). The result is shared: callers copy it.
 func (c *Cacher) translate(w *watcher, e *event, keyMatched bool) *storage.Event {
-	if !keyMatched && !w.matchesKey(e.obj.Key) {
+	if !keyMatched && !w.matchesKey(e.asIs.Object.Key) {
 		return nil
 	}
-	switch e.typ {
+	switch e.asIs.Type {
 	case storage.EventAdded:
-		if w.matches(&e.obj) {
+		if w.matches(&e.asIs.Object) {
 			return &e.asIs
 		}
 	case storage.EventDeleted:
-		old := e.prev
+		old := e.asIs.Prev
 		if old == nil {
-			old = &e.obj
+			old = &e.asIs.Object
 		}
 		if w.matches(old) {
 			return &e.asIs
 		}
 	case storage.EventModified:
-		newM := w.matches(&e.obj)
-		oldM := e.prev != nil && w.matches(e.prev)
+		newM := w.matches(&e.asIs.Object)
+		oldM := e.asIs.Prev != nil && w.matches(e.asIs.Prev)
 		switch {
 		case newM && oldM:
 			return &e.asIs
 		case newM:
-			return &e.added
+			return e.addedEvent()
 		case oldM:
 			return c.goneEvent(e)
 		}
@@ -536,19 +626,27 @@ func (c *Cacher) translate(w *watcher, e *event, keyMatched bool) *storage.Event
 	return nil
 }
 
+// addedEvent returns e's ADDED form for watchers that start matching.
+func (e *event) addedEvent() *storage.Event {
+	e.mod.addedOnce.Do(func() {
+		e.mod.added = &storage.Event{Type: storage.EventAdded, Object: e.asIs.Object, Memo: e.asIs.Memo}
+	})
+	return e.mod.added
+}
+
 // goneEvent returns e's DELETED form for watchers that stop matching, built
 // on first use (by whichever shard needs it first).
 func (c *Cacher) goneEvent(e *event) *storage.Event {
-	e.goneOnce.Do(func() {
-		g, err := goneObject(e.prev, e.obj.ResourceVersion)
+	e.mod.goneOnce.Do(func() {
+		g, err := goneObject(e.asIs.Prev, e.asIs.Object.ResourceVersion)
 		if err != nil {
 			c.cfg.Logger.Error("watch cache: cannot set the resource version of a stored object",
-				zap.String("key", e.obj.Key), zap.Error(err))
+				zap.String("key", e.asIs.Object.Key), zap.Error(err))
 			return
 		}
-		e.gone = &storage.Event{Type: storage.EventDeleted, Object: g, Prev: e.prev, Memo: e.memo}
+		e.mod.gone = &storage.Event{Type: storage.EventDeleted, Object: g, Prev: e.asIs.Prev, Memo: e.asIs.Memo}
 	})
-	return e.gone
+	return e.mod.gone
 }
 
 // goneObject is prev with its resource version set to rev.

@@ -396,7 +396,7 @@ func TestReadiness(t *testing.T) {
 	go func() { done <- c.Start(ctx) }()
 	waitReady(t, c)
 	c.mu.RLock()
-	n := c.snap.Len()
+	n := c.tree.Len()
 	c.mu.RUnlock()
 	if n != 1 {
 		t.Errorf("ready with %d objects in memory, want the 1 listed", n)

@@ -159,3 +159,90 @@ func waitGroupDone(wg *sync.WaitGroup) <-chan struct{} {
 	go func() { wg.Wait(); close(ch) }()
 	return ch
 }
+
+// TestExactListsAcrossTheRing checks the states the cache rebuilds for past
+// revisions (the current state with the later events undone, kept once
+// built): after the ring has wrapped several times, an exact list at every
+// revision of its window, asked in random order and twice, is the store's,
+// and one before the window goes to the store.
+func TestExactListsAcrossTheRing(t *testing.T) {
+	t.Parallel()
+	store := openBolt(t, true)
+	c := startCacher(t, store, Config{RingSize: 8})
+	ctx := context.Background()
+	rng := rand.New(rand.NewPCG(3, 5))
+	var revs []uint64
+	for j := range 60 {
+		ns := fmt.Sprintf("ns%d", j%2)
+		name := fmt.Sprintf("o%d", rng.IntN(5))
+		k := key(ns, name)
+		var o storage.Object
+		var err error
+		switch rng.IntN(3) {
+		case 0:
+			o, err = c.Create(ctx, k, object(ns, name, fmt.Sprint(j)))
+		case 1:
+			o, err = c.Update(ctx, k, storage.UpdateOptions{IgnoreNotFound: true}, func(storage.Object) ([]byte, error) {
+				return object(ns, name, fmt.Sprint(j)), nil
+			})
+		default:
+			o, err = c.Delete(ctx, k, storage.DeleteOptions{})
+		}
+		if err == nil {
+			revs = append(revs, o.ResourceVersion)
+		}
+		if j%7 == 0 { // a reader now and then: some events keep their state
+			if _, err := c.List(ctx, prefix(""), storage.ListOptions{}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	last := revs[len(revs)-1]
+	if ok, err := c.waitRevision(ctx, last); !ok || err != nil {
+		t.Fatalf("the cache did not reach %d: %v", last, err)
+	}
+	c.mu.RLock()
+	start := c.ringStart
+	c.mu.RUnlock()
+	var window []uint64
+	for r := start; r <= last; r++ {
+		window = append(window, r)
+	}
+	if len(window) < 8 {
+		t.Fatalf("ring window %d..%d: want the ring full", start, last)
+	}
+	for range 2 {
+		rng.Shuffle(len(window), func(i, j int) { window[i], window[j] = window[j], window[i] })
+		for _, rev := range window {
+			c.mu.RLock()
+			_, inMemory := c.snapshotAt(rev)
+			c.mu.RUnlock()
+			if !inMemory {
+				t.Fatalf("revision %d (window %d..%d) is not in memory", rev, start, last)
+			}
+			for _, p := range []string{prefix(""), prefix("ns1")} {
+				opts := storage.ListOptions{ResourceVersion: storage.FormatResourceVersion(rev), ResourceVersionMatch: storage.MatchExact}
+				got, err := c.List(ctx, p, opts)
+				if err != nil {
+					t.Fatal(err)
+				}
+				want, err := store.List(ctx, p, opts)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if d := sameList(got, want); d != "" {
+					t.Fatalf("List(%q) at %d: cache and store differ: %s", p, rev, d)
+				}
+				if d := sameList(allPages(t, c, p, rev), want); d != "" {
+					t.Fatalf("paginated List(%q) at %d from the cache differs from the store: %s", p, rev, d)
+				}
+			}
+		}
+	}
+	c.mu.RLock()
+	_, inMemory := c.snapshotAt(start - 1)
+	c.mu.RUnlock()
+	if inMemory {
+		t.Fatalf("revision %d, before the ring's window, served from memory", start-1)
+	}
+}

@@ -22,12 +22,18 @@
 // applied by one goroutine, under the cacher's lock, in revision order:
 //
 //   - to the current state, a B-tree of [storage.Object] (bytes plus parsed
-//     metadata, never decoded again), after which an immutable copy-on-write
-//     clone of the tree is published: readers use clones without a lock;
-//   - to the ring of the last [Config].RingSize events, each with the clone
-//     of the state after it, so a watch can start from any revision in the
-//     ring and an exact list (or the next page of a list) at such a revision
-//     is served from memory with snapshot semantics;
+//     metadata whose strings are views into the bytes, never decoded again).
+//     A GET looks the tree up under the cacher's read lock; a reader that
+//     walks the state (a LIST, a watch's initial events) takes an immutable
+//     copy-on-write clone of it, made on the first such read after a change
+//     and shared until the next one, and walks it without a lock;
+//   - to the ring of the last [Config].RingSize events, so a watch can start
+//     from any revision in the ring and an exact list (or the next page of a
+//     list) at such a revision is served from memory with snapshot
+//     semantics: the state at a past revision is rebuilt on demand from the
+//     current one, the later events undone, and kept with its event for the
+//     next page. An event keeps no clone of its own (each would hold the
+//     node copies of the next write: about 2 KiB per event);
 //   - to the dispatch shards, which deliver it to the watchers.
 //
 // # Fan-out
@@ -94,9 +100,9 @@
 // [Config].ConsistentReadWait, asking the store for a progress bookmark) for
 // the cache to reach the store's current revision, and falls back to the
 // store on timeout; "N" waits for N likewise. Exact lists and continue tokens
-// are served from the ring's snapshots; a revision outside the ring or at or
-// before the compacted revision goes to the store, which answers ErrExpired
-// where it must. Keys outside the prefix, and everything while the cache is
+// are served from the states the ring rebuilds; a revision outside the
+// ring or at or before the compacted revision goes to the store, which
+// answers ErrExpired where it must. Keys outside the prefix, and everything while the cache is
 // not ready, go to the store. Writes always go to the store; Update and
 // Delete pass the cached state as Cached to save a read (only once the cache
 // has applied every write made through it, so the state is not known stale).

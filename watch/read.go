@@ -142,7 +142,7 @@ func (c *Cacher) tooLargeNow(ctx context.Context) error {
 func (c *Cacher) current() (*tree, uint64) {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
-	return c.snap, c.rev
+	return c.latest(), c.rev
 }
 
 // Get implements storage.Interface from memory: "" after a consistent wait,
@@ -172,22 +172,29 @@ func (c *Cacher) Get(ctx context.Context, key string, opts storage.GetOptions) (
 	if !ok {
 		return c.store.Get(ctx, key, opts)
 	}
-	snap, _ := c.current()
-	if snap == nil {
+	c.mu.RLock()
+	loaded := c.tree != nil
+	var o storage.Object
+	var found bool
+	if loaded {
+		o, found = c.lookup(key)
+	}
+	c.mu.RUnlock()
+	if !loaded {
 		return c.store.Get(ctx, key, opts)
 	}
-	en, found := snap.Get(&entry{obj: storage.Object{Key: key}})
 	if !found {
 		return storage.Object{}, &storage.Error{Err: storage.ErrNotFound, Key: key}
 	}
-	return en.obj, nil
+	return o, nil
 }
 
 // List implements storage.Interface. Latest, "0" and not-older-than lists are
 // served from the current state; exact lists and continue tokens from the
-// snapshot kept with each event of the ring. A revision the cache does not
-// hold (before the ring, compacted, or not reached within the wait) is
-// served by the store, which also answers ErrExpired for compacted ones.
+// state at their revision, which the ring rebuilds (stateAfter). A
+// revision the cache does not hold (before the ring, compacted, or not
+// reached within the wait) is served by the store, which also answers
+// ErrExpired for compacted ones.
 // The options are validated and resolved as every backend does
 // (backend.ParseListOptions).
 func (c *Cacher) List(ctx context.Context, prefix string, opts storage.ListOptions) (storage.ListResult, error) {
@@ -225,13 +232,15 @@ func (c *Cacher) List(ctx context.Context, prefix string, opts storage.ListOptio
 		snap, ok = c.snapshotAt(req.At)
 		at = req.At
 	} else {
-		snap, at, ok = c.snap, c.rev, c.snap != nil
+		snap, at = c.latest(), c.rev
+		ok = snap != nil
 	}
+	latest := req.At == 0 || req.At == c.rev // the parents' counts are of the latest state
 	if ok && req.Predicate == nil {
-		from = c.countFrom(snap, req)
+		from = c.countFrom(snap, latest, req)
 	}
 	if ok && req.Start == req.Prefix {
-		span = c.spanOf(snap, req.Prefix)
+		span = c.spanOf(snap, latest, req.Prefix)
 	}
 	c.mu.RUnlock()
 	if !ok {
@@ -271,10 +280,10 @@ func each(scans *Scans, snap *tree, pr, start string, pred storage.Predicate) fu
 // page, the size of the whole cache or, for the current snapshot, of a
 // namespace (parents); on a next page, what the consistent continue token
 // recorded (clamped to the snapshot's size: the token is the client's).
-// Called with mu held for reading.
-func (c *Cacher) countFrom(snap *tree, req backend.ListRequest) int64 {
+// latest says snap is the current state. Called with mu held for reading.
+func (c *Cacher) countFrom(snap *tree, latest bool, req backend.ListRequest) int64 {
 	if req.Start == req.Prefix {
-		return c.spanOf(snap, req.Prefix)
+		return c.spanOf(snap, latest, req.Prefix)
 	}
 	if req.Remaining != nil {
 		return min(*req.Remaining, int64(snap.Len()))
@@ -289,12 +298,13 @@ const yieldEvery = 1024
 
 // spanOf is how many objects of snap lie under prefix when the cache knows
 // it from its own counts (the whole cache, or a namespace of the current
-// snapshot), or -1. Called with mu held for reading.
-func (c *Cacher) spanOf(snap *tree, prefix string) int64 {
+// snapshot, which latest says snap is), or -1. Called with mu held for
+// reading.
+func (c *Cacher) spanOf(snap *tree, latest bool, prefix string) int64 {
 	switch {
 	case prefix == c.prefix:
 		return int64(snap.Len())
-	case snap == c.snap && parentPrefix(prefix[:len(prefix)-1]) == c.prefix:
+	case latest && parentPrefix(prefix[:len(prefix)-1]) == c.prefix:
 		return c.parents[prefix]
 	}
 	return -1
@@ -438,16 +448,17 @@ func (c *Cacher) cached(key string) *storage.Object {
 		return nil
 	}
 	c.mu.RLock()
-	snap, ready, rev := c.snap, c.ready, c.rev
+	ready, rev := c.ready && c.tree != nil, c.rev
+	var o storage.Object
+	var found bool
+	if ready {
+		o, found = c.lookup(key)
+	}
 	c.mu.RUnlock()
-	if !ready || snap == nil || rev < c.lastWrite.Load() {
+	if !ready || !found || rev < c.lastWrite.Load() {
 		return nil
 	}
-	if en, ok := snap.Get(&entry{obj: storage.Object{Key: key}}); ok {
-		o := en.obj
-		return &o
-	}
-	return nil
+	return &o
 }
 
 // CurrentRevision implements storage.RevisionReader: the store's revision

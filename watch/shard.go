@@ -182,7 +182,7 @@ func (s *shard) dispatch(e *event) {
 			}
 		}
 	}
-	key := e.obj.Key
+	key := e.asIs.Object.Key
 	offer(s.reg.byKey[key], true)
 	for i := len(c.prefix) - 1; i < len(key); i++ {
 		if key[i] == '/' {
@@ -191,10 +191,10 @@ func (s *shard) dispatch(e *event) {
 	}
 	for field, byValue := range s.reg.byField {
 		idx := c.cfg.IndexFields[field]
-		nv := idx(&e.obj)
+		nv := idx(&e.asIs.Object)
 		offer(byValue[nv], false)
-		if e.prev != nil {
-			if ov := idx(e.prev); ov != nv {
+		if e.asIs.Prev != nil {
+			if ov := idx(e.asIs.Prev); ov != nv {
 				offer(byValue[ov], false)
 			}
 		}

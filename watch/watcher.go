@@ -405,7 +405,7 @@ const snapshotTries = 3
 // cache re-listed, it starts again from the new snapshot.
 func (c *Cacher) startingEvents(w *watcher, end bool) (q []storage.Event, ok bool) {
 	for try := 0; w.recursive && try < snapshotTries; try++ {
-		snap, rev := c.snap, c.rev
+		snap, rev := c.latest(), c.rev
 		c.mu.Unlock()
 		q = c.initialEvents(w, snap, q[:0])
 		if f := c.building.Load(); f != nil {
@@ -427,7 +427,7 @@ func (c *Cacher) startingEvents(w *watcher, end bool) (q []storage.Event, ok boo
 			return q, true
 		}
 	}
-	q = c.initialEvents(w, c.snap, q[:0])
+	q = c.initialEvents(w, c.latest(), q[:0])
 	if end {
 		q = append(q, endBookmark(c.rev))
 	}
@@ -442,6 +442,8 @@ func (c *Cacher) eventsAfter(rev uint64, snap *tree) (int, bool) {
 		return 0, false
 	}
 	i := c.firstAfter(rev)
+	c.snapMu.Lock()
+	defer c.snapMu.Unlock()
 	at := c.base
 	if i > 0 {
 		at = c.at(i - 1).snap

@@ -9,6 +9,7 @@ import (
 	"bytes"
 	"strings"
 	"unicode/utf8"
+	"unsafe"
 
 	"github.com/annexapi/annex/storage"
 )
@@ -43,12 +44,13 @@ func (stopScan) Error() string { return "not on the fast path" }
 // maxFastLabels is the most labels the fast path sorts on the stack.
 const maxFastLabels = 32
 
-// decodeMetaFast decodes the metadata object md[vs:ve] of data; ok is false
+// decodeMetaFast decodes the metadata object md; ok is false
 // when it cannot (an escaped string, a value of another type, a member whose
 // name matches a field's only without regard to case, as encoding/json's
 // would, or more labels than maxFastLabels): the caller decodes with
-// encoding/json then. data must be valid JSON (DecodeMeta's contract).
-func decodeMetaFast(md []byte) (m storage.Meta, ok bool) {
+// encoding/json then. md must be valid JSON (DecodeMeta's contract). With
+// alias, the strings are views into md (see DecodeMetaOf), else copies.
+func decodeMetaFast(md []byte, alias bool) (m storage.Meta, ok bool) {
 	// Spans of the values in md, start and end without quotes; -1: absent
 	// or null. The last of duplicate members wins, as in encoding/json.
 	var spans [metaFields][2]int
@@ -107,7 +109,31 @@ func decodeMetaFast(md []byte) (m storage.Meta, ok bool) {
 	if err != nil || !ok {
 		return storage.Meta{}, false
 	}
-	// One string holds every value; the fields are slices of it.
+	var vals [metaFields]string
+	if alias {
+		for i, s := range spans {
+			if s[1] > s[0] {
+				vals[i] = unsafe.String(&md[s[0]], s[1]-s[0])
+			}
+		}
+	} else {
+		vals = copyValues(md, &spans)
+	}
+	m = storage.Meta{Name: vals[0], Namespace: vals[1], UID: vals[2], ResourceVersion: vals[3],
+		CreationTimestamp: vals[4], DeletionTimestamp: vals[5]}
+	if hasLabels && np > 0 {
+		var kv [2 * maxFastLabels][]byte
+		for i := range np {
+			kv[i] = md[pairs[i][0]:pairs[i][1]]
+		}
+		m.Labels = storage.LabelsFromPairs(kv[:np])
+	}
+	return m, true
+}
+
+// copyValues returns the values at spans of md in one new string: the
+// fields are slices of it.
+func copyValues(md []byte, spans *[metaFields][2]int) (vals [metaFields]string) {
 	n := 0
 	for _, s := range spans {
 		n += max(s[1]-s[0], 0)
@@ -120,7 +146,6 @@ func decodeMetaFast(md []byte) (m storage.Meta, ok bool) {
 		}
 	}
 	str := all.String()
-	var vals [metaFields]string
 	at := 0
 	for i, s := range spans {
 		if s[0] >= 0 {
@@ -128,16 +153,7 @@ func decodeMetaFast(md []byte) (m storage.Meta, ok bool) {
 			at += s[1] - s[0]
 		}
 	}
-	m = storage.Meta{Name: vals[0], Namespace: vals[1], UID: vals[2], ResourceVersion: vals[3],
-		CreationTimestamp: vals[4], DeletionTimestamp: vals[5]}
-	if hasLabels && np > 0 {
-		var kv [2 * maxFastLabels][]byte
-		for i := range np {
-			kv[i] = md[pairs[i][0]:pairs[i][1]]
-		}
-		m.Labels = storage.LabelsFromPairs(kv[:np])
-	}
-	return m, true
+	return vals
 }
 
 // plainString reports whether b[s:e] is a JSON string without escapes or

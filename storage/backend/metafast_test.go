@@ -3,6 +3,7 @@ package backend
 import (
 	"encoding/json"
 	"testing"
+	"unsafe"
 
 	"github.com/annexapi/annex/storage"
 )
@@ -49,12 +50,12 @@ func TestDecodeMetaFast(t *testing.T) {
 		t.Errorf("the fast path took %d of the cases, want the first four at least", taken)
 	}
 	for _, c := range metaCases[:4] {
-		if _, ok := decodeMetaFast([]byte(c)); !ok {
+		if _, ok := decodeMetaFast([]byte(c), false); !ok {
 			t.Errorf("fast path refused %s", c)
 		}
 	}
 	for _, c := range metaCases[4:13] {
-		if _, ok := decodeMetaFast([]byte(c)); ok {
+		if _, ok := decodeMetaFast([]byte(c), false); ok {
 			t.Errorf("fast path took %s", c)
 		}
 	}
@@ -67,9 +68,12 @@ func checkMetaFast(t *testing.T, md []byte) bool {
 	if !validJSON(md) {
 		return false
 	}
-	fast, ok := decodeMetaFast(md)
+	fast, ok := decodeMetaFast(md, false)
 	if !ok {
 		return false
+	}
+	if aliased, ok := decodeMetaFast(md, true); !ok || aliased != fast {
+		t.Fatalf("%s: fast path %+v, aliasing %+v (%v)", md, fast, aliased, ok)
 	}
 	slow, err := storage.DecodeMetadata(md)
 	if err != nil {
@@ -82,3 +86,35 @@ func checkMetaFast(t *testing.T, md []byte) bool {
 }
 
 func validJSON(b []byte) bool { return json.Valid(b) }
+
+// TestDecodeMetaOfAliases checks that DecodeMetaOf's strings are views into
+// the bytes (no copy per cached object) and DecodeMeta's are not.
+func TestDecodeMetaOfAliases(t *testing.T) {
+	data := []byte(`{"kind":"K","metadata":{"name":"a","namespace":"ns","uid":"u-1","resourceVersion":"7","creationTimestamp":"2026-01-02T03:04:05Z"}}`)
+	inside := func(s string) bool {
+		p := uintptr(unsafe.Pointer(unsafe.StringData(s)))
+		start := uintptr(unsafe.Pointer(&data[0]))
+		return p >= start && p < start+uintptr(len(data))
+	}
+	of, err := DecodeMetaOf(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	copied, err := DecodeMeta(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if of != copied {
+		t.Fatalf("DecodeMetaOf %+v, DecodeMeta %+v", of, copied)
+	}
+	for _, s := range []string{of.Name, of.Namespace, of.UID, of.ResourceVersion, of.CreationTimestamp} {
+		if !inside(s) {
+			t.Errorf("DecodeMetaOf: %q is a copy, not a view into the data", s)
+		}
+	}
+	for _, s := range []string{copied.Name, copied.Namespace, copied.UID, copied.ResourceVersion, copied.CreationTimestamp} {
+		if inside(s) {
+			t.Errorf("DecodeMeta: %q aliases the data", s)
+		}
+	}
+}

@@ -83,7 +83,18 @@ func SpliceResourceVersionAt(data []byte, start, end int, ok bool, rev uint64) (
 // data, and it matches the member name "metadata" exactly (storage.ParseMeta,
 // like encoding/json, also accepts other cases). It fails with
 // storage.ErrInvalidObject.
-func DecodeMeta(data []byte) (storage.Meta, error) {
+func DecodeMeta(data []byte) (storage.Meta, error) { return decodeMeta(data, false) }
+
+// DecodeMetaOf is DecodeMeta for the bytes an Object keeps as its Data:
+// the metadata's strings are views into data where they can be (plain
+// strings, the rule), not copies, so that a cached object costs its bytes
+// and no second copy of its name, namespace, uid, resourceVersion and
+// creationTimestamp. data must never be modified afterwards (the contract
+// of Object.Data), and any of the strings keeps all of data alive: use it
+// for a backend's own copy of an object that becomes that object's Data.
+func DecodeMetaOf(data []byte) (storage.Meta, error) { return decodeMeta(data, true) }
+
+func decodeMeta(data []byte, alias bool) (storage.Meta, error) {
 	var m storage.Meta
 	found := -1
 	var vs, ve int
@@ -99,7 +110,7 @@ func DecodeMeta(data []byte) (storage.Meta, error) {
 	if found < 0 {
 		return m, nil
 	}
-	if m, ok := decodeMetaFast(data[vs:ve]); ok {
+	if m, ok := decodeMetaFast(data[vs:ve], alias); ok {
 		return m, nil
 	}
 	m, err = storage.DecodeMetadata(withoutMember(data[vs:ve], `"managedFields"`))

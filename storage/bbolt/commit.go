@@ -275,7 +275,7 @@ func apply(tr value.Transformer, objs, evs *bolt.Bucket, op *writeOp, rev *uint6
 		start, end, ok := backend.ResourceVersionIndex(old)
 		// The splice copies old out of the transaction.
 		if data, err = backend.SpliceResourceVersionAt(old, start, end, ok, next); err == nil {
-			meta, err = backend.DecodeMeta(data)
+			meta, err = backend.DecodeMetaOf(data)
 		}
 		ent = encodeEntry(entryDelete, op.key, curRev, nil)
 	} else {

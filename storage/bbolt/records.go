@@ -214,11 +214,13 @@ func fromStorage(tr value.Transformer, key string, stored []byte) ([]byte, error
 	return out, nil
 }
 
-// makeObject copies data out of a transaction into an Object.
+// makeObject copies data out of a transaction into an Object, whose
+// metadata strings are views into that copy (see backend.DecodeMetaOf): the
+// watch cache keeps such objects for their lifetime.
 func makeObject(key string, rev uint64, data []byte) (storage.Object, error) {
 	d := make([]byte, len(data))
 	copy(d, data)
-	m, err := backend.DecodeMeta(d)
+	m, err := backend.DecodeMetaOf(d)
 	if err != nil {
 		return storage.Object{}, &storage.Error{Err: storage.ErrInvalidObject, Key: key, Msg: "stored object: " + err.Error()}
 	}

@@ -125,7 +125,7 @@ func finalObject(key string, data []byte, rev uint64) (storage.Object, error) {
 	if err != nil {
 		return storage.Object{}, withKey(err, key)
 	}
-	m, err := backend.DecodeMeta(out)
+	m, err := backend.DecodeMetaOf(out) // out is a fresh copy, the object's Data
 	if err != nil {
 		return storage.Object{}, &storage.Error{Err: storage.ErrInvalidObject, Key: key, Msg: "stored object: " + err.Error()}
 	}
