@@ -54,6 +54,53 @@ func allPages(t *testing.T, s storage.Interface, p string, rev uint64) storage.L
 	return all
 }
 
+// exactListsAsStored checks that the cache holds revision rev in memory and
+// that its exact lists at rev (whole and paginated, of the resource and of
+// one namespace) are the store's.
+// randomWrite creates, updates (creating if absent) or deletes ns/name,
+// chosen by rng; j is written into the object. Errors (exists, not found)
+// mean no write.
+func randomWrite(ctx context.Context, c *Cacher, rng *rand.Rand, ns, name string, j int) (storage.Object, error) {
+	k := key(ns, name)
+	switch rng.IntN(3) {
+	case 0:
+		return c.Create(ctx, k, object(ns, name, fmt.Sprint(j)))
+	case 1:
+		return c.Update(ctx, k, storage.UpdateOptions{IgnoreNotFound: true}, func(storage.Object) ([]byte, error) {
+			return object(ns, name, fmt.Sprint(j)), nil
+		})
+	}
+	return c.Delete(ctx, k, storage.DeleteOptions{})
+}
+
+func exactListsAsStored(t *testing.T, c *Cacher, store storage.Interface, rev uint64) {
+	t.Helper()
+	ctx := context.Background()
+	c.mu.RLock()
+	_, inMemory := c.snapshotAt(rev)
+	c.mu.RUnlock()
+	if !inMemory {
+		t.Fatalf("revision %d is not in the cache's ring", rev)
+	}
+	for _, p := range []string{prefix(""), prefix("ns1")} {
+		opts := storage.ListOptions{ResourceVersion: storage.FormatResourceVersion(rev), ResourceVersionMatch: storage.MatchExact}
+		got, err := c.List(ctx, p, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := store.List(ctx, p, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d := sameList(got, want); d != "" {
+			t.Fatalf("List(%q) at %d: cache and store differ: %s", p, rev, d)
+		}
+		if d := sameList(allPages(t, c, p, rev), want); d != "" {
+			t.Fatalf("paginated List(%q) at %d from the cache differs from the store: %s", p, rev, d)
+		}
+	}
+}
+
 func TestConsistencyUnderConcurrentWrites(t *testing.T) {
 	t.Parallel()
 	store := openBolt(t, true)
@@ -69,19 +116,7 @@ func TestConsistencyUnderConcurrentWrites(t *testing.T) {
 			ns := fmt.Sprintf("ns%d", i%2)
 			for j := range ops {
 				name := fmt.Sprintf("w%d-o%d", i, rng.IntN(6))
-				k := key(ns, name)
-				var o storage.Object
-				var err error
-				switch rng.IntN(3) {
-				case 0:
-					o, err = c.Create(ctx, k, object(ns, name, fmt.Sprint(j)))
-				case 1:
-					o, err = c.Update(ctx, k, storage.UpdateOptions{IgnoreNotFound: true}, func(storage.Object) ([]byte, error) {
-						return object(ns, name, fmt.Sprint(j)), nil
-					})
-				default:
-					o, err = c.Delete(ctx, k, storage.DeleteOptions{})
-				}
+				o, err := randomWrite(ctx, c, rng, ns, name, j)
 				if err != nil {
 					continue // already exists / not found: no write
 				}
@@ -127,29 +162,7 @@ func TestConsistencyUnderConcurrentWrites(t *testing.T) {
 	// paginated, of the resource and of one namespace) are the same, and the
 	// cache served them from memory.
 	for _, rev := range revs {
-		c.mu.RLock()
-		_, inMemory := c.snapshotAt(rev)
-		c.mu.RUnlock()
-		if !inMemory {
-			t.Fatalf("revision %d is not in the cache's ring", rev)
-		}
-		for _, p := range []string{prefix(""), prefix("ns1")} {
-			opts := storage.ListOptions{ResourceVersion: storage.FormatResourceVersion(rev), ResourceVersionMatch: storage.MatchExact}
-			got, err := c.List(ctx, p, opts)
-			if err != nil {
-				t.Fatal(err)
-			}
-			want, err := store.List(ctx, p, opts)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if d := sameList(got, want); d != "" {
-				t.Fatalf("List(%q) at %d: cache and store differ: %s", p, rev, d)
-			}
-			if d := sameList(allPages(t, c, p, rev), want); d != "" {
-				t.Fatalf("paginated List(%q) at %d from the cache differs from the store: %s", p, rev, d)
-			}
-		}
+		exactListsAsStored(t, c, store, rev)
 	}
 	t.Logf("%d writes, %d concurrent consistent-list checks, %d revisions compared", len(revs), checks, len(revs))
 }
@@ -175,19 +188,7 @@ func TestExactListsAcrossTheRing(t *testing.T) {
 	for j := range 60 {
 		ns := fmt.Sprintf("ns%d", j%2)
 		name := fmt.Sprintf("o%d", rng.IntN(5))
-		k := key(ns, name)
-		var o storage.Object
-		var err error
-		switch rng.IntN(3) {
-		case 0:
-			o, err = c.Create(ctx, k, object(ns, name, fmt.Sprint(j)))
-		case 1:
-			o, err = c.Update(ctx, k, storage.UpdateOptions{IgnoreNotFound: true}, func(storage.Object) ([]byte, error) {
-				return object(ns, name, fmt.Sprint(j)), nil
-			})
-		default:
-			o, err = c.Delete(ctx, k, storage.DeleteOptions{})
-		}
+		o, err := randomWrite(ctx, c, rng, ns, name, j)
 		if err == nil {
 			revs = append(revs, o.ResourceVersion)
 		}
@@ -214,29 +215,7 @@ func TestExactListsAcrossTheRing(t *testing.T) {
 	for range 2 {
 		rng.Shuffle(len(window), func(i, j int) { window[i], window[j] = window[j], window[i] })
 		for _, rev := range window {
-			c.mu.RLock()
-			_, inMemory := c.snapshotAt(rev)
-			c.mu.RUnlock()
-			if !inMemory {
-				t.Fatalf("revision %d (window %d..%d) is not in memory", rev, start, last)
-			}
-			for _, p := range []string{prefix(""), prefix("ns1")} {
-				opts := storage.ListOptions{ResourceVersion: storage.FormatResourceVersion(rev), ResourceVersionMatch: storage.MatchExact}
-				got, err := c.List(ctx, p, opts)
-				if err != nil {
-					t.Fatal(err)
-				}
-				want, err := store.List(ctx, p, opts)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if d := sameList(got, want); d != "" {
-					t.Fatalf("List(%q) at %d: cache and store differ: %s", p, rev, d)
-				}
-				if d := sameList(allPages(t, c, p, rev), want); d != "" {
-					t.Fatalf("paginated List(%q) at %d from the cache differs from the store: %s", p, rev, d)
-				}
-			}
+			exactListsAsStored(t, c, store, rev)
 		}
 	}
 	c.mu.RLock()

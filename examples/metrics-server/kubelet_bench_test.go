@@ -185,6 +185,18 @@ func BenchmarkSnapshotLive(b *testing.B) {
 		}
 		return batch
 	}
+	reportLive(b, func() any {
+		st := NewStore(nil, 15*time.Second, nil)
+		st.Add(scrape(0))
+		st.Add(scrape(1))
+		return st
+	})
+}
+
+// reportLive runs build at every iteration of b and reports, as live-MB,
+// the heap what it returns keeps alive (measured after a GC before and
+// after it).
+func reportLive(b *testing.B, build func() any) {
 	var live uint64
 	b.ReportAllocs()
 	for b.Loop() {
@@ -192,13 +204,11 @@ func BenchmarkSnapshotLive(b *testing.B) {
 		runtime.GC()
 		runtime.ReadMemStats(&ms)
 		before := ms.HeapAlloc
-		st := NewStore(nil, 15*time.Second, nil)
-		st.Add(scrape(0))
-		st.Add(scrape(1))
+		kept := build()
 		runtime.GC()
 		runtime.ReadMemStats(&ms)
 		live = ms.HeapAlloc - before
-		runtime.KeepAlive(st)
+		runtime.KeepAlive(kept)
 	}
 	b.ReportMetric(float64(live)/(1<<20), "live-MB")
 }

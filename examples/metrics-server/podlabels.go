@@ -10,7 +10,8 @@ package main
 
 import (
 	"encoding/binary"
-	"sort"
+	"maps"
+	"slices"
 )
 
 // minInternCompact is the least number of interned label sets at which
@@ -66,11 +67,7 @@ func (p *podLabels) intern(m map[string]string) *Labels {
 	if len(m) == 0 {
 		return nil
 	}
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
+	keys := slices.Sorted(maps.Keys(m))
 	// The encoding: each key and value after its length, so that no two
 	// sets have the same one. ends are where each string ends in it.
 	p.buf, p.ends = p.buf[:0], p.ends[:0]

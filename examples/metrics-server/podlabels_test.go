@@ -3,7 +3,6 @@ package main
 import (
 	"encoding/json"
 	"fmt"
-	"runtime"
 	"slices"
 	"testing"
 )
@@ -68,13 +67,7 @@ func BenchmarkPodLabelsLive(b *testing.B) {
 			items = append(items, json.RawMessage(fmt.Sprintf(`{"metadata":{"name":"app-%d-%d","namespace":"team-%d","labels":{"app":"app-%d"}},"spec":{"nodeName":"node-%d"}}`, i, j, (i+j)%10, j%10, i)))
 		}
 	}
-	var live uint64
-	b.ReportAllocs()
-	for b.Loop() {
-		var ms runtime.MemStats
-		runtime.GC()
-		runtime.ReadMemStats(&ms)
-		before := ms.HeapAlloc
+	reportLive(b, func() any {
 		p := newPodLabels()
 		for _, raw := range items {
 			key, labels, err := decodePodLabels(raw)
@@ -83,10 +76,6 @@ func BenchmarkPodLabelsLive(b *testing.B) {
 			}
 			p.set(key.namespace, key.name, labels)
 		}
-		runtime.GC()
-		runtime.ReadMemStats(&ms)
-		live = ms.HeapAlloc - before
-		runtime.KeepAlive(p)
-	}
-	b.ReportMetric(float64(live)/(1<<20), "live-MB")
+		return p
+	})
 }

@@ -16,9 +16,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"os"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -76,11 +77,7 @@ func LabelsOf(m map[string]string) Labels {
 	if len(m) == 0 {
 		return nil
 	}
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
+	keys := slices.Sorted(maps.Keys(m))
 	l := make(Labels, 0, 2*len(keys))
 	for _, k := range keys {
 		l = append(l, k, m[k])
