@@ -318,6 +318,11 @@ func (t Target) watch(ctx context.Context, writer Target, watchers, perConn int,
 	clients := make([]*http.Client, (watchers+perConn-1)/perConn)
 	for i := range clients {
 		clients[i] = t.client()
+		// No overall timeout: it would end a watch's body mid-stream
+		// (http.Client.Timeout covers reading the body), which counted
+		// as events lost and watches ended. ctx bounds the watches, as
+		// timeoutSeconds bounds client-go's.
+		clients[i].Timeout = 0
 		// Go's HTTP/2 client opens another connection when one is at
 		// the server's stream limit; one connection per client here.
 		clients[i].Transport.(*http.Transport).MaxConnsPerHost = 1
