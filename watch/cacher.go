@@ -572,14 +572,20 @@ func undo(t *tree, e *event) {
 	t.Delete(&entry{obj: storage.Object{Key: e.asIs.Object.Key}})
 }
 
-// lookup returns key's current object. Called with mu held (for reading
-// or writing): the tree changes only under mu held for writing.
-func (c *Cacher) lookup(key string) (storage.Object, bool) {
-	en, ok := c.tree.Get(&entry{obj: storage.Object{Key: key}})
-	if !ok {
-		return storage.Object{}, false
+// lookup returns key's current object and whether the cache has it, and
+// whether the cache has loaded its state at all; it takes mu for reading
+// (the tree changes only under mu held for writing). ready is the cache's
+// readiness as of the same moment, and rev its revision.
+func (c *Cacher) lookup(key string) (o storage.Object, found, loaded, ready bool, rev uint64) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	if c.tree == nil {
+		return storage.Object{}, false, false, c.ready, c.rev
 	}
-	return en.obj, true
+	if en, ok := c.tree.Get(&entry{obj: storage.Object{Key: key}}); ok {
+		o, found = en.obj, true
+	}
+	return o, found, true, c.ready, c.rev
 }
 
 // dispatch hands e to every shard. Called with mu held for writing, so

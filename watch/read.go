@@ -172,14 +172,7 @@ func (c *Cacher) Get(ctx context.Context, key string, opts storage.GetOptions) (
 	if !ok {
 		return c.store.Get(ctx, key, opts)
 	}
-	c.mu.RLock()
-	loaded := c.tree != nil
-	var o storage.Object
-	var found bool
-	if loaded {
-		o, found = c.lookup(key)
-	}
-	c.mu.RUnlock()
+	o, found, loaded, _, _ := c.lookup(key)
 	if !loaded {
 		return c.store.Get(ctx, key, opts)
 	}
@@ -447,15 +440,8 @@ func (c *Cacher) cached(key string) *storage.Object {
 	if !c.inPrefix(key) {
 		return nil
 	}
-	c.mu.RLock()
-	ready, rev := c.ready && c.tree != nil, c.rev
-	var o storage.Object
-	var found bool
-	if ready {
-		o, found = c.lookup(key)
-	}
-	c.mu.RUnlock()
-	if !ready || !found || rev < c.lastWrite.Load() {
+	o, found, loaded, ready, rev := c.lookup(key)
+	if !loaded || !ready || !found || rev < c.lastWrite.Load() {
 		return nil
 	}
 	return &o
