@@ -18,6 +18,12 @@
 // median pass, CPU per operation first, and the last columns the ratios
 // annex ÷ floor and sample-apiserver ÷ annex.
 //
+// compare --profile DIR profiles annex instead: on a fresh server it drives
+// creates, GETs, full LISTs and GET+PUT updates with the suite's clients,
+// each for --profile-for, and writes the server's CPU profile over each into
+// DIR (create.pprof, get.pprof, list.pprof, update.pprof), with the server's
+// CPU per operation over the same time on stderr.
+//
 // flood-a and floor-server are the processes flood and compare start (this
 // executable again).
 package main
@@ -47,7 +53,7 @@ func main() {
 
 func run(args []string) error {
 	if len(args) == 0 {
-		return errors.New("usage: annexload run [--short] [--watchers N] [--write-rate R] | compare [--short] [--passes N] | scale [--objects N,M] | audit [--short] [--passes N] | postgres [--short] [--passes N] [--objects N] [--watchers N] | flood [--short] [--objects N] [--seats N,M] [--in-flight N]")
+		return errors.New("usage: annexload run [--short] [--watchers N] [--write-rate R] | compare [--short] [--passes N] [--profile DIR [--profile-for D]] | scale [--objects N,M] | audit [--short] [--passes N] | postgres [--short] [--passes N] [--objects N] [--watchers N] | flood [--short] [--objects N] [--seats N,M] [--in-flight N]")
 	}
 	switch args[0] {
 	case "run":
@@ -91,12 +97,17 @@ func run(args []string) error {
 		fs := flag.NewFlagSet("compare", flag.ContinueOnError)
 		short := fs.Bool("short", false, "a few seconds per scenario")
 		passes := fs.Int("passes", 3, "runs of the suite on each server")
+		profile := fs.String("profile", "", "instead of comparing: write annex's CPU profile of creates, GETs, full LISTs and GET+PUT updates (each driven for --profile-for) into this directory")
+		profileFor := fs.Duration("profile-for", 15*time.Second, "with --profile: how long each operation is driven and profiled")
 		if err := fs.Parse(args[1:]); err != nil {
 			return err
 		}
 		sizes := load.Full()
 		if *short {
 			sizes = load.Short()
+		}
+		if *profile != "" {
+			return profileAnnex(sizes, *profile, *profileFor)
 		}
 		return compare(sizes, *passes)
 	case "audit":
@@ -203,6 +214,58 @@ func compare(sizes load.Sizes, passes int) error {
 	}
 	names := []string{"annex", "floor", "sample-apiserver"}
 	load.CompareTable(os.Stdout, names, [][]load.Result{load.Median(results[0]), load.Median(results[1]), load.Median(results[2])})
+	return nil
+}
+
+// profileAnnex drives each operation on a fresh annex for d while the
+// server profiles itself, and writes the profiles into outDir.
+func profileAnnex(sizes load.Sizes, outDir string, d time.Duration) error {
+	if err := os.MkdirAll(outDir, 0o755); err != nil {
+		return err
+	}
+	dir, err := os.MkdirTemp("", "annexload-profile-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	ctx := context.Background()
+	t, stop, err := load.StartAnnex(ctx, dir)
+	if err != nil {
+		return err
+	}
+	defer stop()
+	created := 0
+	ops := []struct {
+		name  string
+		round func(k int) load.Result
+	}{
+		{"create", func(k int) load.Result {
+			r := t.Create(fmt.Sprintf("p%d", k), 1000, sizes.Clients)
+			created += 1000
+			return r
+		}},
+		{"get", func(int) load.Result { return t.Get("p0", 1000, 5000, sizes.Clients) }},
+		{"list", func(int) load.Result { return t.List("", 5, 1) }},
+		{"update", func(int) load.Result { return t.Update("p0", 1000, 1000, sizes.Clients) }},
+	}
+	for _, op := range ops {
+		profiled := make(chan error, 1)
+		path := filepath.Join(outDir, op.name+".pprof")
+		go func() { profiled <- t.Profile(ctx, d, path) }()
+		var total load.Result
+		deadline := time.Now().Add(d)
+		for k := 0; time.Now().Before(deadline); k++ {
+			r := op.round(k)
+			total.Ops += r.Ops
+			total.Errors += r.Errors
+			total.CPU += r.CPU
+		}
+		if err := <-profiled; err != nil {
+			return fmt.Errorf("%s: %w", op.name, err)
+		}
+		fmt.Fprintf(os.Stderr, "%s: %d ops, %d errors, %v server CPU each, %d objects stored; profile %s\n",
+			op.name, total.Ops, total.Errors, total.CPU/time.Duration(max(total.Ops, 1)), created, path)
+	}
 	return nil
 }
 
