@@ -16,7 +16,8 @@
 // on the floor (load.StartFloor: net/http serving the same bytes from a
 // map) in rotating order, --passes times (3 by default); each cell is the
 // median pass, CPU per operation first, and the last columns the ratios
-// annex ÷ floor and sample-apiserver ÷ annex.
+// annex ÷ floor and sample-apiserver ÷ annex; with more than one pass, each
+// pass's table follows.
 //
 // compare --profile DIR profiles annex instead: on a fresh server it drives
 // creates, GETs, full LISTs and GET+PUT updates with the suite's clients,
@@ -214,6 +215,12 @@ func compare(sizes load.Sizes, passes int) error {
 	}
 	names := []string{"annex", "floor", "sample-apiserver"}
 	load.CompareTable(os.Stdout, names, [][]load.Result{load.Median(results[0]), load.Median(results[1]), load.Median(results[2])})
+	if passes > 1 { // each pass too, so that the spread behind the medians shows
+		for pass := range passes {
+			fmt.Printf("\npass %d:\n\n", pass+1)
+			load.CompareTable(os.Stdout, names, [][]load.Result{results[0][pass], results[1][pass], results[2][pass]})
+		}
+	}
 	return nil
 }
 
