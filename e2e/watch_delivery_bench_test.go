@@ -38,6 +38,9 @@ var deliveryPrefix = storage.ResourcePrefix("bench.annex.dev", "widgets", "")
 // by LISTEN/NOTIFY, kine's second process polls the table.
 //
 //	cd e2e && go test -run '^$' -bench BenchmarkWatchDelivery -benchtime 300x .
+//
+// (the kine_postgres_across cases take about a second per write: 300x is
+// five minutes each)
 func BenchmarkWatchDelivery(b *testing.B) {
 	pg := binaries.StartPostgres(b)
 	kineDSN, err := pg.CreateDatabase("kine")
