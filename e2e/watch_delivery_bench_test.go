@@ -32,9 +32,15 @@ var deliveryPrefix = storage.ResourcePrefix("bench.annex.dev", "widgets", "")
 // every watcher. A backend that acknowledges late (kine) has events arrive
 // first more often: sent → received is the figure that compares backends.
 // "store" is one watch on the backend itself; "cacher_N" is N watchers of
-// the watch cache over it, the fan-out every server runs.
+// the watch cache over it, the fan-out every server runs. The "_across"
+// backends write through one replica's store and watch another's on the
+// same data, as two servers do: the native backend's second store is woken
+// by LISTEN/NOTIFY, kine's second process polls the table.
 //
 //	cd e2e && go test -run '^$' -bench BenchmarkWatchDelivery -benchtime 300x .
+//
+// (the kine_postgres_across cases take about a second per write: 300x is
+// five minutes each)
 func BenchmarkWatchDelivery(b *testing.B) {
 	pg := binaries.StartPostgres(b)
 	kineDSN, err := pg.CreateDatabase("kine")
@@ -46,26 +52,49 @@ func BenchmarkWatchDelivery(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
+	// A second kine on the same database: a second replica's, which sees
+	// the first one's writes by polling the table.
+	kine2URL := binaries.StartKine(b, kineDSN).ClientURL
 	var n int
+	openPostgres := func(b *testing.B, table string) storage.Interface {
+		s, err := postgres.Config{DSN: nativeDSN}.Open(context.Background(), postgres.Options{Table: table, CompactionInterval: -1})
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { s.Close() })
+		return s
+	}
+	openKine := func(b *testing.B, url, prefix string) storage.Interface {
+		s := etcd.New(clientOf(b, url), etcd.Options{Prefix: prefix, CompactionInterval: -1})
+		b.Cleanup(func() { s.Close() })
+		return s
+	}
+	// open returns the store written to and the store watched: the same
+	// one, or (across) two replicas' stores of the same data.
 	backends := []struct {
 		name string
-		open func(b *testing.B) storage.Interface
+		open func(b *testing.B) (write, watched storage.Interface)
 	}{
-		{"bbolt", benchBbolt},
-		{"postgres", func(b *testing.B) storage.Interface {
+		{"bbolt", func(b *testing.B) (storage.Interface, storage.Interface) { s := benchBbolt(b); return s, s }},
+		{"postgres", func(b *testing.B) (storage.Interface, storage.Interface) {
 			n++
-			s, err := postgres.Config{DSN: nativeDSN}.Open(context.Background(), postgres.Options{Table: fmt.Sprintf("bench%d", n), CompactionInterval: -1})
-			if err != nil {
-				b.Fatal(err)
-			}
-			b.Cleanup(func() { s.Close() })
-			return s
+			s := openPostgres(b, fmt.Sprintf("bench%d", n))
+			return s, s
 		}},
-		{"kine_postgres", func(b *testing.B) storage.Interface {
+		{"kine_postgres", func(b *testing.B) (storage.Interface, storage.Interface) {
 			n++
-			s := etcd.New(clientOf(b, kineURL), etcd.Options{Prefix: fmt.Sprintf("/bench-%d", n), CompactionInterval: -1})
-			b.Cleanup(func() { s.Close() })
-			return s
+			s := openKine(b, kineURL, fmt.Sprintf("/bench-%d", n))
+			return s, s
+		}},
+		{"postgres_across", func(b *testing.B) (storage.Interface, storage.Interface) {
+			n++
+			table := fmt.Sprintf("bench%d", n)
+			return openPostgres(b, table), openPostgres(b, table)
+		}},
+		{"kine_postgres_across", func(b *testing.B) (storage.Interface, storage.Interface) {
+			n++
+			prefix := fmt.Sprintf("/bench-%d", n)
+			return openKine(b, kineURL, prefix), openKine(b, kine2URL, prefix)
 		}},
 	}
 	for _, be := range backends {
@@ -75,11 +104,15 @@ func BenchmarkWatchDelivery(b *testing.B) {
 				name = fmt.Sprintf("cacher_%d", watchers)
 			}
 			b.Run(be.name+"/"+name, func(b *testing.B) {
-				s := be.open(b)
+				w, s := be.open(b)
 				if watchers > 0 {
+					same := w == s
 					s = startCacher(b, s)
+					if same { // one process: the writes go through its cache
+						w = s
+					}
 				}
-				benchDelivery(b, s, max(watchers, 1))
+				benchDelivery(b, w, s, max(watchers, 1))
 			})
 		}
 	}
@@ -105,11 +138,13 @@ func startCacher(b *testing.B, s storage.Interface) storage.Interface {
 	return c
 }
 
-// benchDelivery runs the benchmark's loop on s with watchers watches.
-func benchDelivery(b *testing.B, s storage.Interface, watchers int) {
+// benchDelivery runs the benchmark's loop: watchers watches on s, the
+// writes to w (s itself, or the first of two replicas' stores when s is the
+// second's, or a watch cache over it).
+func benchDelivery(b *testing.B, w, s storage.Interface, watchers int) {
 	ctx := b.Context()
 	// A first write, so that the watches start from a revision.
-	first, err := s.Create(ctx, storage.ObjectKey("bench.annex.dev", "widgets", "ns", "first"), deliveryObject("first"))
+	first, err := w.Create(ctx, storage.ObjectKey("bench.annex.dev", "widgets", "ns", "first"), deliveryObject("first"))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -143,7 +178,7 @@ func benchDelivery(b *testing.B, s storage.Interface, watchers int) {
 	for i := range b.N {
 		name := fmt.Sprintf("o%d", i)
 		sent := time.Now()
-		if _, err := s.Create(ctx, storage.ObjectKey("bench.annex.dev", "widgets", "ns", name), deliveryObject(name)); err != nil {
+		if _, err := w.Create(ctx, storage.ObjectKey("bench.annex.dev", "widgets", "ns", name), deliveryObject(name)); err != nil {
 			b.Fatal(err)
 		}
 		acked := time.Now()

@@ -211,6 +211,12 @@ func (s LabelSelector) MatchesSet(labels LabelSet) bool {
 	return true
 }
 
+// Need is the LabelBits every set of labels the selector matches has: each
+// requirement's pair bits (=, ==, in with one value) or key bits (in, exists,
+// gt, lt); none for the negative operators, so zero for a selector of those
+// only. Labels whose known (non-zero) bits lack some of them do not match.
+func (s LabelSelector) Need() uint64 { return s.need }
+
 // Empty reports whether the selector has no requirements (matches everything).
 func (s LabelSelector) Empty() bool { return len(s.reqs) == 0 }
 

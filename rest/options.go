@@ -176,7 +176,9 @@ func (rh *resourceHandler) predicate(p listParams) storage.Predicate {
 		return nil
 	}
 	labels, fields, decode, extra := p.labels, p.fields, p.needsDecode, rh.Strategy.SelectableFields
-	return storage.PredicateFunc(func(o *storage.Object) bool {
+	// The label selector's fingerprint lets the watch cache skip objects
+	// that cannot match without reading them (storage.Selection).
+	return storage.Selection{Need: labels.Need(), Match: func(o *storage.Object) bool {
 		// A pointer in the interface: the labels are not copied to the
 		// heap for each object a list scans.
 		if !labels.Empty() && !labels.MatchesSet(&o.Meta.Labels) {
@@ -195,7 +197,7 @@ func (rh *resourceHandler) predicate(p listParams) storage.Predicate {
 			addSelectableFields(set, data, extra)
 		}
 		return fields.Matches(set)
-	})
+	}}
 }
 
 // dryRunParam validates the dryRun query parameter of a write: only "All"

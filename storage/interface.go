@@ -198,6 +198,20 @@ type PredicateFunc func(o *Object) bool
 // Matches calls f.
 func (f PredicateFunc) Matches(o *Object) bool { return f(o) }
 
+// Selection is a Predicate that also tells the labels' fingerprint
+// (Labels.LabelBits) of every object it may select: each bit of Need is
+// set in it (meta.LabelSelector.Need). A store or cache that walks many
+// objects with each one's fingerprint at hand skips an object whose
+// fingerprint is known (not zero) and lacks a bit of Need without calling
+// Match, and so without reading the object. Need zero skips nothing.
+type Selection struct {
+	Match PredicateFunc
+	Need  uint64
+}
+
+// Matches calls s.Match.
+func (s Selection) Matches(o *Object) bool { return s.Match(o) }
+
 // RevisionReader reports the store's current revision, the revision of its
 // last committed write. The watch cache uses it for consistent reads.
 type RevisionReader interface {

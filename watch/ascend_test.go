@@ -15,16 +15,16 @@ import (
 // search for the start in every node was a fifth of a selector's LIST.
 func TestAscendFrom(t *testing.T) {
 	compares := 0
-	tr := btree.NewG(32, func(a, b *entry) bool { compares++; return entryLess(a, b) })
+	tr := btree.NewG(32, func(a, b elem) bool { compares++; return elemLess(a, b) })
 	var keys []string
 	for i := range 5000 {
 		k := fmt.Sprintf("/registry/widgets/ns/w-%05d", i)
 		keys = append(keys, k)
-		tr.ReplaceOrInsert(&entry{obj: storage.Object{Key: k}})
+		tr.ReplaceOrInsert(elemOf(storage.Object{Key: k}))
 	}
 	walk := func(from string) []string {
 		var got []string
-		ascendFrom(tr, from, func(en *entry) bool { got = append(got, en.obj.Key); return true })
+		ascendFrom(tr, from, func(el elem) bool { got = append(got, el.key()); return true })
 		return got
 	}
 	for _, tc := range []struct {
@@ -48,13 +48,13 @@ func TestAscendFrom(t *testing.T) {
 		t.Errorf("a walk of the whole tree made %d key comparisons, want at most 1", compares)
 	}
 	compares = 0
-	tr.AscendGreaterOrEqual(&entry{obj: storage.Object{Key: "/registry/widgets/"}}, func(*entry) bool { return true })
+	tr.AscendGreaterOrEqual(probe("/registry/widgets/"), func(elem) bool { return true })
 	if compares < 500 {
 		t.Errorf("AscendGreaterOrEqual made %d comparisons: the reason for ascendFrom is gone, reconsider it", compares)
 	}
 	t.Logf("whole walk of 5000: AscendGreaterOrEqual %d comparisons, ascendFrom 0", compares)
-	empty := btree.NewG(32, entryLess)
-	ascendFrom(empty, "/x", func(*entry) bool { t.Error("an empty tree has no entry"); return true })
+	empty := btree.NewG(32, elemLess)
+	ascendFrom(empty, "/x", func(elem) bool { t.Error("an empty tree has no entry"); return true })
 }
 
 // BenchmarkAscendFrom walks 50,000 entries whose keys share a long prefix,
@@ -63,16 +63,16 @@ func TestAscendFrom(t *testing.T) {
 //
 //	go test ./watch -run '^$' -bench AscendFrom -count 6
 func BenchmarkAscendFrom(b *testing.B) {
-	tr := btree.NewG(32, entryLess)
+	tr := btree.NewG(32, elemLess)
 	for i := range 50_000 {
-		tr.ReplaceOrInsert(&entry{obj: storage.Object{Key: fmt.Sprintf("/registry/platform.example.com/environments/default/env-%06d", i)}})
+		tr.ReplaceOrInsert(elemOf(storage.Object{Key: fmt.Sprintf("/registry/platform.example.com/environments/default/env-%06d", i)}))
 	}
 	const from = "/registry/platform.example.com/environments/"
 	n := 0
-	visit := func(*entry) bool { n++; return true }
+	visit := func(elem) bool { n++; return true }
 	b.Run("AscendGreaterOrEqual", func(b *testing.B) {
 		for b.Loop() {
-			tr.AscendGreaterOrEqual(&entry{obj: storage.Object{Key: from}}, visit)
+			tr.AscendGreaterOrEqual(probe(from), visit)
 		}
 	})
 	b.Run("ascendFrom", func(b *testing.B) {
@@ -89,12 +89,12 @@ func BenchmarkAscendFrom(b *testing.B) {
 // and last; a key outside at either end, or a prefix narrower than the
 // tree (a namespace of a collection), and the walk must check each key.
 func TestAllUnder(t *testing.T) {
-	tr := btree.NewG(32, entryLess)
+	tr := btree.NewG(32, elemLess)
 	if !allUnder(tr, "/registry/widgets/") {
 		t.Error("an empty tree: nothing outside the prefix")
 	}
 	for _, k := range []string{"/registry/widgets/a/w1", "/registry/widgets/b/w2", "/registry/widgets/c/w3"} {
-		tr.ReplaceOrInsert(&entry{obj: storage.Object{Key: k}})
+		tr.ReplaceOrInsert(elemOf(storage.Object{Key: k}))
 	}
 	for pr, want := range map[string]bool{
 		"/registry/widgets/":   true,
@@ -107,7 +107,7 @@ func TestAllUnder(t *testing.T) {
 			t.Errorf("allUnder(%q) = %v, want %v", pr, got, want)
 		}
 	}
-	tr.ReplaceOrInsert(&entry{obj: storage.Object{Key: "/registry/widgets0"}}) // after the prefix's keys
+	tr.ReplaceOrInsert(elemOf(storage.Object{Key: "/registry/widgets0"})) // after the prefix's keys
 	if allUnder(tr, "/registry/widgets/") {
 		t.Error("a last key outside the prefix")
 	}

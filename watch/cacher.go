@@ -32,7 +32,30 @@ type entry struct {
 	obj storage.Object
 }
 
-func entryLess(a, b *entry) bool { return a.obj.Key < b.obj.Key }
+// elem is what the tree holds for an object: its key and its labels'
+// fingerprint (storage.Labels.LabelBits) beside a pointer to it. A walk
+// reads the tree's nodes, whose elems lie side by side in memory, and an
+// object only when it may be selected: a selector's scan that rejects
+// objects by their fingerprint reads no object at all (the objects lie
+// scattered over the heap, and reading each one's labels was most of such
+// a scan), and searches compare keys without reading objects.
+type elem struct {
+	en   *entry
+	bits uint64
+}
+
+// elemOf is o's elem, with a new entry.
+func elemOf(o storage.Object) elem {
+	return elem{bits: o.Meta.Labels.LabelBits(), en: &entry{obj: o}}
+}
+
+// probe is the elem a search for key compares with.
+func probe(key string) elem { return elem{en: &entry{obj: storage.Object{Key: key}}} }
+
+func elemLess(a, b elem) bool { return a.en.obj.Key < b.en.obj.Key }
+
+// key is the object's key.
+func (el elem) key() string { return el.en.obj.Key }
 
 // ascendFrom calls fn on the entries of t from key on, in order, until fn
 // returns false. google/btree's AscendGreaterOrEqual searches for its start
@@ -41,12 +64,12 @@ func entryLess(a, b *entry) bool { return a.obj.Key < b.obj.Key }
 // prefix. When key is at or before the tree's first entry (a list of a
 // whole collection: the cache holds one resource) it walks from the start
 // with no search at all, which visits the same entries.
-func ascendFrom(t *tree, key string, fn func(*entry) bool) {
-	if first, ok := t.Min(); !ok || key <= first.obj.Key {
+func ascendFrom(t *tree, key string, fn func(elem) bool) {
+	if first, ok := t.Min(); !ok || key <= first.key() {
 		t.Ascend(fn)
 		return
 	}
-	t.AscendGreaterOrEqual(&entry{obj: storage.Object{Key: key}}, fn)
+	t.AscendGreaterOrEqual(probe(key), fn)
 }
 
 // allUnder reports whether every key of t starts with pr: its first and
@@ -58,14 +81,14 @@ func allUnder(t *tree, pr string) bool {
 		return true
 	}
 	last, _ := t.Max()
-	return strings.HasPrefix(first.obj.Key, pr) && strings.HasPrefix(last.obj.Key, pr)
+	return strings.HasPrefix(first.key(), pr) && strings.HasPrefix(last.key(), pr)
 }
 
 // tree is the ordered set of current objects. The cacher mutates one tree
 // and publishes an immutable clone of it when a reader needs one (btree
 // clones are copy-on-write, so a clone costs a few node copies at the next
 // write); GETs read the tree itself, under mu.
-type tree = btree.BTreeG[*entry]
+type tree = btree.BTreeG[elem]
 
 // event is one change under the prefix, as the cacher keeps it in its ring
 // (RingSize of them, whatever the number of objects: it is kept small, one
@@ -329,10 +352,10 @@ func (c *Cacher) listAndWatch(ctx context.Context) error {
 // replace installs a fresh state read at res.ResourceVersion. Watchers
 // registered before (a re-list) are ended: events may be missing between.
 func (c *Cacher) replace(res storage.ListResult) {
-	t := btree.NewG(32, entryLess)
+	t := btree.NewG(32, elemLess)
 	parents := map[string]int64{}
 	for _, o := range res.Items {
-		if _, had := t.ReplaceOrInsert(&entry{obj: o}); !had {
+		if _, had := t.ReplaceOrInsert(elemOf(o)); !had {
 			parents[parentPrefix(o.Key)]++
 		}
 	}
@@ -416,21 +439,21 @@ func (c *Cacher) applyLocked(ev storage.Event) {
 	if ev.Object.ResourceVersion <= c.rev {
 		return // already seen (cannot happen with a gap-free upstream)
 	}
-	probe := &entry{obj: storage.Object{Key: ev.Object.Key}}
+	at := probe(ev.Object.Key)
 	prev := ev.Prev
 	if prev == nil && ev.Type != storage.EventAdded {
 		// Only an upstream that does not say what it replaced costs a
 		// second search of the tree (a feed says it for every change).
-		if old, had := c.tree.Get(probe); had {
-			prev = &old.obj
+		if old, had := c.tree.Get(at); had {
+			prev = &old.en.obj
 		}
 	}
 	e := newEvent(ev.Type, ev.Object, prev)
 	if e.asIs.Type == storage.EventDeleted {
-		if _, ok := c.tree.Delete(probe); ok {
+		if _, ok := c.tree.Delete(at); ok {
 			c.countParent(e.asIs.Object.Key, -1)
 		}
-	} else if _, replaced := c.tree.ReplaceOrInsert(&entry{obj: e.asIs.Object}); !replaced {
+	} else if _, replaced := c.tree.ReplaceOrInsert(elemOf(e.asIs.Object)); !replaced {
 		c.countParent(e.asIs.Object.Key, 1)
 	}
 	c.snap.Store(nil) // cloned when a reader needs it
@@ -566,10 +589,10 @@ func (c *Cacher) stateAfter(i int) *tree {
 // away when e added it.
 func undo(t *tree, e *event) {
 	if e.asIs.Type != storage.EventAdded && e.asIs.Prev != nil {
-		t.ReplaceOrInsert(&entry{obj: *e.asIs.Prev})
+		t.ReplaceOrInsert(elemOf(*e.asIs.Prev))
 		return
 	}
-	t.Delete(&entry{obj: storage.Object{Key: e.asIs.Object.Key}})
+	t.Delete(probe(e.asIs.Object.Key))
 }
 
 // lookup returns key's current object and whether the cache has it, and
@@ -582,8 +605,8 @@ func (c *Cacher) lookup(key string) (o storage.Object, found, loaded, ready bool
 	if c.tree == nil {
 		return storage.Object{}, false, false, c.ready, c.rev
 	}
-	if en, ok := c.tree.Get(&entry{obj: storage.Object{Key: key}}); ok {
-		o, found = en.obj, true
+	if el, ok := c.tree.Get(probe(key)); ok {
+		o, found = el.en.obj, true
 	}
 	return o, found, true, c.ready, c.rev
 }

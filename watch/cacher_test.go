@@ -19,6 +19,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/annexapi/annex/meta"
 	"github.com/annexapi/annex/storage"
 )
 
@@ -625,5 +626,80 @@ func TestListSpanFromCounts(t *testing.T) {
 	res, err := c.List(ctx, suitePrefix, storage.ListOptions{Predicate: all})
 	if err != nil || len(res.Items) != 45 {
 		t.Errorf("whole cache: %d items, %v; want 45", len(res.Items), err)
+	}
+}
+
+// TestListSkipsByFingerprint: a storage.Selection's predicate is called
+// only for objects whose labels' fingerprint has its Need or is unknown
+// (no labels), on every way the cache reads a collection (a whole list, a
+// page, the paged remainder, streamed); the others are not read, and what
+// the list answers is what the predicate alone selects.
+func TestListSkipsByFingerprint(t *testing.T) {
+	t.Parallel()
+	c := startCacher(t, openBolt(t, true), Config{})
+	for i := range 30 {
+		name := fmt.Sprintf("o%02d", i)
+		var labels []string
+		switch i % 3 {
+		case 0:
+			labels = []string{"app", "a"}
+		case 1:
+			labels = []string{"app", "b", "tier", "x"}
+		} // and none for i%3 == 2
+		mustCreate(t, c, key("ns", name), object("ns", name, "1", labels...))
+	}
+	sel, err := meta.ParseLabelSelector("app=a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sel.Need() == 0 {
+		t.Fatal("app=a needs no bits")
+	}
+	var mu sync.Mutex
+	read := map[string]int{}
+	pred := storage.Selection{Need: sel.Need(), Match: func(o *storage.Object) bool {
+		mu.Lock()
+		read[o.Meta.Labels.Get("app")]++
+		mu.Unlock()
+		return sel.MatchesSet(&o.Meta.Labels)
+	}}
+	ctx := context.Background()
+	for _, opts := range []storage.ListOptions{{Predicate: pred}, {Predicate: pred, Limit: 4}, {Predicate: pred, Stream: true}} {
+		clear(read)
+		res, err := c.List(ctx, prefix("ns"), opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		if res.Each != nil {
+			for o := range res.Each {
+				got = append(got, o.Meta.Name)
+			}
+		}
+		for _, o := range res.Items {
+			got = append(got, o.Meta.Name)
+		}
+		for res.Continue != "" {
+			if res, err = c.List(ctx, prefix("ns"), storage.ListOptions{Predicate: pred, Limit: opts.Limit, Continue: res.Continue}); err != nil {
+				t.Fatal(err)
+			}
+			for _, o := range res.Items {
+				got = append(got, o.Meta.Name)
+			}
+		}
+		var want []string
+		for i := 0; i < 30; i += 3 {
+			want = append(want, fmt.Sprintf("o%02d", i))
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("%+v: listed %v, want %v", opts, got, want)
+		}
+		// A page that is full reads on to the next match to tell whether
+		// there are more, and the next page reads it again.
+		want10 := func(n int) bool { return n == 10 || opts.Limit > 0 && n > 10 }
+		if read["b"] != 0 || !want10(read["a"]) || !want10(read[""]) {
+			t.Errorf("%+v: the predicate read %d objects labelled app=b (want 0: their fingerprint lacks app=a), %d app=a (want 10), %d unlabelled (want 10: unknown fingerprint)",
+				opts, read["b"], read["a"], read[""])
+		}
 	}
 }

@@ -254,16 +254,17 @@ func each(scans *Scans, snap *tree, pr, start string, pred storage.Predicate) fu
 		w := scan{s: scans}
 		defer w.pause()
 		all := allUnder(snap, pr)
-		ascendFrom(snap, start, func(en *entry) bool {
-			if !all && !strings.HasPrefix(en.obj.Key, pr) {
+		need := labelNeed(pred)
+		ascendFrom(snap, start, func(el elem) bool {
+			if !all && !strings.HasPrefix(el.key(), pr) {
 				return false
 			}
 			w.visit()
-			if pred != nil && !pred.Matches(&en.obj) {
+			if pred != nil && (lacks(el.bits, need) || !pred.Matches(&el.en.obj)) {
 				return true
 			}
 			w.pause()
-			return yield(&en.obj)
+			return yield(&el.en.obj)
 		})
 	}
 }
@@ -283,6 +284,20 @@ func (c *Cacher) countFrom(snap *tree, latest bool, req backend.ListRequest) int
 	}
 	return -1
 }
+
+// labelNeed is the labels fingerprint every object pred selects has
+// (storage.Selection.Need), or 0 when pred does not say.
+func labelNeed(pred storage.Predicate) uint64 {
+	if s, ok := pred.(storage.Selection); ok {
+		return s.Need
+	}
+	return 0
+}
+
+// lacks reports whether an object whose labels have the fingerprint bits
+// cannot be selected by a predicate whose matches all have need: bits are
+// known (not zero) and miss some of need.
+func lacks(bits, need uint64) bool { return bits != 0 && bits&need != need }
 
 // yieldEvery is how many objects a list walks before it takes a turn on
 // the scans' cores, and between two looks at the time of its turn (some
@@ -325,24 +340,28 @@ func page(scans *Scans, snap *tree, rev uint64, pr, start string, limit int64, p
 	w := scan{s: scans}
 	defer w.pause()
 	all := span < 0 && allUnder(snap, pr)
-	ascendFrom(snap, start, func(en *entry) bool {
+	need := labelNeed(pred)
+	ascendFrom(snap, start, func(el elem) bool {
 		visited++
 		if span >= 0 {
 			if visited > span {
 				return false
 			}
-		} else if !all && !strings.HasPrefix(en.obj.Key, pr) {
+		} else if !all && !strings.HasPrefix(el.key(), pr) {
 			return false
 		}
 		// A long scan (a selector over a large cache) runs in turns on
 		// fewer cores than Go has, so that a GET that arrives is read
 		// at once (Scans).
 		w.visit()
+		if lacks(el.bits, need) {
+			return true // pred cannot select it: no need to read it
+		}
 		full := limit > 0 && int64(len(res.Items)) == limit
 		switch {
 		case !full:
-			if pred == nil || pred.Matches(&en.obj) {
-				res.Items = append(res.Items, en.obj)
+			if pred == nil || pred.Matches(&el.en.obj) {
+				res.Items = append(res.Items, el.en.obj)
 			}
 			return true
 		case pred == nil && from >= 0:
@@ -352,7 +371,7 @@ func page(scans *Scans, snap *tree, rev uint64, pr, start string, limit int64, p
 			more = true
 			remaining++
 			return true
-		case pred.Matches(&en.obj):
+		case pred.Matches(&el.en.obj):
 			more = true
 			return false
 		}
@@ -390,8 +409,8 @@ func (c *Cacher) Count(ctx context.Context, prefix string) (int64, error) {
 		}
 		if snap, _ := c.current(); ok && snap != nil {
 			var n int64
-			ascendFrom(snap, pr, func(en *entry) bool {
-				if !strings.HasPrefix(en.obj.Key, pr) {
+			ascendFrom(snap, pr, func(el elem) bool {
+				if !strings.HasPrefix(el.key(), pr) {
 					return false
 				}
 				n++

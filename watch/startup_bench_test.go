@@ -26,12 +26,12 @@ import (
 const startupObjects = 100_000
 
 // populate creates n widgets in store, straight (not through a cacher).
-func populate(tb testing.TB, store storage.Interface, n int) {
+func populate(tb testing.TB, store storage.Interface, n int, labels ...string) {
 	tb.Helper()
 	ctx := context.Background()
 	for i := range n {
 		name := fmt.Sprintf("o%06d", i)
-		if _, err := store.Create(ctx, key(fmt.Sprintf("ns%d", i%100), name), object(fmt.Sprintf("ns%d", i%100), name, "1")); err != nil {
+		if _, err := store.Create(ctx, key(fmt.Sprintf("ns%d", i%100), name), object(fmt.Sprintf("ns%d", i%100), name, "1", labels...)); err != nil {
 			tb.Fatalf("Create: %v", err)
 		}
 	}

@@ -459,23 +459,23 @@ func endBookmark(rev uint64) storage.Event {
 // initialEvents appends the synthetic ADDED events of the objects in snap
 // that w selects, in key order. snap is immutable: no lock is needed.
 func (c *Cacher) initialEvents(w *watcher, snap *tree, q []storage.Event) []storage.Event {
-	add := func(en *entry) bool {
-		if w.matchesKey(en.obj.Key) && w.matches(&en.obj) {
-			q = append(q, storage.Event{Type: storage.EventAdded, Object: en.obj})
+	add := func(el elem) bool {
+		if w.matchesKey(el.key()) && w.matches(&el.en.obj) {
+			q = append(q, storage.Event{Type: storage.EventAdded, Object: el.en.obj})
 		}
 		return true
 	}
 	if !w.recursive {
-		if en, ok := snap.Get(&entry{obj: storage.Object{Key: w.key}}); ok {
-			add(en)
+		if el, ok := snap.Get(probe(w.key)); ok {
+			add(el)
 		}
 		return q
 	}
-	ascendFrom(snap, w.key, func(en *entry) bool {
-		if !strings.HasPrefix(en.obj.Key, w.key) {
+	ascendFrom(snap, w.key, func(el elem) bool {
+		if !strings.HasPrefix(el.key(), w.key) {
 			return false
 		}
-		return add(en)
+		return add(el)
 	})
 	return q
 }

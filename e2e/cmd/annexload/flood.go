@@ -21,6 +21,7 @@ func floodCmd(args []string) error {
 	objects := fs.Int("objects", 0, "objects the LISTs scan (0: 50,000, or 5,000 short)")
 	seats := fs.String("seats", "", "the server's --max-requests-inflight,--max-mutating-requests-inflight (empty: 3,1)")
 	inFlight := fs.Int("in-flight", 0, "A's LISTs in flight (0: 25 times the seats)")
+	profile := fs.String("profile", "", "a directory for the server's CPU profile over B's measurement in each row")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -49,6 +50,7 @@ func floodCmd(args []string) error {
 		return err
 	}
 	c.Self = self
+	c.ProfileDir = *profile
 	dir, err := os.MkdirTemp("", "annexload-flood-")
 	if err != nil {
 		return err

@@ -46,6 +46,9 @@ type FloodConfig struct {
 	// Self is the executable that runs A: annexload, whose "flood-a"
 	// command is RunFlooder.
 	Self string
+	// ProfileDir, when set, receives the server's CPU profile over B's
+	// measurement in each row (row1.pprof, row2.pprof, ...).
+	ProfileDir string
 }
 
 // FullFlood is issue 36's flood: 50,000 objects, 3 + 1 seats for two
@@ -162,8 +165,12 @@ func Flood(ctx context.Context, dir string, c FloodConfig) ([]FloodRow, error) {
 		{"B under flood, no limit", "none", true},
 	}
 	var out []FloodRow
-	for _, row := range rows {
-		r, err := floodRow(ctx, dir, c, append(common, modes[row.mode]...), row.flood)
+	for i, row := range rows {
+		profile := ""
+		if c.ProfileDir != "" {
+			profile = filepath.Join(c.ProfileDir, fmt.Sprintf("row%d.pprof", i+1))
+		}
+		r, err := floodRow(ctx, dir, c, append(common, modes[row.mode]...), row.flood, profile)
 		if err != nil {
 			return out, fmt.Errorf("%s: %w", row.name, err)
 		}
@@ -173,8 +180,9 @@ func Flood(ctx context.Context, dir string, c FloodConfig) ([]FloodRow, error) {
 	return out, nil
 }
 
-// floodRow starts a server with flags, A when flood, and measures B.
-func floodRow(ctx context.Context, dir string, c FloodConfig, flags []string, flood bool) (FloodRow, error) {
+// floodRow starts a server with flags, A when flood, and measures B
+// (writing the server's CPU profile over it to profile when set).
+func floodRow(ctx context.Context, dir string, c FloodConfig, flags []string, flood bool, profile string) (FloodRow, error) {
 	r := FloodRow{Flood: flood}
 	t, stop, err := StartAnnexWith(ctx, dir, flags...)
 	if err != nil {
@@ -206,8 +214,17 @@ func floodRow(ctx context.Context, dir string, c FloodConfig, flags []string, fl
 		return r, err
 	}
 	defer bc[0].CloseIdleConnections()
+	profiled := make(chan error, 1)
+	if profile != "" {
+		go func() { profiled <- t.Profile(ctx, c.Row, profile) }()
+	} else {
+		profiled <- nil
+	}
 	cpu0, self0, t0 := t.cpu(), selfCPU(), time.Now()
 	r.B, r.BRejected, r.BFailed = bystand(bc[0], t.Collection+"/obj-0", c.BInterval, c.Row)
+	if err := <-profiled; err != nil {
+		return r, fmt.Errorf("profile: %w", err)
+	}
 	r.Wall = time.Since(t0)
 	r.ServerCPU, r.BCPU = t.cpu()-cpu0, selfCPU()-self0
 	r.Seats = t.metric(`apiserver_flowcontrol_current_limit_seats{priority_level="global-default"}`)
