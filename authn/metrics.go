@@ -5,6 +5,7 @@ package authn
 import (
 	"errors"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -20,6 +21,17 @@ type Metrics struct {
 	delegated     *prometheus.CounterVec
 	delegatedTime *prometheus.HistogramVec
 	cache         *prometheus.CounterVec
+
+	// success is the series pair of result="success", every authenticated
+	// request's, looked up once rather than on each request (on its first
+	// use, so that it appears when first counted, as before).
+	success     sync.Once
+	successPair attemptSeries
+}
+
+type attemptSeries struct {
+	attempts prometheus.Counter
+	duration prometheus.Observer
 }
 
 // NewMetrics registers the authentication metrics with reg and returns them;
@@ -67,6 +79,14 @@ func register[C prometheus.Collector](reg prometheus.Registerer, c C, errp *erro
 
 func (m *Metrics) attempt(result string, d time.Duration) {
 	if m == nil {
+		return
+	}
+	if result == "success" {
+		m.success.Do(func() {
+			m.successPair = attemptSeries{m.attempts.WithLabelValues(result), m.duration.WithLabelValues(result)}
+		})
+		m.successPair.attempts.Inc()
+		m.successPair.duration.Observe(d.Seconds())
 		return
 	}
 	m.attempts.WithLabelValues(result).Inc()

@@ -80,6 +80,11 @@ func TestQueueFullRejects(t *testing.T) {
 	}
 	wantMetric(t, reg, "apiserver_flowcontrol_rejected_requests_total", map[string]string{"priority_level": "tiny", "flow_schema": "tiny", "reason": "queue-full"}, 1)
 	wantMetric(t, reg, "apiserver_flowcontrol_dispatched_requests_total", map[string]string{"priority_level": "tiny", "flow_schema": "tiny"}, 2)
+	// The gauges went up and back down, through the series the metrics
+	// keep per level and flow schema.
+	for _, name := range []string{"apiserver_flowcontrol_current_inqueue_requests", "apiserver_flowcontrol_current_executing_requests", "apiserver_flowcontrol_current_executing_seats"} {
+		wantMetric(t, reg, name, map[string]string{"priority_level": "tiny", "flow_schema": "tiny"}, 0)
+	}
 }
 
 func TestRejectLevel(t *testing.T) {

@@ -1,6 +1,8 @@
 package flowcontrol
 
 import (
+	"github.com/prometheus/client_golang/prometheus"
+
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -302,14 +304,20 @@ func BenchmarkFlood(b *testing.B) {
 }
 
 // BenchmarkFilterGET is the filter's own cost per GET, no network: APF
-// against max-in-flight against nothing, in one run.
+// against max-in-flight against nothing, in one run; apf_metrics and
+// system_masters are APF with its metrics registered, for a user in a
+// queued level and for an exempt one.
 func BenchmarkFilterGET(b *testing.B) {
 	ok := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {})
-	for _, mode := range []string{"none", "maxinflight", "apf"} {
+	for _, mode := range []string{"none", "maxinflight", "apf", "apf_metrics", "system_masters"} {
 		b.Run(mode, func(b *testing.B) {
 			h := http.Handler(ok)
 			if mode != "none" {
-				c, err := New(Config{Disabled: mode == "maxinflight"})
+				cfg := Config{Disabled: mode == "maxinflight"}
+				if mode == "apf_metrics" || mode == "system_masters" {
+					cfg.Registerer = prometheus.NewRegistry()
+				}
+				c, err := New(cfg)
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -317,7 +325,11 @@ func BenchmarkFilterGET(b *testing.B) {
 			}
 			r := httptest.NewRequest("GET", "/apis/g/v1/namespaces/n/things/x", nil)
 			info, _ := filters.RequestInfoResolver{}.Resolve(r)
-			ctx := filters.ContextWithRequestInfo(filters.ContextWithUser(r.Context(), &filters.User{Name: "alice", Groups: []string{"system:authenticated"}}), info)
+			user := &filters.User{Name: "alice", Groups: []string{"system:authenticated"}}
+			if mode == "system_masters" {
+				user.Groups = append(user.Groups, "system:masters")
+			}
+			ctx := filters.ContextWithRequestInfo(filters.ContextWithUser(r.Context(), user), info)
 			r = r.WithContext(ctx)
 			b.ReportAllocs()
 			b.RunParallel(func(pb *testing.PB) {

@@ -5,6 +5,7 @@ package flowcontrol
 
 import (
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -21,6 +22,63 @@ type metrics struct {
 	wait       *prometheus.HistogramVec
 	nominal    *prometheus.GaugeVec
 	current    *prometheus.GaugeVec
+
+	// flowsMu guards flows.
+	flowsMu sync.RWMutex
+	// flows holds each priority level and flow schema's series, looked up
+	// in the vectors once: a request changes five of them (dispatched,
+	// executing and seats up and down), and a vector's lookup hashes the
+	// labels and takes its lock each time. Series are never deleted, so a
+	// series kept here stays the one the vector exports.
+	flows map[flowKey]*flowSeries
+}
+
+type flowKey struct{ pl, fs string }
+
+// flowSeries are the series of one priority level and flow schema, each
+// looked up in its vector on its first use (a series appears when first
+// changed, as before).
+type flowSeries struct {
+	pl, fs                    string
+	dispatched                lazy[prometheus.Counter]
+	inqueue, executing, seats lazy[prometheus.Gauge]
+}
+
+// lazy is a value made on first use.
+type lazy[T any] struct {
+	once sync.Once
+	v    T
+}
+
+func (l *lazy[T]) get(newV func() T) T {
+	l.once.Do(func() { l.v = newV() })
+	return l.v
+}
+
+// series returns pl and fs's series.
+func (m *metrics) series(pl, fs string) *flowSeries {
+	k := flowKey{pl, fs}
+	m.flowsMu.RLock()
+	f, ok := m.flows[k]
+	m.flowsMu.RUnlock()
+	if ok {
+		return f
+	}
+	m.flowsMu.Lock()
+	defer m.flowsMu.Unlock()
+	if f, ok := m.flows[k]; ok {
+		return f
+	}
+	f = &flowSeries{pl: pl, fs: fs}
+	if m.flows == nil {
+		m.flows = make(map[flowKey]*flowSeries)
+	}
+	m.flows[k] = f
+	return f
+}
+
+func (f *flowSeries) gauge(l *lazy[prometheus.Gauge], vec *prometheus.GaugeVec) prometheus.Gauge {
+	return l.get(func() prometheus.Gauge { return vec.WithLabelValues(f.pl, f.fs) })
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -64,13 +122,15 @@ func (m *metrics) reject(pl, fs, reason string) {
 
 func (m *metrics) dispatch(pl, fs string) {
 	if m != nil {
-		m.dispatched.WithLabelValues(pl, fs).Inc()
+		f := m.series(pl, fs)
+		f.dispatched.get(func() prometheus.Counter { return m.dispatched.WithLabelValues(pl, fs) }).Inc()
 	}
 }
 
 func (m *metrics) addWaiting(pl, fs string, d int) {
 	if m != nil {
-		m.inqueue.WithLabelValues(pl, fs).Add(float64(d))
+		f := m.series(pl, fs)
+		f.gauge(&f.inqueue, m.inqueue).Add(float64(d))
 	}
 }
 
@@ -78,11 +138,12 @@ func (m *metrics) addExecuting(pl, fs string, reqs, seats int) {
 	if m == nil {
 		return
 	}
+	f := m.series(pl, fs)
 	if reqs != 0 {
-		m.executing.WithLabelValues(pl, fs).Add(float64(reqs))
+		f.gauge(&f.executing, m.executing).Add(float64(reqs))
 	}
 	if seats != 0 {
-		m.seats.WithLabelValues(pl, fs).Add(float64(seats))
+		f.gauge(&f.seats, m.seats).Add(float64(seats))
 	}
 }
 

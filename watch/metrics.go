@@ -4,6 +4,8 @@
 package watch
 
 import (
+	"sync"
+
 	"github.com/prometheus/client_golang/prometheus"
 
 	annexmetrics "github.com/annexapi/annex/metrics"
@@ -13,17 +15,20 @@ import (
 // resource label. With no registerer they are unregistered collectors: they
 // count, but nobody scrapes them (no nil checks on the hot path).
 type metrics struct {
-	watchers    prometheus.Gauge
-	received    prometheus.Counter
-	dispatched  prometheus.Counter
-	terminated  prometheus.Counter
-	objects     prometheus.Gauge
-	stored      prometheus.Gauge
-	rv          prometheus.Gauge
-	capacity    prometheus.Gauge
-	readWait    prometheus.Observer
-	consistent  *prometheus.CounterVec // success, fallback
-	initialized prometheus.Counter
+	watchers   prometheus.Gauge
+	received   prometheus.Counter
+	dispatched prometheus.Counter
+	terminated prometheus.Counter
+	objects    prometheus.Gauge
+	stored     prometheus.Gauge
+	rv         prometheus.Gauge
+	capacity   prometheus.Gauge
+	readWait   prometheus.Observer
+	// consistentOK and consistentFallback are the consistent-read counter
+	// at success=true,fallback=false and at success=false,fallback=true,
+	// the only pairs counted, looked up once rather than on every read.
+	consistentOK, consistentFallback *lazyCounter
+	initialized                      prometheus.Counter
 }
 
 func newMetrics(reg prometheus.Registerer, resource string) (*metrics, error) {
@@ -52,17 +57,33 @@ func newMetrics(reg prometheus.Registerer, resource string) (*metrics, error) {
 		Help: "Counter for consistent reads from cache.",
 	}, []string{"resource", "success", "fallback"})).(*prometheus.CounterVec)
 	m := &metrics{
-		watchers:    gauge("apiserver_registered_watchers", "Number of currently registered watchers for a given resource."),
-		received:    counter("apiserver_watch_cache_events_received_total", "Counter of events received in watch cache broken by resource type."),
-		dispatched:  counter("apiserver_watch_cache_events_dispatched_total", "Counter of events dispatched in watch cache broken by resource type."),
-		terminated:  counter("apiserver_terminated_watchers_total", "Counter of watchers closed due to unresponsiveness broken by resource type."),
-		objects:     gauge("apiserver_watch_cache_objects", "Number of objects held by the watch cache."),
-		stored:      gauge("apiserver_storage_objects", "Number of stored objects at the time of last check split by kind. In case of a fetching error, the value will be -1."),
-		rv:          gauge("apiserver_watch_cache_resource_version", "Current resource version of watch cache broken by resource type."),
-		capacity:    gauge("apiserver_watch_cache_capacity", "Total capacity of watch cache broken by resource type."),
-		readWait:    wait.WithLabelValues(resource),
-		consistent:  consistent.MustCurryWith(prometheus.Labels{"resource": resource}),
-		initialized: counter("apiserver_watch_cache_initializations_total", "Counter of watch cache initializations broken by resource type."),
+		watchers:           gauge("apiserver_registered_watchers", "Number of currently registered watchers for a given resource."),
+		received:           counter("apiserver_watch_cache_events_received_total", "Counter of events received in watch cache broken by resource type."),
+		dispatched:         counter("apiserver_watch_cache_events_dispatched_total", "Counter of events dispatched in watch cache broken by resource type."),
+		terminated:         counter("apiserver_terminated_watchers_total", "Counter of watchers closed due to unresponsiveness broken by resource type."),
+		objects:            gauge("apiserver_watch_cache_objects", "Number of objects held by the watch cache."),
+		stored:             gauge("apiserver_storage_objects", "Number of stored objects at the time of last check split by kind. In case of a fetching error, the value will be -1."),
+		rv:                 gauge("apiserver_watch_cache_resource_version", "Current resource version of watch cache broken by resource type."),
+		capacity:           gauge("apiserver_watch_cache_capacity", "Total capacity of watch cache broken by resource type."),
+		readWait:           wait.WithLabelValues(resource),
+		consistentOK:       &lazyCounter{vec: consistent, lvs: []string{resource, "true", "false"}},
+		consistentFallback: &lazyCounter{vec: consistent, lvs: []string{resource, "false", "true"}},
+		initialized:        counter("apiserver_watch_cache_initializations_total", "Counter of watch cache initializations broken by resource type."),
 	}
 	return m, firstErr
+}
+
+// lazyCounter is a series of a counter vector looked up on its first
+// increment, not on each: the series appears when first counted, as with
+// WithLabelValues(...).Inc() every time.
+type lazyCounter struct {
+	vec  *prometheus.CounterVec
+	lvs  []string
+	once sync.Once
+	c    prometheus.Counter
+}
+
+func (l *lazyCounter) Inc() {
+	l.once.Do(func() { l.c = l.vec.WithLabelValues(l.lvs...) })
+	l.c.Inc()
 }

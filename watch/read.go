@@ -27,11 +27,11 @@ func (c *Cacher) waitConsistent(ctx context.Context) (bool, error) {
 		return false, err
 	}
 	ok, err = c.waitFor(ctx, cur, true)
-	success, fallback := "true", "false"
 	if err != nil || !ok {
-		success, fallback = "false", "true"
+		c.m.consistentFallback.Inc()
+	} else {
+		c.m.consistentOK.Inc()
 	}
-	c.m.consistent.WithLabelValues(success, fallback).Inc()
 	return ok, err
 }
 

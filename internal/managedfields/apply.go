@@ -13,6 +13,7 @@ import (
 
 	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
 	"sigs.k8s.io/structured-merge-diff/v6/merge"
+	smdschema "sigs.k8s.io/structured-merge-diff/v6/schema"
 
 	"github.com/annexapi/annex/meta"
 )
@@ -262,7 +263,10 @@ func deepCopy(v any) any {
 // (structured-merge-diff's merge: associative lists by key, atomic lists
 // and maps replaced, granular maps merged), and returns the new object
 // (obj is unchanged, and keeps its managedFields). The configuration must
-// not set kind or apiVersion.
+// not set kind or apiVersion. Both are typed and checked against the schema
+// either way; a configuration that only sets scalars through granular maps
+// (canSetFields) is then set into the copy of obj without structured-merge-
+// diff's walk of the whole object, to the same result.
 func (m *Manager) Merge(obj, ac map[string]any) (_ map[string]any, err error) {
 	defer recovered(&err)
 	if _, has := ac["kind"]; has {
@@ -271,19 +275,27 @@ func (m *Manager) Merge(obj, ac map[string]any) (_ map[string]any, err error) {
 	if _, has := ac["apiVersion"]; has {
 		return nil, errors.New("invalid ApplyConfiguration: kind and apiVersion must not be set")
 	}
-	patchTV, err := m.typedOf(ac)
+	patch := smdObject(ac)
+	patchTV, err := m.typ.FromUnstructured(patch)
 	if err != nil {
 		return nil, fmt.Errorf("invalid ApplyConfiguration: %v", err)
 	}
-	liveTV, err := m.typedOf(obj)
+	live := smdObject(obj) // a copy of our own: setFields may change it
+	liveTV, err := m.typ.FromUnstructured(live)
 	if err != nil {
 		return nil, err
 	}
-	merged, err := liveTV.Merge(patchTV)
-	if err != nil {
-		return nil, err
+	var merged any = live
+	if m.typ.Schema != nil && canSetFields(m.typ.Schema, m.typ.TypeRef, live, patch) {
+		setFields(live, patch)
+	} else {
+		mv, err := liveTV.Merge(patchTV)
+		if err != nil {
+			return nil, err
+		}
+		merged = mv.AsValue().Unstructured()
 	}
-	out, err := jsonNumbers(merged.AsValue().Unstructured())
+	out, err := jsonNumbers(merged)
 	if err != nil {
 		return nil, err
 	}
@@ -298,6 +310,62 @@ func (m *Manager) Merge(obj, ac map[string]any) (_ map[string]any, err error) {
 		}
 	}
 	return out, nil
+}
+
+// canSetFields reports whether merging the apply configuration patch into
+// live (both typed-checked, in structured-merge-diff's form) is setting
+// patch's scalars into live: every map of patch is, in the schema at its
+// path, a granular map (a struct or a map whose keys merge one by one, not
+// an atomic one), live's value there is a map too (or absent), and patch
+// holds no list and no null. structured-merge-diff's merge then keeps
+// every field of live that patch does not name, and takes patch's value
+// for every one it does, which setFields does without walking live. An
+// apply configuration that sets a label or an annotation, the common
+// mutating admission policy, is such a patch.
+func canSetFields(s *smdschema.Schema, tr smdschema.TypeRef, live, patch map[string]any) bool {
+	atom, ok := s.Resolve(tr)
+	if !ok || atom.Map == nil || atom.Map.ElementRelationship == smdschema.Atomic {
+		return false
+	}
+	for k, v := range patch {
+		lv, has := live[k]
+		switch v := v.(type) {
+		case nil, []any:
+			return false
+		case map[string]any:
+			ft := atom.Map.ElementType
+			if f, ok := atom.Map.FindField(k); ok {
+				ft = f.Type
+			}
+			lm, ok := lv.(map[string]any)
+			if !has {
+				lm, ok = map[string]any{}, true // patch's map goes in as it is: checked all the same
+			}
+			if !ok || !canSetFields(s, ft, lm, v) {
+				return false
+			}
+		default: // a scalar replaces a scalar; over a map or a list, the merge decides
+			switch lv.(type) {
+			case map[string]any, []any:
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// setFields sets patch's fields into live, recursing into the maps both
+// have (canSetFields said which).
+func setFields(live, patch map[string]any) {
+	for k, v := range patch {
+		if pm, ok := v.(map[string]any); ok {
+			if lm, ok := live[k].(map[string]any); ok {
+				setFields(lm, pm)
+				continue
+			}
+		}
+		live[k] = v
+	}
 }
 
 // jsonNumbers turns a merged value into decoded JSON with json.Number

@@ -36,14 +36,29 @@ func emptyManaged() managed {
 }
 
 // identifier is kube's BuildManagerIdentifier: the entry as JSON without
-// fieldsType, fieldsV1 and time, and without apiVersion for an Apply.
+// fieldsType, fieldsV1 and time, and without apiVersion for an Apply. It
+// writes what json.Marshal writes for such an entry (the fields in their
+// declared order, empty ones left out), without reflection: every write
+// builds one per entry of the object and one for itself.
 func identifier(e meta.ManagedFieldsEntry) string {
-	e.FieldsType, e.FieldsV1, e.Time = "", nil, nil
 	if e.Operation == meta.ManagedFieldsOperationApply {
 		e.APIVersion = ""
 	}
-	b, _ := json.Marshal(e) // strings only: cannot fail
-	return string(b)
+	var buf [128]byte
+	b := append(buf[:0], '{')
+	for _, f := range [...]struct{ name, v string }{
+		{`"manager":`, e.Manager}, {`"operation":`, e.Operation}, {`"apiVersion":`, e.APIVersion}, {`"subresource":`, e.Subresource},
+	} {
+		if f.v == "" {
+			continue
+		}
+		if len(b) > 1 {
+			b = append(b, ',')
+		}
+		b = append(b, f.name...)
+		b = jsonenc.AppendString(b, f.v)
+	}
+	return string(append(b, '}'))
 }
 
 // entriesOf reads metadata.managedFields of a decoded object: the entries,

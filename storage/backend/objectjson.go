@@ -171,7 +171,9 @@ func invalidObject(msg string) error { return &storage.Error{Err: storage.ErrInv
 func editMeta(data []byte, rev uint64, uid, now string, create bool) ([]byte, error) {
 	var buf bytes.Buffer
 	buf.Grow(len(data) + 96)
-	if err := json.Compact(&buf, data); err != nil {
+	if isCompactJSON(data) { // the usual bytes: what json.Compact would return
+		buf.Write(data)
+	} else if err := json.Compact(&buf, data); err != nil {
 		return nil, invalidObject(err.Error())
 	}
 	b := buf.Bytes()

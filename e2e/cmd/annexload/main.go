@@ -16,7 +16,14 @@
 // on the floor (load.StartFloor: net/http serving the same bytes from a
 // map) in rotating order, --passes times (3 by default); each cell is the
 // median pass, CPU per operation first, and the last columns the ratios
-// annex ÷ floor and sample-apiserver ÷ annex.
+// annex ÷ floor and sample-apiserver ÷ annex; with more than one pass, each
+// pass's table follows.
+//
+// compare --profile DIR profiles annex instead: on a fresh server it drives
+// creates, GETs, full LISTs and GET+PUT updates with the suite's clients,
+// each for --profile-for, and writes the server's CPU profile over each into
+// DIR (create.pprof, get.pprof, list.pprof, update.pprof), with the server's
+// CPU per operation over the same time on stderr.
 //
 // flood-a and floor-server are the processes flood and compare start (this
 // executable again).
@@ -47,7 +54,7 @@ func main() {
 
 func run(args []string) error {
 	if len(args) == 0 {
-		return errors.New("usage: annexload run [--short] [--watchers N] [--write-rate R] | compare [--short] [--passes N] | scale [--objects N,M] | audit [--short] [--passes N] | postgres [--short] [--passes N] [--objects N] [--watchers N] | flood [--short] [--objects N] [--seats N,M] [--in-flight N] [--profile DIR]")
+		return errors.New("usage: annexload run [--short] [--watchers N] [--write-rate R] | compare [--short] [--passes N] [--profile DIR [--profile-for D]] | scale [--objects N,M] | audit [--short] [--passes N] | postgres [--short] [--passes N] [--objects N] [--watchers N] | flood [--short] [--objects N] [--seats N,M] [--in-flight N] [--profile DIR]")
 	}
 	switch args[0] {
 	case "run":
@@ -91,12 +98,17 @@ func run(args []string) error {
 		fs := flag.NewFlagSet("compare", flag.ContinueOnError)
 		short := fs.Bool("short", false, "a few seconds per scenario")
 		passes := fs.Int("passes", 3, "runs of the suite on each server")
+		profile := fs.String("profile", "", "instead of comparing: write annex's CPU profile of creates, GETs, full LISTs and GET+PUT updates (each driven for --profile-for) into this directory")
+		profileFor := fs.Duration("profile-for", 15*time.Second, "with --profile: how long each operation is driven and profiled")
 		if err := fs.Parse(args[1:]); err != nil {
 			return err
 		}
 		sizes := load.Full()
 		if *short {
 			sizes = load.Short()
+		}
+		if *profile != "" {
+			return profileAnnex(sizes, *profile, *profileFor)
 		}
 		return compare(sizes, *passes)
 	case "audit":
@@ -203,6 +215,69 @@ func compare(sizes load.Sizes, passes int) error {
 	}
 	names := []string{"annex", "floor", "sample-apiserver"}
 	load.CompareTable(os.Stdout, names, [][]load.Result{load.Median(results[0]), load.Median(results[1]), load.Median(results[2])})
+	if passes > 1 { // each pass too, so that the spread behind the medians shows
+		for pass := range passes {
+			fmt.Printf("\npass %d:\n\n", pass+1)
+			load.CompareTable(os.Stdout, names, [][]load.Result{results[0][pass], results[1][pass], results[2][pass]})
+		}
+	}
+	return nil
+}
+
+// profileAnnex drives each operation on a fresh annex for d while the
+// server profiles itself, and writes the profiles into outDir.
+func profileAnnex(sizes load.Sizes, outDir string, d time.Duration) error {
+	if err := os.MkdirAll(outDir, 0o755); err != nil {
+		return err
+	}
+	dir, err := os.MkdirTemp("", "annexload-profile-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	ctx := context.Background()
+	t, stop, err := load.StartAnnex(ctx, dir)
+	if err != nil {
+		return err
+	}
+	defer stop()
+	created := 0
+	ops := []struct {
+		name  string
+		round func(k int) load.Result
+	}{
+		{"create", func(k int) load.Result {
+			r := t.Create(fmt.Sprintf("p%d", k), 1000, sizes.Clients)
+			created += 1000
+			return r
+		}},
+		{"get", func(int) load.Result { return t.Get("p0", 1000, 5000, sizes.Clients) }},
+		{"list", func(int) load.Result { return t.List("", 5, 1) }},
+		// Each round updates another thousand of the objects the creates
+		// made, each once: a second round on the same objects would set
+		// the same label value again, a no-op update that writes nothing.
+		{"update", func(k int) load.Result {
+			return t.Update(fmt.Sprintf("p%d", k%max(created/1000, 1)), 1000, 1000, sizes.Clients)
+		}},
+	}
+	for _, op := range ops {
+		profiled := make(chan error, 1)
+		path := filepath.Join(outDir, op.name+".pprof")
+		go func() { profiled <- t.Profile(ctx, d, path) }()
+		var total load.Result
+		deadline := time.Now().Add(d)
+		for k := 0; time.Now().Before(deadline); k++ {
+			r := op.round(k)
+			total.Ops += r.Ops
+			total.Errors += r.Errors
+			total.CPU += r.CPU
+		}
+		if err := <-profiled; err != nil {
+			return fmt.Errorf("%s: %w", op.name, err)
+		}
+		fmt.Fprintf(os.Stderr, "%s: %d ops, %d errors, %v server CPU each, %d objects stored; profile %s\n",
+			op.name, total.Ops, total.Errors, total.CPU/time.Duration(max(total.Ops, 1)), created, path)
+	}
 	return nil
 }
 
