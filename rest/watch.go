@@ -109,14 +109,13 @@ func (rh *resourceHandler) watch(w http.ResponseWriter, r *http.Request, o outpu
 	// The loop waits on the events alone, not in a select that also waits
 	// for the watch's end: a receive from one channel costs a fraction of
 	// a select over three (which locks every channel it waits on, twice),
-	// and it is paid at every event of every watcher. The end instead
-	// stops the watcher, whose channel then closes (storage.Watcher's
-	// contract): the deadline or the client's going (ctx), and the server's
-	// shutdown (which ends ctx).
+	// and it is paid at every event of every watcher. A watch ends when its
+	// context does, and its channel then closes (storage.Interface's
+	// contract, storagetest's context_cancel_closes_channel): the deadline,
+	// the client's going, and the server's shutdown, which ends ctx here.
 	if rh.h.shutdown != nil {
 		defer context.AfterFunc(rh.h.shutdown, cancel)()
 	}
-	defer context.AfterFunc(ctx, watcher.Stop)()
 	done := ctx.Done()
 	// Priority and fairness holds the watch's seats until its initial events
 	// are sent (filters.WatchInitialized): a watch-list's end with its

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -84,6 +85,7 @@ func (t Target) WatchSuite(ctx context.Context, s Sizes, profileDir string) []Re
 	out := []Result{{Scenario: "RSS idle (MiB)", Ops: int(t.RSS() >> 10)}, {Scenario: "RssAnon idle (MiB)", Ops: int(t.RssAnon() >> 10)}}
 	perWatcher := func(label string, w Result, before int64) []Result {
 		cpu := Result{Scenario: "CPU per delivery, " + label + " (µs)"}
+		fmt.Fprintf(os.Stderr, "%s: %d deliveries in %v, server CPU %v (%.1f%% of a core)\n", w.Scenario, w.Ops, w.Elapsed.Round(time.Millisecond), w.CPU, 100*w.CPU.Seconds()/max(w.Elapsed.Seconds(), 1e-9))
 		if w.Ops > 0 {
 			cpu.Ops = int(w.CPU.Microseconds() * 1000 / int64(w.Ops)) // ns, shown as µs below
 		}
