@@ -199,6 +199,9 @@ func (rh *resourceHandler) watch(w http.ResponseWriter, r *http.Request, o outpu
 			if err := rc.Flush(); err != nil {
 				return
 			}
+			// buf served a burst (initial events, a Table's first): an
+			// idle watcher keeps no buffer the size of its largest frame.
+			buf = nil
 			if initial {
 				initial = false
 				filters.WatchInitialized(ctx)
