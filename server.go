@@ -82,6 +82,20 @@ func (s *Server) KubeconfigPath() string { return s.kubeconfig }
 // listener). Run serves it on the built listener.
 func (s *Server) Handler() http.Handler { return s.httpServer.Handler }
 
+// serve serves on the built listener, each connection's TLS handshake on a
+// goroutine of its own (handshake.go).
+func (s *Server) serve() error {
+	hs := s.httpServer
+	cfg := hs.TLSConfig.Clone()
+	if len(cfg.NextProtos) == 0 { // ServeTLS's default: HTTP/2 first
+		cfg.NextProtos = []string{"h2", "http/1.1"}
+	}
+	// net/http configures HTTP/2 for Serve when its TLSConfig names h2.
+	hs.TLSConfig = cfg
+	timeout := hs.ReadHeaderTimeout
+	return hs.Serve(newHandshakeListener(s.listener, cfg, timeout, hs.ErrorLog))
+}
+
 // Run serves until ctx ends, then shuts down gracefully: /readyz fails
 // first, the server keeps serving for ShutdownDelay, open watches end, new
 // connections are refused, and in-flight requests get up to RequestTimeout to
@@ -106,7 +120,7 @@ func (s *Server) Run(ctx context.Context) error {
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		if err := s.httpServer.ServeTLS(s.listener, "", ""); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		if err := s.serve(); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			errc <- fmt.Errorf("serve: %w", err)
 		}
 	}()

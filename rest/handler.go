@@ -34,7 +34,7 @@ type handler struct {
 	discovery       *discoveryDocs
 	openapi         *openapiDocs
 	minTimeout      time.Duration
-	shutdown        <-chan struct{}
+	shutdown        context.Context // Config.Shutdown; nil: none
 	admission       Admitter
 	// watchEvents is Config.WatchEvents.
 	watchEvents func(group, version, kind string) func(size int)
@@ -110,9 +110,7 @@ func NewHandler(cfg Config) (http.Handler, error) {
 	if h.minTimeout <= 0 {
 		h.minTimeout = defaultMinRequestTimeout
 	}
-	if cfg.Shutdown != nil {
-		h.shutdown = cfg.Shutdown.Done()
-	}
+	h.shutdown = cfg.Shutdown
 	sets := map[[2]string]*versionSet{}
 	siblings := map[[2]string][]Resource{} // the versions of each stored resource
 	for _, set := range versionSets(cfg.Resources) {

@@ -3,7 +3,10 @@
 
 package storage
 
-import "sync"
+import (
+	"sync"
+	"sync/atomic"
+)
 
 // EventMemo memoizes what consumers derive from one watch event. A fan-out
 // (the watch cache) attaches one EventMemo to each event it dispatches and
@@ -32,6 +35,11 @@ import "sync"
 //     calls compute every time, so consumers need no nil check for events
 //     from a backend without a fan-out.
 type EventMemo struct {
+	// first is the first entry computed, published once its bytes are:
+	// most events are watched in one form only, and every watcher but the
+	// first then reads it without a lock (a fan-out to thousands of
+	// watchers would otherwise take mu thousands of times per event).
+	first   atomic.Pointer[memoEntry]
 	mu      sync.Mutex   // guards entries
 	entries []*memoEntry // few keys per event: a slice beats a map
 }
@@ -48,6 +56,9 @@ func (m *EventMemo) Get(key string, compute func() []byte) []byte {
 	if m == nil {
 		return compute()
 	}
+	if e := m.first.Load(); e != nil && e.key == key {
+		return e.b
+	}
 	m.mu.Lock()
 	var e *memoEntry
 	for _, x := range m.entries {
@@ -62,5 +73,6 @@ func (m *EventMemo) Get(key string, compute func() []byte) []byte {
 	}
 	m.mu.Unlock()
 	e.once.Do(func() { e.b = compute() })
+	m.first.CompareAndSwap(nil, e)
 	return e.b
 }

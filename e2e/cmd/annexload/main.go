@@ -62,8 +62,20 @@ func run(args []string) error {
 		short := fs.Bool("short", false, "a few seconds per scenario")
 		watchers := fs.Int("watchers", 0, "watchers of the fan-out scenarios (0: the size's, 1,000 or 50 short)")
 		writeRate := fs.Float64("write-rate", 0, "creates per second while the watchers watch (0: the size's, 100 or 50 short)")
+		watchOnly := fs.Bool("watch-only", false, "only the watch scenarios, on an empty collection, with CPU per delivery and peak RSS")
+		profile := fs.String("profile", "", "with --watch-only: write the server's CPU profile over each watch scenario's writes into this directory")
+		bin := fs.String("bin", "", "run this build of the environments example instead of building it from this module's replace")
+		watchFor := fs.Duration("watch-for", 0, "how long the writes of each watch scenario last (0: the size's)")
 		if err := fs.Parse(args[1:]); err != nil {
 			return err
+		}
+		if *profile != "" && !*watchOnly {
+			return errors.New("--profile applies only with --watch-only")
+		}
+		if *profile != "" {
+			if err := os.MkdirAll(*profile, 0o755); err != nil {
+				return err
+			}
 		}
 		sizes := load.Full()
 		if *short {
@@ -75,17 +87,31 @@ func run(args []string) error {
 		if *writeRate > 0 {
 			sizes.WriteRate = *writeRate
 		}
+		if *watchFor > 0 {
+			sizes.WatchFor = *watchFor
+		}
 		dir, err := os.MkdirTemp("", "annexload-")
 		if err != nil {
 			return err
 		}
 		defer os.RemoveAll(dir)
 		ctx := context.Background()
-		t, stop, err := load.StartAnnex(ctx, dir)
+		start := load.StartAnnex
+		if *bin != "" {
+			start = func(ctx context.Context, dir string) (load.Target, func(), error) {
+				return load.StartAnnexBin(ctx, dir, *bin)
+			}
+		}
+		t, stop, err := start(ctx, dir)
 		if err != nil {
 			return err
 		}
-		results := t.Suite(ctx, sizes)
+		var results []load.Result
+		if *watchOnly {
+			results = t.WatchSuite(ctx, sizes, *profile)
+		} else {
+			results = t.Suite(ctx, sizes)
+		}
 		stop()
 		load.Table(os.Stdout, []string{t.Name}, [][]load.Result{results})
 		for _, r := range results {

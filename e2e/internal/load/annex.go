@@ -30,6 +30,13 @@ func StartAnnexWith(ctx context.Context, dir string, flags ...string) (t Target,
 	if out, err := build.CombinedOutput(); err != nil {
 		return t, nil, fmt.Errorf("go build: %v: %s", err, out)
 	}
+	return StartAnnexBin(ctx, dir, bin, flags...)
+}
+
+// StartAnnexBin is StartAnnexWith with the environments example already
+// built at bin (another build of the library: an old and a new side by
+// side).
+func StartAnnexBin(ctx context.Context, dir, bin string, flags ...string) (t Target, stop func(), err error) {
 	port, err := freePort()
 	if err != nil {
 		return t, nil, err

@@ -40,6 +40,9 @@ type Target struct {
 	// Minimal marks a server that only creates, reads, lists and
 	// replaces (the floor): the suite skips the rest.
 	Minimal bool
+	// WatchProfile, when set, is where a watch scenario writes the
+	// server's CPU profile over its writes (Profile), the watches open.
+	WatchProfile string
 }
 
 // client is one connection: its own transport, so its own TLS connection.
@@ -376,6 +379,12 @@ func (t Target) watch(ctx context.Context, writer Target, watchers, perConn int,
 		}
 	}
 	time.Sleep(200 * time.Millisecond) // every watch past its initial list
+	profiled := make(chan error, 1)
+	if t.WatchProfile != "" {
+		go func() { profiled <- t.Profile(ctx, d, t.WatchProfile) }()
+	} else {
+		profiled <- nil
+	}
 	cpu0 := t.cpu()
 	wc := writer.client()
 	defer wc.CloseIdleConnections()
@@ -401,6 +410,9 @@ func (t Target) watch(ctx context.Context, writer Target, watchers, perConn int,
 	elapsed := time.Since(start)
 	rssAnon := t.RssAnon()
 	endedEarly := int(ended.Load()) // before cancel ends the others
+	if err := <-profiled; err != nil {
+		fmt.Fprintln(os.Stderr, "watch profile:", err)
+	}
 	cancel()
 	wg.Wait()
 	mu.Lock()

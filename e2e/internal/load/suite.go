@@ -5,6 +5,8 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -71,6 +73,39 @@ func (t Target) Suite(ctx context.Context, s Sizes) []Result {
 	out = append(out, own, perWatcher("own connection", own, before))
 	out = append(out, mem(fmt.Sprintf("after %d watchers", s.Watchers))...)
 	return out
+}
+
+// WatchSuite is the watch scenarios of Suite alone, on an empty
+// collection: the footprint idle, multiplexed watchers (100 per
+// connection) and watchers on their own connections, each with its
+// RssAnon per watcher and the server's CPU per delivery. With profileDir,
+// each scenario's CPU profile over its writes is written there
+// (shared.pprof, own.pprof).
+func (t Target) WatchSuite(ctx context.Context, s Sizes, profileDir string) []Result {
+	out := []Result{{Scenario: "RSS idle (MiB)", Ops: int(t.RSS() >> 10)}, {Scenario: "RssAnon idle (MiB)", Ops: int(t.RssAnon() >> 10)}}
+	perWatcher := func(label string, w Result, before int64) []Result {
+		cpu := Result{Scenario: "CPU per delivery, " + label + " (µs)"}
+		fmt.Fprintf(os.Stderr, "%s: %d deliveries in %v, server CPU %v (%.1f%% of a core)\n", w.Scenario, w.Ops, w.Elapsed.Round(time.Millisecond), w.CPU, 100*w.CPU.Seconds()/max(w.Elapsed.Seconds(), 1e-9))
+		if w.Ops > 0 {
+			cpu.Ops = int(w.CPU.Microseconds() * 1000 / int64(w.Ops)) // ns, shown as µs below
+		}
+		return []Result{{Scenario: "RssAnon per watcher, " + label + " (KiB)", Ops: int(max(w.RssAnon-before, 0) >> 10 / int64(max(s.Watchers, 1)))}, cpu}
+	}
+	profile := func(name string) Target {
+		if profileDir != "" {
+			t.WatchProfile = filepath.Join(profileDir, name)
+		}
+		return t
+	}
+	before := t.RssAnon()
+	shared := profile("shared.pprof").WatchShared(ctx, s.Watchers, 100, s.WriteRate, s.WatchFor)
+	out = append(out, shared)
+	out = append(out, perWatcher("100 per connection", shared, before)...)
+	before = t.RssAnon()
+	own := profile("own.pprof").Watch(ctx, s.Watchers, s.WriteRate, s.WatchFor)
+	out = append(out, own)
+	out = append(out, perWatcher("own connection", own, before)...)
+	return append(out, Result{Scenario: "RSS peak (MiB)", Ops: int(t.PeakRSS() >> 10)})
 }
 
 // Table writes results as a markdown table, one column per target, and
@@ -196,6 +231,8 @@ func figure(r Result) (float64, string) {
 		return 0, "—"
 	case strings.HasSuffix(r.Scenario, "(MiB)"): // measured in KiB
 		return float64(r.Ops), fmt.Sprintf("%.1f", float64(r.Ops)/1024)
+	case strings.HasSuffix(r.Scenario, "(µs)"): // measured in ns
+		return float64(r.Ops), fmt.Sprintf("%.2f", float64(r.Ops)/1000)
 	case strings.HasSuffix(r.Scenario, "(KiB)"), strings.HasPrefix(r.Scenario, "start"):
 		return float64(r.Ops), fmt.Sprintf("%d", r.Ops)
 	case strings.HasPrefix(r.Scenario, "lost events"):
