@@ -54,7 +54,7 @@ func main() {
 
 func run(args []string) error {
 	if len(args) == 0 {
-		return errors.New("usage: annexload run [--short] [--watchers N] [--write-rate R] | compare [--short] [--passes N] [--profile DIR [--profile-for D]] | scale [--objects N,M] | audit [--short] [--passes N] | postgres [--short] [--passes N] [--objects N] [--watchers N] | flood [--short] [--objects N] [--seats N,M] [--in-flight N] [--profile DIR]")
+		return errors.New("usage: annexload run [--short] [--watchers N] [--write-rate R] [--watch-only] [--watch-for D] [--profile DIR] [--bin PATH] | compare [--short] [--passes N] [--profile DIR [--profile-for D]] | scale [--objects N,M] | audit [--short] [--passes N] | postgres [--short] [--passes N] [--objects N] [--watchers N] | flood [--short] [--objects N] [--seats N,M] [--in-flight N] [--profile DIR]")
 	}
 	switch args[0] {
 	case "run":
