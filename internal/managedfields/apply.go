@@ -299,6 +299,12 @@ func (m *Manager) Merge(obj, ac map[string]any) (_ map[string]any, err error) {
 	if err != nil {
 		return nil, err
 	}
+	keepManagedFields(obj, out)
+	return out, nil
+}
+
+// keepManagedFields sets obj's managedFields, if it has any, into out.
+func keepManagedFields(obj, out map[string]any) {
 	if md, ok := obj["metadata"].(map[string]any); ok {
 		if v, has := md["managedFields"]; has {
 			omd, _ := out["metadata"].(map[string]any)
@@ -309,7 +315,6 @@ func (m *Manager) Merge(obj, ac map[string]any) (_ map[string]any, err error) {
 			omd["managedFields"] = v
 		}
 	}
-	return out, nil
 }
 
 // canSetFields reports whether merging the apply configuration patch into

@@ -27,16 +27,7 @@ func mergeBySMD(m *Manager, obj, ac map[string]any) (map[string]any, error) {
 	if err != nil {
 		return nil, err
 	}
-	if md, ok := obj["metadata"].(map[string]any); ok {
-		if v, has := md["managedFields"]; has {
-			omd, _ := out["metadata"].(map[string]any)
-			if omd == nil {
-				omd = map[string]any{}
-				out["metadata"] = omd
-			}
-			omd["managedFields"] = v
-		}
-	}
+	keepManagedFields(obj, out)
 	return out, nil
 }
 
