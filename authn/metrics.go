@@ -5,7 +5,6 @@ package authn
 import (
 	"errors"
 	"strconv"
-	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -22,16 +21,10 @@ type Metrics struct {
 	delegatedTime *prometheus.HistogramVec
 	cache         *prometheus.CounterVec
 
-	// success is the series pair of result="success", every authenticated
-	// request's, looked up once rather than on each request (on its first
-	// use, so that it appears when first counted, as before).
-	success     sync.Once
-	successPair attemptSeries
-}
-
-type attemptSeries struct {
-	attempts prometheus.Counter
-	duration prometheus.Observer
+	// successAttempts and successDuration are result="success"'s series,
+	// every authenticated request's, looked up once.
+	successAttempts metrics.Lazy[prometheus.Counter]
+	successDuration metrics.Lazy[prometheus.Observer]
 }
 
 // NewMetrics registers the authentication metrics with reg and returns them;
@@ -82,11 +75,8 @@ func (m *Metrics) attempt(result string, d time.Duration) {
 		return
 	}
 	if result == "success" {
-		m.success.Do(func() {
-			m.successPair = attemptSeries{m.attempts.WithLabelValues(result), m.duration.WithLabelValues(result)}
-		})
-		m.successPair.attempts.Inc()
-		m.successPair.duration.Observe(d.Seconds())
+		m.successAttempts.Get(func() prometheus.Counter { return m.attempts.WithLabelValues(result) }).Inc()
+		m.successDuration.Get(func() prometheus.Observer { return m.duration.WithLabelValues(result) }).Observe(d.Seconds())
 		return
 	}
 	m.attempts.WithLabelValues(result).Inc()

@@ -6,7 +6,6 @@ package authz
 import (
 	"errors"
 	"strconv"
-	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -26,8 +25,7 @@ type Metrics struct {
 	// allowed is decisions{decision="allowed"}, every authorized request's,
 	// looked up once rather than on each request (on its first use, so that
 	// it appears when first counted, as before).
-	allowedOnce sync.Once
-	allowed     prometheus.Counter
+	allowed metrics.Lazy[prometheus.Counter]
 }
 
 // NewMetrics registers the authorization metrics with reg; a nil reg returns
@@ -82,8 +80,7 @@ func (m *Metrics) decision(allowed bool) {
 		return
 	}
 	if allowed {
-		m.allowedOnce.Do(func() { m.allowed = m.decisions.WithLabelValues("allowed") })
-		m.allowed.Inc()
+		m.allowed.Get(func() prometheus.Counter { return m.decisions.WithLabelValues("allowed") }).Inc()
 	} else {
 		m.decisions.WithLabelValues("denied").Inc()
 	}

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	annexmetrics "github.com/annexapi/annex/metrics"
 )
 
 // metrics is nil-safe: every method does nothing on a nil receiver, which is
@@ -40,19 +42,8 @@ type flowKey struct{ pl, fs string }
 // changed, as before).
 type flowSeries struct {
 	pl, fs                    string
-	dispatched                lazy[prometheus.Counter]
-	inqueue, executing, seats lazy[prometheus.Gauge]
-}
-
-// lazy is a value made on first use.
-type lazy[T any] struct {
-	once sync.Once
-	v    T
-}
-
-func (l *lazy[T]) get(newV func() T) T {
-	l.once.Do(func() { l.v = newV() })
-	return l.v
+	dispatched                annexmetrics.Lazy[prometheus.Counter]
+	inqueue, executing, seats annexmetrics.Lazy[prometheus.Gauge]
 }
 
 // series returns pl and fs's series.
@@ -77,8 +68,8 @@ func (m *metrics) series(pl, fs string) *flowSeries {
 	return f
 }
 
-func (f *flowSeries) gauge(l *lazy[prometheus.Gauge], vec *prometheus.GaugeVec) prometheus.Gauge {
-	return l.get(func() prometheus.Gauge { return vec.WithLabelValues(f.pl, f.fs) })
+func (f *flowSeries) gauge(l *annexmetrics.Lazy[prometheus.Gauge], vec *prometheus.GaugeVec) prometheus.Gauge {
+	return l.Get(func() prometheus.Gauge { return vec.WithLabelValues(f.pl, f.fs) })
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -123,7 +114,7 @@ func (m *metrics) reject(pl, fs, reason string) {
 func (m *metrics) dispatch(pl, fs string) {
 	if m != nil {
 		f := m.series(pl, fs)
-		f.dispatched.get(func() prometheus.Counter { return m.dispatched.WithLabelValues(pl, fs) }).Inc()
+		f.dispatched.Get(func() prometheus.Counter { return m.dispatched.WithLabelValues(pl, fs) }).Inc()
 	}
 }
 

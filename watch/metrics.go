@@ -4,8 +4,6 @@
 package watch
 
 import (
-	"sync"
-
 	"github.com/prometheus/client_golang/prometheus"
 
 	annexmetrics "github.com/annexapi/annex/metrics"
@@ -24,10 +22,13 @@ type metrics struct {
 	rv         prometheus.Gauge
 	capacity   prometheus.Gauge
 	readWait   prometheus.Observer
-	// consistentOK and consistentFallback are the consistent-read counter
-	// at success=true,fallback=false and at success=false,fallback=true,
-	// the only pairs counted, looked up once rather than on every read.
-	consistentOK, consistentFallback *lazyCounter
+	// consistent is the consistent-read counter, curried by hand with
+	// resource; consistentOK and consistentFallback are its only pairs
+	// counted (success=true,fallback=false and the reverse), looked up once
+	// rather than on every read.
+	consistent                       *prometheus.CounterVec
+	resource                         string
+	consistentOK, consistentFallback annexmetrics.Lazy[prometheus.Counter]
 	initialized                      prometheus.Counter
 }
 
@@ -57,33 +58,28 @@ func newMetrics(reg prometheus.Registerer, resource string) (*metrics, error) {
 		Help: "Counter for consistent reads from cache.",
 	}, []string{"resource", "success", "fallback"})).(*prometheus.CounterVec)
 	m := &metrics{
-		watchers:           gauge("apiserver_registered_watchers", "Number of currently registered watchers for a given resource."),
-		received:           counter("apiserver_watch_cache_events_received_total", "Counter of events received in watch cache broken by resource type."),
-		dispatched:         counter("apiserver_watch_cache_events_dispatched_total", "Counter of events dispatched in watch cache broken by resource type."),
-		terminated:         counter("apiserver_terminated_watchers_total", "Counter of watchers closed due to unresponsiveness broken by resource type."),
-		objects:            gauge("apiserver_watch_cache_objects", "Number of objects held by the watch cache."),
-		stored:             gauge("apiserver_storage_objects", "Number of stored objects at the time of last check split by kind. In case of a fetching error, the value will be -1."),
-		rv:                 gauge("apiserver_watch_cache_resource_version", "Current resource version of watch cache broken by resource type."),
-		capacity:           gauge("apiserver_watch_cache_capacity", "Total capacity of watch cache broken by resource type."),
-		readWait:           wait.WithLabelValues(resource),
-		consistentOK:       &lazyCounter{vec: consistent, lvs: []string{resource, "true", "false"}},
-		consistentFallback: &lazyCounter{vec: consistent, lvs: []string{resource, "false", "true"}},
-		initialized:        counter("apiserver_watch_cache_initializations_total", "Counter of watch cache initializations broken by resource type."),
+		watchers:    gauge("apiserver_registered_watchers", "Number of currently registered watchers for a given resource."),
+		received:    counter("apiserver_watch_cache_events_received_total", "Counter of events received in watch cache broken by resource type."),
+		dispatched:  counter("apiserver_watch_cache_events_dispatched_total", "Counter of events dispatched in watch cache broken by resource type."),
+		terminated:  counter("apiserver_terminated_watchers_total", "Counter of watchers closed due to unresponsiveness broken by resource type."),
+		objects:     gauge("apiserver_watch_cache_objects", "Number of objects held by the watch cache."),
+		stored:      gauge("apiserver_storage_objects", "Number of stored objects at the time of last check split by kind. In case of a fetching error, the value will be -1."),
+		rv:          gauge("apiserver_watch_cache_resource_version", "Current resource version of watch cache broken by resource type."),
+		capacity:    gauge("apiserver_watch_cache_capacity", "Total capacity of watch cache broken by resource type."),
+		readWait:    wait.WithLabelValues(resource),
+		consistent:  consistent,
+		resource:    resource,
+		initialized: counter("apiserver_watch_cache_initializations_total", "Counter of watch cache initializations broken by resource type."),
 	}
 	return m, firstErr
 }
 
-// lazyCounter is a series of a counter vector looked up on its first
-// increment, not on each: the series appears when first counted, as with
-// WithLabelValues(...).Inc() every time.
-type lazyCounter struct {
-	vec  *prometheus.CounterVec
-	lvs  []string
-	once sync.Once
-	c    prometheus.Counter
-}
-
-func (l *lazyCounter) Inc() {
-	l.once.Do(func() { l.c = l.vec.WithLabelValues(l.lvs...) })
-	l.c.Inc()
+// consistentRead counts a consistent read served from the cache (ok) or
+// sent to the store.
+func (m *metrics) consistentRead(ok bool) {
+	if ok {
+		m.consistentOK.Get(func() prometheus.Counter { return m.consistent.WithLabelValues(m.resource, "true", "false") }).Inc()
+	} else {
+		m.consistentFallback.Get(func() prometheus.Counter { return m.consistent.WithLabelValues(m.resource, "false", "true") }).Inc()
+	}
 }

@@ -27,11 +27,7 @@ func (c *Cacher) waitConsistent(ctx context.Context) (bool, error) {
 		return false, err
 	}
 	ok, err = c.waitFor(ctx, cur, true)
-	if err != nil || !ok {
-		c.m.consistentFallback.Inc()
-	} else {
-		c.m.consistentOK.Inc()
-	}
+	c.m.consistentRead(err == nil && ok)
 	return ok, err
 }
 
