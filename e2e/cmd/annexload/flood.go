@@ -10,6 +10,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/annexapi/annex/e2e/internal/load"
 )
@@ -22,6 +23,8 @@ func floodCmd(args []string) error {
 	seats := fs.String("seats", "", "the server's --max-requests-inflight,--max-mutating-requests-inflight (empty: 3,1)")
 	inFlight := fs.Int("in-flight", 0, "A's LISTs in flight (0: 25 times the seats)")
 	profile := fs.String("profile", "", "a directory for the server's CPU profile over B's measurement in each row")
+	trace := fs.Bool("trace", false, "with --profile, the server's execution trace instead of its CPU profile")
+	rowList := fs.String("rows", "", "the rows to run, as 1,2 (empty: all four)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -50,7 +53,17 @@ func floodCmd(args []string) error {
 		return err
 	}
 	c.Self = self
-	c.ProfileDir = *profile
+	c.ProfileDir, c.Trace = *profile, *trace
+	for _, f := range strings.Split(*rowList, ",") {
+		if f == "" {
+			continue
+		}
+		n, err := strconv.Atoi(f)
+		if err != nil || n < 1 || n > 4 {
+			return fmt.Errorf("--rows: want numbers from 1 to 4, as 1,2; got %q", *rowList)
+		}
+		c.Rows = append(c.Rows, n)
+	}
 	dir, err := os.MkdirTemp("", "annexload-flood-")
 	if err != nil {
 		return err
@@ -59,6 +72,14 @@ func floodCmd(args []string) error {
 	rows, err := load.Flood(context.Background(), dir, c)
 	if err != nil {
 		return err
+	}
+	if c.ProfileDir != "" {
+		// B's slowest GETs, to find them in the profiles.
+		for _, r := range rows {
+			for _, g := range r.Slowest {
+				fmt.Fprintf(os.Stderr, "%s: slow GET at %s took %v\n", r.Name, g.At.Format(time.RFC3339Nano), g.Took)
+			}
+		}
 	}
 	return load.FloodTable(os.Stdout, c, rows)
 }

@@ -49,6 +49,12 @@ type FloodConfig struct {
 	// ProfileDir, when set, receives the server's CPU profile over B's
 	// measurement in each row (row1.pprof, row2.pprof, ...).
 	ProfileDir string
+	// Trace, with ProfileDir, takes the server's execution trace instead
+	// (row1.trace, ...): where its goroutines waited for a core.
+	Trace bool
+	// Rows, when not empty, are the rows to run (1 to 4, in FloodRows'
+	// order); empty runs them all.
+	Rows []int
 }
 
 // FullFlood is issue 36's flood: 50,000 objects, 3 + 1 seats for two
@@ -74,6 +80,9 @@ type FloodRow struct {
 	// B holds the latencies of B's GETs (sorted), from the first try to
 	// the final answer, Retry-After waits included, as client-go sees it.
 	B []time.Duration
+	// Slowest are B's ten slowest GETs: when each was sent (wall clock, to
+	// find it in a trace of the server) and how long it took.
+	Slowest []SlowGet
 	// BRejected counts B's 429 answers (each then retried after its
 	// Retry-After, as client-go does); BFailed the GETs that never got a
 	// 200.
@@ -86,6 +95,12 @@ type FloodRow struct {
 	// Seats is global-default's current limit at the end of the row (the
 	// level both users are in), with priority and fairness on.
 	Seats string
+}
+
+// SlowGet is one of B's GETs.
+type SlowGet struct {
+	At   time.Time
+	Took time.Duration
 }
 
 // Quantile is a quantile of B's latencies.
@@ -166,9 +181,16 @@ func Flood(ctx context.Context, dir string, c FloodConfig) ([]FloodRow, error) {
 	}
 	var out []FloodRow
 	for i, row := range rows {
+		if len(c.Rows) > 0 && !slices.Contains(c.Rows, i+1) {
+			continue
+		}
 		profile := ""
 		if c.ProfileDir != "" {
-			profile = filepath.Join(c.ProfileDir, fmt.Sprintf("row%d.pprof", i+1))
+			ext := ".pprof"
+			if c.Trace {
+				ext = ".trace"
+			}
+			profile = filepath.Join(c.ProfileDir, fmt.Sprintf("row%d%s", i+1, ext))
 		}
 		r, err := floodRow(ctx, dir, c, append(common, modes[row.mode]...), row.flood, profile)
 		if err != nil {
@@ -216,12 +238,16 @@ func floodRow(ctx context.Context, dir string, c FloodConfig, flags []string, fl
 	defer bc[0].CloseIdleConnections()
 	profiled := make(chan error, 1)
 	if profile != "" {
-		go func() { profiled <- t.Profile(ctx, c.Row, profile) }()
+		take := t.Profile
+		if c.Trace {
+			take = t.Trace
+		}
+		go func() { profiled <- take(ctx, c.Row, profile) }()
 	} else {
 		profiled <- nil
 	}
 	cpu0, self0, t0 := t.cpu(), selfCPU(), time.Now()
-	r.B, r.BRejected, r.BFailed = bystand(bc[0], t.Collection+"/obj-0", c.BInterval, c.Row)
+	r.B, r.Slowest, r.BRejected, r.BFailed = bystand(bc[0], t.Collection+"/obj-0", c.BInterval, c.Row)
 	if err := <-profiled; err != nil {
 		return r, fmt.Errorf("profile: %w", err)
 	}
@@ -257,18 +283,20 @@ func (t Target) metric(series string) string {
 // bystand sends one GET every interval for d, each on its own goroutine so
 // that a slow answer does not delay the next request (open loop), and
 // waits for the answers.
-func bystand(c *http.Client, url string, interval, d time.Duration) (lat []time.Duration, rejected, failed int) {
+func bystand(c *http.Client, url string, interval, d time.Duration) (lat []time.Duration, slowest []SlowGet, rejected, failed int) {
 	var mu sync.Mutex
 	var wg sync.WaitGroup
 	tick := time.NewTicker(interval)
 	defer tick.Stop()
 	end := time.After(d)
+	var all []SlowGet
 	for {
 		select {
 		case <-end:
 			wg.Wait()
 			slices.Sort(lat)
-			return lat, rejected, failed
+			slices.SortFunc(all, func(a, b SlowGet) int { return int(b.Took - a.Took) })
+			return lat, all[:min(10, len(all))], rejected, failed
 		case <-tick.C:
 			wg.Add(1)
 			go func() {
@@ -282,7 +310,9 @@ func bystand(c *http.Client, url string, interval, d time.Duration) (lat []time.
 					failed++
 					return
 				}
-				lat = append(lat, time.Since(t0))
+				took := time.Since(t0)
+				lat = append(lat, took)
+				all = append(all, SlowGet{At: t0, Took: took})
 			}()
 		}
 	}
@@ -355,6 +385,9 @@ type flooder struct {
 func startFlooder(self, kubeconfig, url string, inFlight int) (*flooder, error) {
 	cmd := exec.Command(self, "flood-a", "--kubeconfig", kubeconfig, "--url", url, "--in-flight", strconv.Itoa(inFlight))
 	cmd.Stderr = os.Stderr
+	if v := os.Getenv("FLOODER_GOMAXPROCS"); v != "" {
+		cmd.Env = append(os.Environ(), "GOMAXPROCS="+v)
+	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	stdin, err := cmd.StdinPipe()
 	if err != nil {

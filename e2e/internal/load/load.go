@@ -499,10 +499,22 @@ func (t Target) status(field string) int64 {
 // Profile writes the target's CPU profile over the next d to path (the
 // server's /debug/pprof/profile, as its admin). It blocks for d.
 func (t Target) Profile(ctx context.Context, d time.Duration, path string) error {
+	return t.debug(ctx, "profile", d, path)
+}
+
+// Trace writes the target's execution trace over the next d to path (the
+// server's /debug/pprof/trace, as its admin; `go tool trace` reads it). It
+// blocks for d.
+func (t Target) Trace(ctx context.Context, d time.Duration, path string) error {
+	return t.debug(ctx, "trace", d, path)
+}
+
+// debug writes the target's /debug/pprof/<kind> over the next d to path.
+func (t Target) debug(ctx context.Context, kind string, d time.Duration, path string) error {
 	c := t.client()
 	c.Timeout = d + 30*time.Second
 	defer c.CloseIdleConnections()
-	req, err := http.NewRequestWithContext(ctx, "GET", fmt.Sprintf("%s/debug/pprof/profile?seconds=%d", t.Host, int(d.Seconds())), nil)
+	req, err := http.NewRequestWithContext(ctx, "GET", fmt.Sprintf("%s/debug/pprof/%s?seconds=%d", t.Host, kind, int(d.Seconds())), nil)
 	if err != nil {
 		return err
 	}
@@ -516,7 +528,7 @@ func (t Target) Profile(ctx context.Context, d time.Duration, path string) error
 		return err
 	}
 	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("profile: %s: %s", resp.Status, b)
+		return fmt.Errorf("%s: %s: %s", kind, resp.Status, b)
 	}
 	return os.WriteFile(path, b, 0o644)
 }
