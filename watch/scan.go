@@ -43,6 +43,12 @@ import (
 // first: a slot is held only while walking, never while writing to a
 // client.
 //
+// While it holds a turn, a scan's thread asks the kernel for the shortest
+// time slices (on Linux, polite): the scan keeps its share of the core, and
+// whatever wakes on that core (a short request, its client, the network)
+// runs within 0.1 ms instead of after the scan's slice. Under a flood of
+// scans, B's slowest GETs had waited 4–8 ms for their core so.
+//
 // Scans is safe for concurrent use.
 type Scans struct {
 	slots chan struct{}
@@ -68,6 +74,7 @@ type scan struct {
 	held    bool      // the walk holds a slot
 	since   time.Time // when it took it
 	yielded time.Time // when it last yielded its core (runtime.Gosched)
+	thread  politeThread
 }
 
 // scanYield is how often a scan holding a slot yields its core to the
@@ -97,7 +104,16 @@ func (w *scan) visit() {
 func (w *scan) turn() {
 	w.visited = 0
 	now := time.Now()
-	if now.Sub(w.yielded) >= scanYield {
+	yield := now.Sub(w.yielded) >= scanYield
+	over := w.held && now.Sub(w.since) >= scanTurn
+	if w.held && !yield && !over {
+		return
+	}
+	// The thread is unlocked to yield: a goroutine locked to its thread
+	// yields by handing its core to another thread and back (~18 µs, a
+	// tenth of a scan's time), and one unlocked in ~75 ns.
+	w.thread.restore()
+	if yield {
 		// Let the goroutines queued on this core run first: the scan
 		// that took the slot from this one was woken on this core, ahead
 		// of a GET woken here a moment before, which Go's scheduler then
@@ -106,20 +122,22 @@ func (w *scan) turn() {
 		runtime.Gosched()
 		w.yielded = now
 	}
-	if w.held {
-		if now.Sub(w.since) < scanTurn {
-			return
-		}
+	if over {
 		<-w.s.slots // the longest waiting scan, if any, takes it
+		w.held = false
 	}
-	w.s.slots <- struct{}{}
-	w.held, w.since = true, time.Now()
+	if !w.held {
+		w.s.slots <- struct{}{}
+		w.held, w.since = true, time.Now()
+	}
+	w.thread = polite()
 }
 
 // pause gives the walk's slot up, if it holds one: before it hands an
 // object to a consumer that may block, and when it ends.
 func (w *scan) pause() {
 	if w.held {
+		w.thread.restore()
 		<-w.s.slots
 		w.held = false
 	}

@@ -25,6 +25,7 @@ func floodCmd(args []string) error {
 	profile := fs.String("profile", "", "a directory for the server's CPU profile over B's measurement in each row")
 	trace := fs.Bool("trace", false, "with --profile, the server's execution trace instead of its CPU profile")
 	rowList := fs.String("rows", "", "the rows to run, as 1,2 (empty: all four)")
+	flooderProcs := fs.Int("flooder-procs", 0, "A's GOMAXPROCS (0: Go's default)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -53,7 +54,7 @@ func floodCmd(args []string) error {
 		return err
 	}
 	c.Self = self
-	c.ProfileDir, c.Trace = *profile, *trace
+	c.ProfileDir, c.Trace, c.FlooderProcs = *profile, *trace, *flooderProcs
 	for _, f := range strings.Split(*rowList, ",") {
 		if f == "" {
 			continue
