@@ -47,7 +47,8 @@ import (
 // time slices (on Linux, polite): the scan keeps its share of the core, and
 // whatever wakes on that core (a short request, its client, the network)
 // runs within 0.1 ms instead of after the scan's slice. Under a flood of
-// scans, B's slowest GETs had waited 4–8 ms for their core so.
+// scans, a server's threads had waited up to 5–8 ms for their core so,
+// and the slowest of a bystander's GETs about 4 ms of it.
 //
 // Scans is safe for concurrent use.
 type Scans struct {

@@ -23,8 +23,8 @@ type politeThread struct {
 // (Linux 6.12 and later; older kernels ignore it) for short time slices on
 // that thread: a thread that wakes on the scan's core (a GET's connection
 // read, its client, another process) then runs within 0.1 ms instead of
-// waiting out the scan's slice (1.5 ms and more by default; under a flood,
-// B's slowest GETs waited 4–8 ms so). The thread keeps its share of the
+// waiting out the scan's slice (1.5 ms by default on two cores; under a
+// flood, a bystander's slowest GETs waited about 4 ms so). The thread keeps its share of the
 // core: only the wait of others shortens. Threads under another policy
 // (real time, idle, deadline) are left alone; so is every thread when the
 // kernel refuses.
