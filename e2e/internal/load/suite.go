@@ -250,7 +250,7 @@ func figure(r Result) (float64, string) {
 		if r.Ended > 0 {
 			lost += fmt.Sprintf(" (%d watches ended by the server)", r.Ended)
 		}
-		return float64(p99), fmt.Sprintf("p50 %v, p99 %v, %s, errors %d", r.Quantile(0.5).Round(time.Microsecond*10), p99.Round(time.Microsecond*10), lost, r.Errors)
+		return float64(p99), fmt.Sprintf("p50 %v, p99 %v, %s, errors %d, writes sent at %.0f/s", r.Quantile(0.5).Round(time.Microsecond*10), p99.Round(time.Microsecond*10), lost, r.Errors, r.WriteRate)
 	}
 	cpu := ""
 	if r.CPU > 0 && r.Ops > 0 {
