@@ -87,6 +87,9 @@ type Result struct {
 	// WriteRate is the rate at which a watch scenario sent its writes, as
 	// reached (the load tool shares the machine).
 	WriteRate float64
+	// LoadCPU is the load tool's own CPU time over a watch scenario (its
+	// writer and its watchers' readers), beside CPU, the server's.
+	LoadCPU time.Duration
 }
 
 // PerSecond is the throughput.
@@ -388,7 +391,7 @@ func (t Target) watch(ctx context.Context, writer Target, watchers, perConn int,
 	} else {
 		profiled <- nil
 	}
-	cpu0 := t.cpu()
+	cpu0, self0 := t.cpu(), selfCPU()
 	wc := writer.client()
 	defer wc.CloseIdleConnections()
 	n := int(rate * d.Seconds())
@@ -447,7 +450,8 @@ func (t Target) watch(ctx context.Context, writer Target, watchers, perConn int,
 	}
 	return Result{Scenario: name, Ops: int(delivered.Load()), Errors: errs, Elapsed: elapsed, CPU: t.cpu() - cpu0,
 		Latencies: lat, Early: len(early), FromSend: fromSend, Lost: int(expected - delivered.Load()), Ended: endedEarly, RssAnon: rssAnon,
-		WriteRate: float64(max(n-1, 0)) / sent.Seconds()} // the first write is sent at 0
+		WriteRate: float64(max(n-1, 0)) / sent.Seconds(), // the first write is sent at 0
+		LoadCPU: selfCPU() - self0}
 }
 
 // cpu is the CPU time the target's processes have used (user + system,

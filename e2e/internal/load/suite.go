@@ -85,7 +85,8 @@ func (t Target) WatchSuite(ctx context.Context, s Sizes, profileDir string) []Re
 	out := []Result{{Scenario: "RSS idle (MiB)", Ops: int(t.RSS() >> 10)}, {Scenario: "RssAnon idle (MiB)", Ops: int(t.RssAnon() >> 10)}}
 	perWatcher := func(label string, w Result, before int64) []Result {
 		cpu := Result{Scenario: "CPU per delivery, " + label + " (µs)"}
-		fmt.Fprintf(os.Stderr, "%s: %d deliveries in %v, server CPU %v (%.1f%% of a core)\n", w.Scenario, w.Ops, w.Elapsed.Round(time.Millisecond), w.CPU, 100*w.CPU.Seconds()/max(w.Elapsed.Seconds(), 1e-9))
+		fmt.Fprintf(os.Stderr, "%s: %d deliveries in %v, server CPU %v (%.1f%% of a core), load tool CPU %v (%.1f%% of a core)\n", w.Scenario, w.Ops, w.Elapsed.Round(time.Millisecond),
+			w.CPU, 100*w.CPU.Seconds()/max(w.Elapsed.Seconds(), 1e-9), w.LoadCPU.Round(time.Millisecond), 100*w.LoadCPU.Seconds()/max(w.Elapsed.Seconds(), 1e-9))
 		if w.Ops > 0 {
 			cpu.Ops = int(w.CPU.Microseconds() * 1000 / int64(w.Ops)) // ns, shown as µs below
 		}
@@ -250,7 +251,8 @@ func figure(r Result) (float64, string) {
 		if r.Ended > 0 {
 			lost += fmt.Sprintf(" (%d watches ended by the server)", r.Ended)
 		}
-		return float64(p99), fmt.Sprintf("p50 %v, p99 %v, %s, errors %d, writes sent at %.0f/s", r.Quantile(0.5).Round(time.Microsecond*10), p99.Round(time.Microsecond*10), lost, r.Errors, r.WriteRate)
+		return float64(p99), fmt.Sprintf("p50 %v, p99 %v (from the send: p50 %v, p99 %v), %s, errors %d, writes sent at %.0f/s", r.Quantile(0.5).Round(time.Microsecond*10), p99.Round(time.Microsecond*10),
+			quantile(r.FromSend, 0.5).Round(time.Microsecond*10), quantile(r.FromSend, 0.99).Round(time.Microsecond*10), lost, r.Errors, r.WriteRate)
 	}
 	cpu := ""
 	if r.CPU > 0 && r.Ops > 0 {
