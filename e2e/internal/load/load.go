@@ -429,6 +429,13 @@ func (t Target) watch(ctx context.Context, writer Target, watchers, perConn int,
 	}
 	elapsed := time.Since(start)
 	rssAnon := t.RssAnon()
+	if t.WatchProfile != "" {
+		// What the server holds with every watch open, as RssAnon is read.
+		heap := strings.TrimSuffix(t.WatchProfile, ".pprof") + ".heap.pprof"
+		if err := t.debugNow(ctx, "heap", heap); err != nil {
+			fmt.Fprintln(os.Stderr, "watch heap profile:", err)
+		}
+	}
 	endedEarly := int(ended.Load()) // before cancel ends the others
 	if err := <-profiled; err != nil {
 		fmt.Fprintln(os.Stderr, "watch profile:", err)
@@ -533,10 +540,22 @@ func (t Target) Trace(ctx context.Context, d time.Duration, path string) error {
 
 // debug writes the target's /debug/pprof/<kind> over the next d to path.
 func (t Target) debug(ctx context.Context, kind string, d time.Duration, path string) error {
+	return t.fetchDebug(ctx, fmt.Sprintf("%s/debug/pprof/%s?seconds=%d", t.Host, kind, int(d.Seconds())), d, path)
+}
+
+// debugNow writes the target's /debug/pprof/<kind> as it is now (a heap
+// profile after a collection) to path.
+func (t Target) debugNow(ctx context.Context, kind, path string) error {
+	return t.fetchDebug(ctx, fmt.Sprintf("%s/debug/pprof/%s?gc=1", t.Host, kind), 0, path)
+}
+
+// fetchDebug writes what url answers (taking up to d) to path.
+func (t Target) fetchDebug(ctx context.Context, url string, d time.Duration, path string) error {
+	kind := path
 	c := t.client()
 	c.Timeout = d + 30*time.Second
 	defer c.CloseIdleConnections()
-	req, err := http.NewRequestWithContext(ctx, "GET", fmt.Sprintf("%s/debug/pprof/%s?seconds=%d", t.Host, kind, int(d.Seconds())), nil)
+	req, err := http.NewRequestWithContext(ctx, "GET", url, nil)
 	if err != nil {
 		return err
 	}
