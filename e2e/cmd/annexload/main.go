@@ -10,6 +10,7 @@
 //	go run ./cmd/annexload audit         # create and GET throughput with and without an audit log
 //	go run ./cmd/annexload postgres      # annex on PostgreSQL beside annex on kine on the same PostgreSQL
 //	go run ./cmd/annexload flood         # priority and fairness under a flood that costs the server much
+//	go run ./cmd/annexload tracewait F   # where the bystander's GETs waited, from flood --profile DIR --trace
 //
 // compare builds k8s.io/sample-apiserver, etcd and kube-apiserver from the
 // Go module proxy (cached), and runs the suite on fresh servers of each and
@@ -54,7 +55,7 @@ func main() {
 
 func run(args []string) error {
 	if len(args) == 0 {
-		return errors.New("usage: annexload run [--short] [--watchers N] [--write-rate R] [--watch-only] [--watch-for D] [--profile DIR] [--bin PATH] | compare [--short] [--passes N] [--profile DIR [--profile-for D]] | scale [--objects N,M] | audit [--short] [--passes N] | postgres [--short] [--passes N] [--objects N] [--watchers N] | flood [--short] [--objects N] [--seats N,M] [--in-flight N] [--profile DIR]")
+		return errors.New("usage: annexload run [--short] [--watchers N] [--write-rate R] [--watch-only] [--watch-for D] [--profile DIR] [--bin PATH] | compare [--short] [--passes N] [--profile DIR [--profile-for D]] | scale [--objects N,M] | audit [--short] [--passes N] | postgres [--short] [--passes N] [--objects N] [--watchers N] | flood [--short] [--objects N] [--seats N,M] [--in-flight N] [--rows N,M] [--profile DIR [--trace]] [--flooder-procs N] | tracewait FILE")
 	}
 	switch args[0] {
 	case "run":
@@ -176,6 +177,8 @@ func run(args []string) error {
 		return postgresCmd(args[1:])
 	case "flood":
 		return floodCmd(args[1:])
+	case "tracewait":
+		return tracewaitCmd(args[1:])
 	case "floor-server": // the floor process of the compare command
 		fs := flag.NewFlagSet("floor-server", flag.ContinueOnError)
 		dir := fs.String("dir", "", "the directory with ca.crt, serving.crt and serving.key")
