@@ -37,6 +37,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -64,7 +65,7 @@ func run(args []string) error {
 		watchers := fs.Int("watchers", 0, "watchers of the fan-out scenarios (0: the size's, 1,000 or 50 short)")
 		writeRate := fs.Float64("write-rate", 0, "creates per second while the watchers watch (0: the size's, 100 or 50 short)")
 		watchOnly := fs.Bool("watch-only", false, "only the watch scenarios, on an empty collection, with CPU per delivery and peak RSS")
-		profile := fs.String("profile", "", "with --watch-only: write the server's CPU profile over each watch scenario's writes into this directory")
+		profile := fs.String("profile", "", "with --watch-only: write the server's CPU profile over each watch scenario's writes, its heap at the end of each, and this tool's own CPU profile (loadtool.pprof) into this directory")
 		bin := fs.String("bin", "", "run this build of the environments example instead of building it from this module's replace")
 		watchFor := fs.Duration("watch-for", 0, "how long the writes of each watch scenario last (0: the size's)")
 		if err := fs.Parse(args[1:]); err != nil {
@@ -77,6 +78,17 @@ func run(args []string) error {
 			if err := os.MkdirAll(*profile, 0o755); err != nil {
 				return err
 			}
+			// The tool shares the server's cores: what it spends is
+			// what the server cannot.
+			f, err := os.Create(filepath.Join(*profile, "loadtool.pprof"))
+			if err != nil {
+				return err
+			}
+			defer f.Close()
+			if err := pprof.StartCPUProfile(f); err != nil {
+				return err
+			}
+			defer pprof.StopCPUProfile()
 		}
 		sizes := load.Full()
 		if *short {
