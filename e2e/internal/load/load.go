@@ -458,7 +458,7 @@ func (t Target) watch(ctx context.Context, writer Target, watchers, perConn int,
 	return Result{Scenario: name, Ops: int(delivered.Load()), Errors: errs, Elapsed: elapsed, CPU: t.cpu() - cpu0,
 		Latencies: lat, Early: len(early), FromSend: fromSend, Lost: int(expected - delivered.Load()), Ended: endedEarly, RssAnon: rssAnon,
 		WriteRate: float64(max(n-1, 0)) / sent.Seconds(), // the first write is sent at 0
-		LoadCPU: selfCPU() - self0}
+		LoadCPU:   selfCPU() - self0}
 }
 
 // cpu is the CPU time the target's processes have used (user + system,
