@@ -77,14 +77,10 @@ func (l *handshakeListener) acceptLoop() {
 			case <-l.done:
 				return
 			}
-			var ne net.Error
-			if errors.As(err, &ne) && ne.Timeout() { // net/http retries these
-				continue
-			}
 			if errors.Is(err, net.ErrClosed) {
 				return
 			}
-			continue
+			continue // net/http retries a temporary error, and closes us on any other
 		}
 		go l.handshake(c)
 	}

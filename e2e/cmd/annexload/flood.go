@@ -5,6 +5,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -54,6 +55,9 @@ func floodCmd(args []string) error {
 		return err
 	}
 	c.Self = self
+	if *trace && *profile == "" {
+		return errors.New("--trace needs --profile DIR, where the traces are written")
+	}
 	c.ProfileDir, c.Trace, c.FlooderProcs = *profile, *trace, *flooderProcs
 	for _, f := range strings.Split(*rowList, ",") {
 		if f == "" {

@@ -551,7 +551,6 @@ func (t Target) debugNow(ctx context.Context, kind, path string) error {
 
 // fetchDebug writes what url answers (taking up to d) to path.
 func (t Target) fetchDebug(ctx context.Context, url string, d time.Duration, path string) error {
-	kind := path
 	c := t.client()
 	c.Timeout = d + 30*time.Second
 	defer c.CloseIdleConnections()
@@ -569,7 +568,7 @@ func (t Target) fetchDebug(ctx context.Context, url string, d time.Duration, pat
 		return err
 	}
 	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("%s: %s: %s", kind, resp.Status, b)
+		return fmt.Errorf("%s: %s: %s", url, resp.Status, b)
 	}
 	return os.WriteFile(path, b, 0o644)
 }

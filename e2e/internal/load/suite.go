@@ -80,7 +80,8 @@ func (t Target) Suite(ctx context.Context, s Sizes) []Result {
 // connection) and watchers on their own connections, each with its
 // RssAnon per watcher and the server's CPU per delivery. With profileDir,
 // each scenario's CPU profile over its writes is written there
-// (shared.pprof, own.pprof).
+// (shared.pprof, own.pprof), and the server's heap at its end
+// (shared.heap.pprof, own.heap.pprof).
 func (t Target) WatchSuite(ctx context.Context, s Sizes, profileDir string) []Result {
 	out := []Result{{Scenario: "RSS idle (MiB)", Ops: int(t.RSS() >> 10)}, {Scenario: "RssAnon idle (MiB)", Ops: int(t.RssAnon() >> 10)}}
 	perWatcher := func(label string, w Result, before int64) []Result {
